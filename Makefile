@@ -1,0 +1,117 @@
+# syncshim - see README.md. `make demo` runs the main job, `make test` the suite.
+
+CC      ?= gcc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+B       ?= build
+
+WARN    := -Wall -Wextra -Werror
+BASE    := -std=gnu11 -g -D_GNU_SOURCE -pthread $(WARN)
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  := $(BASE) $(OPT) $(SAN) -fPIC -Ipolicy -Ishim
+LDSAN   := $(SAN)
+
+# Debian packages the build and the suite need; `make deps` installs the missing ones.
+BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace
+BENCH_PKGS := eatmydata libactivemq-java fio
+
+# Pure code shared by the shim, the tools and the unit tests (no interposition).
+PURE_SRCS := policy/policy.c policy/glob.c $(wildcard shim/hist.c shim/logfmt.c)
+# The preloaded library: everything else under shim/.
+SHIM_SRCS := $(filter-out $(PURE_SRCS),$(wildcard shim/*.c))
+SYNCLAT_SRCS := $(wildcard tools/synclat*.c tools/report*.c tools/logread*.c tools/svg*.c)
+SYNCSHIM_SRCS := $(wildcard tools/syncshim*.c tools/ab*.c tools/elfcheck*.c)
+
+PURE_OBJS := $(PURE_SRCS:%.c=$(B)/obj/%.o)
+SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
+
+EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
+TEST_LIBS := $(patsubst tests/lib/%.c,$(B)/tests/lib/%.so,$(wildcard tests/lib/*.c))
+UNIT_TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
+JAVA_SRCS := $(wildcard examples/java/*.java)
+
+LIBDIR := $(shell gcc -print-multiarch 2>/dev/null)
+LIBDIR := /usr/lib/$(if $(LIBDIR),$(LIBDIR),x86_64-linux-gnu)
+# The shim's private allocator and ini parser are linked in statically and
+# kept hidden, so the host's malloc and symbols are never replaced.
+SHIM_STATIC := $(LIBDIR)/libinih.a $(LIBDIR)/libjemalloc_pic.a
+SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=shim/exports.map \
+	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
+
+.PHONY: all deps bench-deps test unit integration asan bench demo install clean java
+all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
+
+deps:
+	@missing=""; for p in $(BUILD_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+bench-deps: deps
+	@missing=""; for p in $(BENCH_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+$(B)/obj/%.o: %.c $(wildcard shim/*.h policy/*.h tools/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
+
+$(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) shim/exports.map
+	$(CC) $(LDSAN) -o $@ $(SHIM_OBJS) $(PURE_OBJS) $(SHIM_STATIC) $(SHIM_LDFLAGS)
+
+$(B)/syncshim: $(SYNCSHIM_SRCS) $(PURE_OBJS)
+	$(CC) $(CFLAGS) -o $@ $(SYNCSHIM_SRCS) $(PURE_OBJS) $(LIBDIR)/libinih.a $(LDSAN) -lm
+
+$(B)/synclat: $(SYNCLAT_SRCS) $(PURE_OBJS)
+	$(CC) $(CFLAGS) -o $@ $(SYNCLAT_SRCS) $(PURE_OBJS) $(LIBDIR)/libinih.a $(LDSAN) -lm
+
+$(B)/examples/%: examples/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(OPT) -o $@ $< -lm
+
+$(B)/tests/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(OPT) -o $@ $< -lm
+
+$(B)/tests/lib/%.so: tests/lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(OPT) -fPIC -shared -o $@ $< -ldl
+
+$(B)/tests/test_%: tests/test_%.c $(PURE_OBJS) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Itools -o $@ $< $(PURE_OBJS) $(filter-out tools/synclat.c,$(SYNCLAT_SRCS)) \
+		$(LIBDIR)/libinih.a -lcriterion $(LDSAN) -lm
+
+$(B)/java/.stamp: $(JAVA_SRCS)
+	@mkdir -p $(B)/java
+	javac -d $(B)/java $(JAVA_SRCS)
+	@touch $@
+java: $(if $(JAVA_SRCS),$(B)/java/.stamp)
+
+# The suite: unit tests, then integration tests that run programs under the
+# shim. Each criterion binary prints its own tally.
+TEST_DEPS := all $(TEST_PROGS) $(TEST_LIBS) java
+test: deps
+	@$(MAKE) --no-print-directory $(TEST_DEPS)
+	@$(MAKE) --no-print-directory run-tests
+
+run-tests: $(UNIT_TESTS)
+	@fail=0; for t in $(UNIT_TESTS); do \
+	  SYNCSHIM_BUILD=$(abspath $(B)) $$t --jobs 2 || fail=1; done; exit $$fail
+
+# AddressSanitizer + UBSan build of everything, in its own tree, same suite.
+asan: deps
+	@$(MAKE) --no-print-directory B=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  test
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/syncshim
+	install -m 0755 $(B)/libsyncshim.so $(DESTDIR)$(PREFIX)/lib/libsyncshim.so
+	install -m 0755 $(B)/syncshim $(DESTDIR)$(PREFIX)/bin/syncshim
+	[ ! -f $(B)/synclat ] || install -m 0755 $(B)/synclat $(DESTDIR)$(PREFIX)/bin/synclat
+	install -m 0644 shim.ini $(DESTDIR)$(PREFIX)/share/syncshim/shim.ini
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,160 @@
+/*
+ * mmap_track.c - which file a shared mapping belongs to, for msync.
+ *
+ * msync names an address, not a file, so shared file mappings made
+ * through mmap are remembered as [start, end) -> shim_file. munmap (and a
+ * MAP_FIXED mapping on top) trims or drops them. A small fixed table under
+ * a mutex: mappings are few and mmap is not a hot path; munmap skips the
+ * lock entirely while nothing is tracked (a JVM unmaps a lot of memory).
+ * Lock order: this table's lock, then the registry's.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define MAX_REGIONS 4096
+
+struct region {
+	uintptr_t start, end;
+	struct shim_file *file;
+};
+
+static pthread_mutex_t regions_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct region regions[MAX_REGIONS];
+static _Atomic int nregions;
+
+void mmap_track_lock(void)
+{
+	pthread_mutex_lock(&regions_mu);
+}
+
+void mmap_track_unlock(void)
+{
+	pthread_mutex_unlock(&regions_mu);
+}
+
+void mmap_track_atfork_child(void)
+{
+	pthread_mutex_init(&regions_mu, NULL);
+}
+
+static void region_drop(int i)
+{
+	int n = atomic_load_explicit(&nregions, memory_order_relaxed);
+	file_put(regions[i].file);
+	regions[i] = regions[n - 1];
+	atomic_store_explicit(&nregions, n - 1, memory_order_release);
+}
+
+static void region_push(uintptr_t start, uintptr_t end, struct shim_file *f)
+{
+	int n = atomic_load_explicit(&nregions, memory_order_relaxed);
+	if (n == MAX_REGIONS) {
+		file_put(f); /* full: that mapping's msync just passes through */
+		return;
+	}
+	regions[n] = (struct region){ start, end, f };
+	atomic_store_explicit(&nregions, n + 1, memory_order_release);
+}
+
+/* Lock held. Cut [start, end) out of every region. */
+static void regions_cut(uintptr_t start, uintptr_t end)
+{
+	for (int i = 0; i < atomic_load_explicit(&nregions, memory_order_relaxed);) {
+		struct region *r = &regions[i];
+		if (r->end <= start || r->start >= end) {
+			i++;
+			continue;
+		}
+		if (r->start < start && r->end > end) /* hole in the middle: keep the tail too */
+			region_push(end, r->end, file_ref(r->file));
+		if (r->start < start) {
+			r->end = start;
+			i++;
+		} else if (r->end > end) {
+			r->start = end;
+			i++;
+		} else {
+			region_drop(i); /* swapped in an unvisited entry at i */
+		}
+	}
+}
+
+void mmap_track_add(void *addr, size_t len, int fd)
+{
+	uint32_t state;
+	struct shim_file *f = fd_file_checked(fd, &state);
+	if (!f)
+		return;
+	file_ref(f);
+	shim_busy++;
+	mmap_track_lock();
+	regions_cut((uintptr_t)addr, (uintptr_t)addr + len);
+	region_push((uintptr_t)addr, (uintptr_t)addr + len, f);
+	mmap_track_unlock();
+	shim_busy--;
+}
+
+void mmap_track_remove(void *addr, size_t len)
+{
+	if (atomic_load_explicit(&nregions, memory_order_acquire) == 0)
+		return;
+	shim_busy++;
+	mmap_track_lock();
+	regions_cut((uintptr_t)addr, (uintptr_t)addr + len);
+	mmap_track_unlock();
+	shim_busy--;
+}
+
+struct shim_file *mmap_track_find(const void *addr)
+{
+	if (atomic_load_explicit(&nregions, memory_order_acquire) == 0)
+		return NULL;
+	struct shim_file *f = NULL;
+	shim_busy++;
+	mmap_track_lock();
+	for (int i = 0; i < atomic_load_explicit(&nregions, memory_order_relaxed); i++)
+		if ((uintptr_t)addr >= regions[i].start && (uintptr_t)addr < regions[i].end) {
+			f = file_ref(regions[i].file);
+			break;
+		}
+	mmap_track_unlock();
+	shim_busy--;
+	return f;
+}
+
+static void *mmap_done(void *p, size_t len, int flags, int fd)
+{
+	if (p == MAP_FAILED || shim_bypass())
+		return p;
+	int e = errno;
+	if (fd >= 0 && (flags & MAP_SHARED))
+		mmap_track_add(p, len, fd);
+	else if (flags & MAP_FIXED)
+		mmap_track_remove(p, len);
+	errno = e;
+	return p;
+}
+
+SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_done(REAL(mmap)(addr, len, prot, flags, fd, off), len, flags, fd);
+}
+
+SHIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+	return mmap_done(REAL(mmap64)(addr, len, prot, flags, fd, off), len, flags, fd);
+}
+
+SHIM_API int munmap(void *addr, size_t len)
+{
+	int r = REAL(munmap)(addr, len);
+	if (r == 0 && !shim_bypass()) {
+		int e = errno;
+		mmap_track_remove(addr, len);
+		errno = e;
+	}
+	return r;
+}

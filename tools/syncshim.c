@@ -1,0 +1,188 @@
+/*
+ * syncshim - run a program with the shim preloaded, or A/B two policies.
+ *
+ *   syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]
+ *   syncshim check FILE
+ *   syncshim ab [-n ROUNDS] [-o DIR] A B -- CMD [ARGS]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elfcheck.h"
+#include "policy.h"
+#include "syncshim_cli.h"
+
+static void usage(FILE *to)
+{
+	fprintf(to,
+		"usage: syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]\n"
+		"       syncshim check FILE\n"
+		"       syncshim ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]\n"
+		"POLICY: passthrough | fdatasync | noop | defer | group\n"
+		"MODE (log detail): summary | calls\n"
+		"A, B: a policy name or an ini file\n");
+}
+
+int shim_library_path(char *out, size_t len)
+{
+	const char *env = getenv("SYNCSHIM_LIB");
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return access(out, R_OK);
+	}
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	*slash = '\0';
+	static const char *const candidates[] = { "%s/libsyncshim.so", "%s/../lib/libsyncshim.so" };
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		snprintf(out, len, candidates[i], self);
+		if (access(out, R_OK) == 0) {
+			char real[PATH_MAX];
+			if (realpath(out, real))
+				snprintf(out, len, "%s", real);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Keep whatever the user preloads; add the shim after it, once. */
+static int add_preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	if (!old || !*old)
+		return setenv("LD_PRELOAD", lib, 1);
+	if (strstr(old, lib))
+		return 0;
+	size_t n = strlen(old) + strlen(lib) + 2;
+	char *joined = malloc(n);
+	if (!joined)
+		return -1;
+	snprintf(joined, n, "%s:%s", old, lib);
+	int r = setenv("LD_PRELOAD", joined, 1);
+	free(joined);
+	return r;
+}
+
+static void warn_if_unreachable(const char *cmd)
+{
+	char path[PATH_MAX], why[256];
+	if (find_in_path(cmd, path, sizeof(path)) == 0 && elf_preload_check(path, why, sizeof(why)))
+		fprintf(stderr, "syncshim: warning: %s is %s\n", path, why);
+}
+
+int shim_prepare_env(const char *config, const char *policy, const char *log, const char *mode)
+{
+	char lib[PATH_MAX];
+	if (shim_library_path(lib, sizeof(lib)) < 0) {
+		fprintf(stderr, "syncshim: cannot find libsyncshim.so next to this program; set SYNCSHIM_LIB\n");
+		return -1;
+	}
+	/* Validate here so a bad config says its one line once, not once per
+	 * process the command spawns; the command then runs as passthrough. */
+	char err[POLICY_ERR_MAX];
+	static struct policy p;
+	int bad = 0;
+	if (config && policy_load_file(config, &p, err, sizeof(err)) < 0) {
+		fprintf(stderr, "syncshim: %s; running as passthrough\n", err);
+		bad = 1;
+	} else if (policy && sync_policy_parse(policy) < 0) {
+		fprintf(stderr, "syncshim: unknown policy '%s'; use passthrough, fdatasync, noop, defer or group; running as passthrough\n",
+			policy);
+		bad = 1;
+	}
+	if (mode && log_mode_parse(mode) < 0) {
+		fprintf(stderr, "syncshim: unknown log mode '%s'; use summary or calls\n", mode);
+		return -1;
+	}
+	unsetenv("SYNCSHIM_CONFIG");
+	unsetenv("SYNCSHIM_POLICY");
+	if (bad) {
+		setenv("SYNCSHIM_POLICY", "passthrough", 1);
+	} else {
+		char abs[PATH_MAX];
+		if (config && realpath(config, abs))
+			setenv("SYNCSHIM_CONFIG", abs, 1);
+		if (policy)
+			setenv("SYNCSHIM_POLICY", policy, 1);
+	}
+	if (log)
+		setenv("SYNCSHIM_LOG", log, 1);
+	if (mode)
+		setenv("SYNCSHIM_LOG_MODE", mode, 1);
+	return add_preload(lib);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	const char *config = NULL, *policy = NULL, *log = NULL, *mode = NULL;
+	int c;
+	while ((c = getopt(argc, argv, "+c:p:o:m:h")) != -1) {
+		switch (c) {
+		case 'c': config = optarg; break;
+		case 'p': policy = optarg; break;
+		case 'o': log = optarg; break;
+		case 'm': mode = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 1;
+	}
+	if (shim_prepare_env(config, policy, log, mode) < 0)
+		return 1;
+	warn_if_unreachable(argv[optind]);
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "syncshim: cannot run %s: %s\n", argv[optind], strerror(errno));
+	return 127;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	if (argc != 2) {
+		usage(stderr);
+		return 1;
+	}
+	static struct policy p;
+	char err[POLICY_ERR_MAX];
+	if (policy_load_file(argv[1], &p, err, sizeof(err)) < 0) {
+		fprintf(stderr, "syncshim: %s\n", err);
+		return 2;
+	}
+	printf("%s: ok, %d rule%s, default policy %s\n", argv[1], p.nrules, p.nrules == 1 ? "" : "s",
+	       sync_policy_name(p.deflt.sync));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 1;
+	}
+	const char *sub = argv[1];
+	if (strcmp(sub, "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(sub, "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
+	if (strcmp(sub, "ab") == 0)
+		return cmd_ab(argc - 1, argv + 1);
+	if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "syncshim: unknown command '%s'\n", sub);
+	usage(stderr);
+	return 1;
+}
