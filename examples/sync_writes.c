@@ -1,0 +1,549 @@
+/*
+ * sync_writes - append + sync in a loop, like KahaDB's DiskBenchmark.
+ *
+ * ActiveMQ's DiskBenchmark measures how many small synchronous appends a
+ * disk sustains; that rate bounds a journal that syncs every message.
+ * Each iteration writes SIZE bytes at the end of the file and syncs
+ * (fsync, fdatasync or none), or with -o opens the file O_DSYNC so every
+ * write is itself synchronous (Java's RandomAccessFile "rwd").
+ *
+ * With -T N, N threads share one fd and each does write+sync: a sync
+ * started while another is in flight can cover both, so the writes/s
+ * beyond what one thread gets measures group commit. Each write goes to
+ * an offset reserved atomically (pwrite), so the file has no holes or
+ * overlaps whatever the interleaving; one thread uses plain write().
+ *
+ * Data: the file is a sequence of 16-byte records, each its own offset as
+ * 15 hex digits and '\n', so contents can be checked at any offset.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "sync_writes"
+#define NS_PER_US 1000ULL
+#define NS_PER_SEC 1000000000ULL
+#define MIB 1048576.0
+#define SAMPLE_CAP (1u << 20)
+#define MAX_THREADS 1024
+
+enum sync_method { M_FSYNC, M_FDATASYNC, M_NONE };
+
+struct options {
+	char path[4096];
+	size_t size;
+	uint64_t count;      /* UINT64_MAX when only -t bounds the run */
+	double seconds;      /* 0 = no time limit */
+	enum sync_method method;
+	unsigned threads;
+	int odsync;          /* -o: open O_DSYNC, no explicit sync */
+	int keep;
+};
+
+/* Latency samples: exact count/sum/max, percentiles from up to cap
+ * samples (a uniform reservoir once more than cap were added). */
+struct lat {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t count, sum, max;
+	uint64_t rng;
+};
+
+struct shared {
+	const struct options *opt;
+	int fd;
+	uint64_t t_end;              /* 0 = none */
+	atomic_uint_fast64_t next;   /* next write index to reserve */
+	atomic_int stop;             /* set by a thread whose call failed */
+};
+
+struct worker {
+	struct shared *sh;
+	pthread_t tid;
+	struct lat wl, sl;           /* write latency, sync latency */
+	uint64_t writes;
+	int err;
+	const char *err_what;
+};
+
+static void die(const char *what)
+{
+	fprintf(stderr, "%s: %s: %s\n", PROG, what, strerror(errno));
+	exit(1);
+}
+
+static void die_path(const char *what, const char *path)
+{
+	int e = errno;
+	fprintf(stderr, "%s: %s %s: %s\n", PROG, what, path, strerror(e));
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		die("clock_gettime");
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* Byte o of the file belongs to the record at o & ~15: that offset in
+ * 15 hex digits then '\n'. Depends only on the offset, so any write of any
+ * size at any position produces the same file. */
+static void record_init(char r[16], uint64_t rec)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int d = 14; d >= 0; d--) {
+		r[d] = hex[rec & 15];
+		rec >>= 4;
+	}
+	r[15] = '\n';
+}
+
+/* Advance r to the next record (offset + 16): a hex increment of the
+ * digits above the last, cheaper than formatting each record. */
+static void record_next(char r[16])
+{
+	for (int d = 13; d >= 0; d--) {
+		if (r[d] == 'f') {
+			r[d] = '0';
+			continue;
+		}
+		r[d] = r[d] == '9' ? 'a' : (char)(r[d] + 1);
+		return;
+	}
+}
+
+static void fill_pattern(char *buf, uint64_t off, size_t len)
+{
+	char r[16];
+	record_init(r, off & ~15ULL);
+	size_t k = (size_t)(off & 15);
+	for (size_t i = 0; i < len; k = 0) {
+		size_t n = 16 - k;
+		if (n > len - i)
+			n = len - i;
+		memcpy(buf + i, r + k, n);
+		i += n;
+		record_next(r);
+	}
+}
+
+static void lat_init(struct lat *l, size_t cap)
+{
+	memset(l, 0, sizeof(*l));
+	l->cap = cap ? cap : 1;
+	l->v = malloc(l->cap * sizeof(*l->v));
+	if (!l->v)
+		die("malloc");
+	l->rng = 0x9e3779b97f4a7c15ULL;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void lat_add(struct lat *l, uint64_t ns)
+{
+	l->count++;
+	l->sum += ns;
+	if (ns > l->max)
+		l->max = ns;
+	if (l->n < l->cap) {
+		l->v[l->n++] = ns;
+		return;
+	}
+	/* Reservoir sampling keeps the kept samples uniform over all. */
+	uint64_t j = xorshift(&l->rng) % l->count;
+	if (j < l->cap)
+		l->v[j] = ns;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void lat_sort(struct lat *l)
+{
+	qsort(l->v, l->n, sizeof(*l->v), cmp_u64);
+}
+
+/* Nearest-rank percentile in microseconds; call lat_sort first. */
+static double lat_pct_us(const struct lat *l, double p)
+{
+	if (l->n == 0)
+		return 0;
+	size_t idx = (size_t)ceil(p / 100.0 * (double)l->n);
+	idx = idx ? idx - 1 : 0;
+	if (idx >= l->n)
+		idx = l->n - 1;
+	return (double)l->v[idx] / NS_PER_US;
+}
+
+static double lat_mean_us(const struct lat *l)
+{
+	return l->count ? (double)l->sum / (double)l->count / NS_PER_US : 0;
+}
+
+static double lat_max_us(const struct lat *l)
+{
+	return (double)l->max / NS_PER_US;
+}
+
+static const char *method_name(const struct options *o)
+{
+	if (o->odsync)
+		return "odsync";
+	return o->method == M_FSYNC ? "fsync" : o->method == M_FDATASYNC ? "fdatasync" : "none";
+}
+
+/* Write the whole buffer at the fd offset (off < 0) or at off (pwrite),
+ * retrying short writes. */
+static int write_at(int fd, const char *buf, size_t len, off_t off)
+{
+	while (len > 0) {
+		ssize_t n = off < 0 ? write(fd, buf, len) : pwrite(fd, buf, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		buf += n;
+		len -= (size_t)n;
+		if (off >= 0)
+			off += n;
+	}
+	return 0;
+}
+
+static int do_sync(int fd, enum sync_method m)
+{
+	switch (m) {
+	case M_FSYNC: return fsync(fd);
+	case M_FDATASYNC: return fdatasync(fd);
+	default: return 0;
+	}
+}
+
+static void worker_fail(struct worker *w, const char *what)
+{
+	w->err = errno;
+	w->err_what = what;
+	atomic_store(&w->sh->stop, 1);
+}
+
+/* One writer: reserve the next index, write it, sync; until the count is
+ * used up, time runs out, or another worker failed. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	const struct options *o = w->sh->opt;
+	/* One thread appends with write(); several pwrite reserved slots. */
+	int positional = o->threads > 1;
+	int explicit_sync = !o->odsync && o->method != M_NONE;
+	char *buf = malloc(o->size);
+	if (!buf) {
+		worker_fail(w, "malloc");
+		return NULL;
+	}
+	while (!atomic_load(&w->sh->stop)) {
+		if (w->sh->t_end && now_ns() >= w->sh->t_end)
+			break;
+		uint64_t idx = atomic_fetch_add(&w->sh->next, 1);
+		if (idx >= o->count)
+			break;
+		uint64_t off = idx * o->size;
+		fill_pattern(buf, off, o->size);
+		uint64_t a = now_ns();
+		if (write_at(w->sh->fd, buf, o->size, positional ? (off_t)off : -1) != 0) {
+			worker_fail(w, positional ? "pwrite" : "write");
+			break;
+		}
+		uint64_t b = now_ns();
+		lat_add(&w->wl, b - a);
+		w->writes++;
+		if (o->odsync) {
+			/* The O_DSYNC write is the sync. */
+			lat_add(&w->sl, b - a);
+		} else if (explicit_sync) {
+			if (do_sync(w->sh->fd, o->method) != 0) {
+				worker_fail(w, method_name(o));
+				break;
+			}
+			lat_add(&w->sl, now_ns() - b);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: %s [-f FILE] [-s SIZE] [-n COUNT] [-t SECONDS] [-m fsync|fdatasync|none]\n"
+		"          [-T THREADS] [-o] [-k]\n"
+		"  Appends SIZE bytes then syncs, COUNT times (KahaDB DiskBenchmark style).\n"
+		"  -f FILE     file to write (default /tmp/sync_writes.PID.dat)\n"
+		"  -s SIZE     bytes per write, k/m suffix ok (default 4096)\n"
+		"  -n COUNT    total writes (default 2000; with -t, only if given)\n"
+		"  -t SECONDS  run for this long instead (fractions ok)\n"
+		"  -m METHOD   sync after each write: fsync (default), fdatasync, none\n"
+		"  -T THREADS  writers sharing one fd, each write+sync (default 1)\n"
+		"  -o          open with O_DSYNC and never sync explicitly (like \"rwd\")\n"
+		"  -k          keep the file (default: remove it)\n"
+		"  -h          this help\n",
+		PROG);
+}
+
+static void bad_arg(const char *opt, const char *val)
+{
+	fprintf(stderr, "%s: bad value for %s: '%s'\n", PROG, opt, val);
+	usage(stderr);
+	exit(2);
+}
+
+/* Unsigned integer with optional k/m/g (binary) suffix. */
+static uint64_t parse_u64(const char *s, const char *opt)
+{
+	char *end;
+	errno = 0;
+	if (*s == '-')
+		bad_arg(opt, s);
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		bad_arg(opt, s);
+	int shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	}
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		bad_arg(opt, s);
+	return (uint64_t)v << shift;
+}
+
+static double parse_pos_double(const char *s, const char *opt)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v > 0) || v > 1e7)
+		bad_arg(opt, s);
+	return v;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	snprintf(o->path, sizeof(o->path), "/tmp/%s.%ld.dat", PROG, (long)getpid());
+	o->size = 4096;
+	o->count = 2000;
+	o->seconds = 0;
+	o->method = M_FSYNC;
+	o->threads = 1;
+	o->odsync = 0;
+	o->keep = 0;
+	int c, count_given = 0;
+	uint64_t v;
+	while ((c = getopt(argc, argv, "f:s:n:t:m:T:okh")) != -1) {
+		switch (c) {
+		case 'f':
+			if (strlen(optarg) >= sizeof(o->path))
+				bad_arg("-f", optarg);
+			strcpy(o->path, optarg);
+			break;
+		case 's': o->size = (size_t)parse_u64(optarg, "-s"); break;
+		case 'n': o->count = parse_u64(optarg, "-n"); count_given = 1; break;
+		case 't': o->seconds = parse_pos_double(optarg, "-t"); break;
+		case 'm':
+			if (strcmp(optarg, "fsync") == 0)
+				o->method = M_FSYNC;
+			else if (strcmp(optarg, "fdatasync") == 0)
+				o->method = M_FDATASYNC;
+			else if (strcmp(optarg, "none") == 0)
+				o->method = M_NONE;
+			else
+				bad_arg("-m", optarg);
+			break;
+		case 'T':
+			v = parse_u64(optarg, "-T");
+			if (v == 0 || v > MAX_THREADS)
+				bad_arg("-T", optarg);
+			o->threads = (unsigned)v;
+			break;
+		case 'o': o->odsync = 1; break;
+		case 'k': o->keep = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[optind]);
+		usage(stderr);
+		exit(2);
+	}
+	if (o->size == 0)
+		bad_arg("-s", "0");
+	if (o->seconds > 0 && !count_given)
+		o->count = UINT64_MAX;
+	if (o->count != UINT64_MAX && o->count > UINT64_MAX / o->size)
+		bad_arg("-n", "(count * size overflows)");
+}
+
+/* Run the workers; returns the wall time in seconds. */
+static double run_workers(struct shared *sh, struct worker *w, unsigned n)
+{
+	int rc;
+	uint64_t t0 = now_ns();
+	if (sh->opt->seconds > 0)
+		sh->t_end = t0 + (uint64_t)(sh->opt->seconds * NS_PER_SEC);
+	for (unsigned i = 0; i < n; i++) {
+		w[i].sh = sh;
+		if ((rc = pthread_create(&w[i].tid, NULL, worker_main, &w[i])) != 0) {
+			errno = rc;
+			die("pthread_create");
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if ((rc = pthread_join(w[i].tid, NULL)) != 0) {
+			errno = rc;
+			die("pthread_join");
+		}
+	}
+	double secs = (double)(now_ns() - t0) / NS_PER_SEC;
+	for (unsigned i = 0; i < n; i++) {
+		if (w[i].err) {
+			errno = w[i].err;
+			die(w[i].err_what);
+		}
+	}
+	return secs;
+}
+
+/* Pool the workers' samples (each kept an equal share of the cap). */
+static void merge(struct lat *all, const struct lat *part)
+{
+	memcpy(all->v + all->n, part->v, part->n * sizeof(*part->v));
+	all->n += part->n;
+	all->count += part->count;
+	all->sum += part->sum;
+	if (part->max > all->max)
+		all->max = part->max;
+}
+
+/* The file must hold exactly the writes done, no more, no holes. */
+static void verify_size(const struct options *o, int fd, uint64_t writes)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		die_path("fstat", o->path);
+	if ((uint64_t)st.st_size != writes * o->size) {
+		fprintf(stderr, "%s: %s is %lld bytes, expected %llu (%llu writes of %zu)\n",
+			PROG, o->path, (long long)st.st_size,
+			(unsigned long long)(writes * o->size), (unsigned long long)writes,
+			o->size);
+		exit(1);
+	}
+}
+
+static void report(const struct options *o, struct lat *wl, struct lat *sl, double secs)
+{
+	uint64_t writes = wl->count;
+	double wps = secs > 0 ? (double)writes / secs : 0;
+	double mbps = secs > 0 ? (double)writes * (double)o->size / MIB / secs : 0;
+	lat_sort(wl);
+	lat_sort(sl);
+	printf("%llu writes of %zu bytes in %.3f s: %.1f writes/s, %.2f MB/s\n",
+	       (unsigned long long)writes, o->size, secs, wps, mbps);
+	printf("sync us (%s%s): p50 %.1f  p99 %.1f  max %.1f  mean %.1f\n", method_name(o),
+	       o->odsync ? ", the write itself" : "", lat_pct_us(sl, 50), lat_pct_us(sl, 99),
+	       lat_max_us(sl), lat_mean_us(sl));
+	printf("write us: p50 %.1f  p99 %.1f  max %.1f  mean %.1f\n", lat_pct_us(wl, 50),
+	       lat_pct_us(wl, 99), lat_max_us(wl), lat_mean_us(wl));
+	if (wl->n < wl->count)
+		printf("(percentiles from a uniform sample of %zu writes)\n", wl->n);
+	printf("result: writes=%llu seconds=%.3f writes_per_sec=%.1f mb_per_sec=%.2f"
+	       " sync_p50_us=%.1f sync_p99_us=%.1f sync_max_us=%.1f sync_mean_us=%.1f"
+	       " write_p50_us=%.1f write_p99_us=%.1f write_max_us=%.1f"
+	       " size=%zu threads=%u mode=%s\n",
+	       (unsigned long long)writes, secs, wps, mbps, lat_pct_us(sl, 50),
+	       lat_pct_us(sl, 99), lat_max_us(sl), lat_mean_us(sl), lat_pct_us(wl, 50),
+	       lat_pct_us(wl, 99), lat_max_us(wl), o->size, o->threads, method_name(o));
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	parse_options(argc, argv, &o);
+
+	struct shared sh;
+	memset(&sh, 0, sizeof(sh));
+	sh.opt = &o;
+	atomic_init(&sh.next, 0);
+	atomic_init(&sh.stop, 0);
+	int flags = O_WRONLY | O_CREAT | O_TRUNC | (o.odsync ? O_DSYNC : 0);
+	sh.fd = open(o.path, flags, 0644);
+	if (sh.fd < 0)
+		die_path("open", o.path);
+
+	/* Each worker keeps an equal share of the sample cap; one worker may
+	 * do any number of the writes, so a share never needs more than count. */
+	uint64_t per = SAMPLE_CAP / o.threads;
+	if (o.count < per)
+		per = o.count;
+	struct worker *w = calloc(o.threads, sizeof(*w));
+	if (!w)
+		die("calloc");
+	for (unsigned i = 0; i < o.threads; i++) {
+		lat_init(&w[i].wl, (size_t)per);
+		lat_init(&w[i].sl, (size_t)per);
+	}
+
+	if (o.seconds > 0)
+		printf("%s: %zu-byte appends + %s for %.1f s", PROG, o.size, method_name(&o), o.seconds);
+	else
+		printf("%s: %llu x %zu-byte appends + %s", PROG, (unsigned long long)o.count,
+		       o.size, method_name(&o));
+	printf(", %u thread%s, file %s\n", o.threads, o.threads == 1 ? "" : "s", o.path);
+	fflush(stdout);
+
+	double secs = run_workers(&sh, w, o.threads);
+
+	struct lat wl, sl;
+	lat_init(&wl, (size_t)per * o.threads);
+	lat_init(&sl, (size_t)per * o.threads);
+	for (unsigned i = 0; i < o.threads; i++) {
+		merge(&wl, &w[i].wl);
+		merge(&sl, &w[i].sl);
+		free(w[i].wl.v);
+		free(w[i].sl.v);
+	}
+	free(w);
+
+	if (o.count != 0)
+		verify_size(&o, sh.fd, wl.count);
+	if (close(sh.fd) != 0)
+		die_path("close", o.path);
+	if (!o.keep && unlink(o.path) != 0)
+		die_path("unlink", o.path);
+	report(&o, &wl, &sl, secs);
+	free(wl.v);
+	free(sl.v);
+	return 0;
+}
