@@ -96,9 +96,13 @@ test: deps
 	@$(MAKE) --no-print-directory $(TEST_DEPS)
 	@$(MAKE) --no-print-directory run-tests
 
+# In a sanitizer build the shim needs the ASan runtime loaded ahead of it
+# in hosts that were not built with it; the tests put this prefix first.
+ASAN_RT := $(if $(SAN),$(shell $(CC) -print-file-name=libasan.so))
 run-tests: $(UNIT_TESTS)
 	@fail=0; for t in $(UNIT_TESTS); do \
-	  SYNCSHIM_BUILD=$(abspath $(B)) $$t --jobs 2 || fail=1; done; exit $$fail
+	  SYNCSHIM_BUILD=$(abspath $(B)) SYNCSHIM_PRELOAD_PREFIX=$(ASAN_RT) \
+	  SYNCSHIM_ASAN=$(if $(SAN),1,) $$t --jobs 2 || fail=1; done; exit $$fail
 
 # AddressSanitizer + UBSan build of everything, in its own tree, same suite.
 asan: deps

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "flusher.h"
 #include "shim.h"
 
 #define FD_TABLE_MAX (1 << 20)
@@ -104,8 +105,10 @@ static struct shim_file *file_new_locked(const struct stat *st, const char *absp
 	f->ino = st->st_ino;
 	f->path = shim_strdup(abspath);
 	atomic_store(&f->dirty_bytes, 0);
-	atomic_store(&f->sticky_errno, 0);
-	f->flusher = NULL;
+	atomic_store(&f->err_seq, 0);
+	atomic_store(&f->err_errno, 0);
+	atomic_store(&f->err_seen_seq, 0);
+	flusher_init_file(f);
 	f->free_next = NULL;
 	rule_for(f, shim_policy());
 	unsigned b = hash_of(f->dev, f->ino);
@@ -151,6 +154,7 @@ static void file_put_locked(struct shim_file *f)
 		pp = &(*pp)->hash_next;
 	if (*pp)
 		*pp = f->hash_next;
+	flusher_release_file(f);
 	shim_free(f->path);
 	f->path = NULL;
 	f->free_next = free_files;
@@ -172,6 +176,10 @@ void file_put(struct shim_file *f)
  * sees FD_FILE (acquire) also sees the pointer. */
 static struct shim_file *slot_set(struct fd_slot *s, struct shim_file *f, uint32_t state)
 {
+	/* Like the kernel's errseq: a new descriptor does not re-report errors
+	 * some descriptor already reported, but does see ones nobody has. */
+	if (f)
+		atomic_store_explicit(&s->err_seen, atomic_load(&f->err_seen_seq), memory_order_relaxed);
 	struct shim_file *old = atomic_exchange_explicit(&s->file, f, memory_order_acq_rel);
 	atomic_store_explicit(&s->state, state, memory_order_release);
 	return old;
@@ -201,6 +209,45 @@ struct shim_file *fd_unbind(int fd)
 		return NULL;
 	atomic_store_explicit(&s->state, FD_UNKNOWN, memory_order_release);
 	return atomic_exchange_explicit(&s->file, NULL, memory_order_acq_rel);
+}
+
+int fd_take_sync_error(int fd, struct shim_file *f)
+{
+	struct fd_slot *s = fd_slot(fd);
+	uint32_t seq = atomic_load_explicit(&f->err_seq, memory_order_acquire);
+	if (seq == 0)
+		return 0;
+	if (s) {
+		if (atomic_exchange_explicit(&s->err_seen, seq, memory_order_acq_rel) == seq)
+			return 0;
+	}
+	uint32_t seen = atomic_load(&f->err_seen_seq);
+	while (seen < seq && !atomic_compare_exchange_weak(&f->err_seen_seq, &seen, seq))
+		;
+	return atomic_load_explicit(&f->err_errno, memory_order_relaxed);
+}
+
+struct shim_file *file_find(dev_t dev, ino_t ino)
+{
+	shim_busy++;
+	registry_lock();
+	struct shim_file *f = file_find_locked(dev, ino);
+	if (f)
+		file_ref(f);
+	registry_unlock();
+	shim_busy--;
+	return f;
+}
+
+void registry_each(void (*fn)(struct shim_file *, void *), void *arg)
+{
+	shim_busy++;
+	registry_lock();
+	for (int b = 0; b < HASH_BUCKETS; b++)
+		for (struct shim_file *f = buckets[b]; f; f = f->hash_next)
+			fn(f, arg);
+	registry_unlock();
+	shim_busy--;
 }
 
 void fd_copy(int oldfd, int newfd)
@@ -277,6 +324,7 @@ struct shim_file *fd_file_for_write(int fd, uint32_t *state)
 		*state = st;
 		return atomic_load_explicit(&s->file, memory_order_acquire);
 	case FD_PASS:
+	case FD_PRIVATE:
 		return NULL;
 	}
 	struct stat sb;
@@ -295,6 +343,8 @@ struct shim_file *fd_file_checked(int fd, uint32_t *state)
 	if (!s || fstat(fd, &sb) != 0)
 		return NULL;
 	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+	if ((st & SLOT_KIND_MASK) == FD_PRIVATE)
+		return NULL;
 	struct shim_file *f = atomic_load_explicit(&s->file, memory_order_acquire);
 	if ((st & SLOT_KIND_MASK) == FD_FILE && f && f->dev == sb.st_dev && f->ino == sb.st_ino) {
 		*state = st;

@@ -15,6 +15,7 @@
 
 #include "flusher.h"
 #include "log.h"
+#include "reload.h"
 #include "shim.h"
 
 #define CONFIG_MAX_BYTES (1 << 20)
@@ -137,6 +138,8 @@ static void atfork_child(void)
 		return;
 	registry_atfork_child();
 	mmap_track_atfork_child();
+	flusher_atfork_child();
+	reload_atfork_child();
 	log_atfork_child();
 }
 
@@ -152,6 +155,7 @@ __attribute__((constructor)) static void shim_init(void)
 	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0)
 		shim_say("%s; running as passthrough", err);
 	apply_log_env(&boot_policy);
+	shim.boot_policy = &boot_policy;
 	atomic_store_explicit(&shim.policy, &boot_policy, memory_order_release);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	log_start(&boot_policy);

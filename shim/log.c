@@ -21,6 +21,10 @@ void log_stop(void)
 {
 }
 
+void log_before_exec(void)
+{
+}
+
 void log_atfork_prepare(void)
 {
 }
@@ -31,4 +35,9 @@ void log_atfork_parent(void)
 
 void log_atfork_child(void)
 {
+}
+
+void log_event(const char *fmt, ...)
+{
+	(void)fmt;
 }

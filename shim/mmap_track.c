@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include "flusher.h"
 #include "shim.h"
 
 #define MAX_REGIONS 4096
@@ -88,6 +89,7 @@ void mmap_track_add(void *addr, size_t len, int fd)
 	struct shim_file *f = fd_file_checked(fd, &state);
 	if (!f)
 		return;
+	flusher_prepare(f, fd, 0); /* a later msync may have only the mapping */
 	file_ref(f);
 	shim_busy++;
 	mmap_track_lock();

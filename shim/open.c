@@ -12,6 +12,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "flusher.h"
+#include "reload.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -79,8 +81,11 @@ static int open_end(struct open_req *q, int fd)
 	if (fd >= 0 && fstat(fd, &st) == 0) {
 		if (!S_ISREG(st.st_mode))
 			fd_bind_pass(fd);
-		else if ((f = file_lookup_or_create(&st, q->path)))
+		else if ((f = file_lookup_or_create(&st, q->path))) {
+			reload_maybe_start();
 			fd_bind(fd, f, q->slot_flags);
+			flusher_prepare(f, fd, q->slot_flags);
+		}
 		else
 			file_put(fd_unbind(fd));
 	}

@@ -120,6 +120,11 @@ static int fb_fexecve(int fd, char *const a[], char *const e[])
 {
 	return syscall(SYS_execveat, fd, "", a, e, AT_EMPTY_PATH);
 }
+extern char **environ;
+/* No PATH search in these stand-ins: they only serve a call made while
+ * dlsym runs, which no sane host does. */
+static int fb_execv(const char *p, char *const a[]) { return syscall(SYS_execve, p, a, environ); }
+static int fb_execvpe(const char *p, char *const a[], char *const e[]) { return syscall(SYS_execve, p, a, e); }
 
 /* On LP64 the 64-bit variants share the plain fallbacks. */
 static void *const fallbacks[REAL_COUNT] = {
@@ -164,6 +169,9 @@ static void *const fallbacks[REAL_COUNT] = {
 	[REAL_ID_execve] = fb_execve,
 	[REAL_ID_execveat] = fb_execveat,
 	[REAL_ID_fexecve] = fb_fexecve,
+	[REAL_ID_execv] = fb_execv,
+	[REAL_ID_execvp] = fb_execv,
+	[REAL_ID_execvpe] = fb_execvpe,
 };
 
 void *real_resolve(enum real_id id)

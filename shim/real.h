@@ -61,7 +61,10 @@
 	X(int, munmap, (void *, size_t))                                           \
 	X(int, execve, (const char *, char *const[], char *const[]))               \
 	X(int, execveat, (int, const char *, char *const[], char *const[], int))   \
-	X(int, fexecve, (int, char *const[], char *const[]))
+	X(int, fexecve, (int, char *const[], char *const[]))                       \
+	X(int, execv, (const char *, char *const[]))                               \
+	X(int, execvp, (const char *, char *const[]))                              \
+	X(int, execvpe, (const char *, char *const[], char *const[]))
 
 enum real_id {
 #define REAL_ID(ret, name, params) REAL_ID_##name,

@@ -17,6 +17,7 @@
 #ifndef SYNCSHIM_SHIM_H
 #define SYNCSHIM_SHIM_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,13 +30,47 @@
 #define SHIM_API __attribute__((visibility("default")))
 
 /* fd slot state word: kind in the low bits, open-flag facts above. */
-enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2 };
+enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_PRIVATE = 3 /* the shim's own dup */ };
 #define SLOT_KIND_MASK 3u
 #define SLOT_APP_OSYNC (1u << 2)   /* the app asked for O_SYNC */
 #define SLOT_APP_ODSYNC (1u << 3)  /* the app asked for O_DSYNC */
 #define SLOT_OSYNC_DEFER (1u << 4) /* we dropped O_(D)SYNC: each write is a deferred sync */
 
-struct flusher;
+/* Up to this many recent failed real syncs are remembered so every group
+ * caller covered by a failed sync gets its error. */
+#define FLUSH_ERR_EPOCHS 4
+
+struct err_epoch {
+	uint64_t lo, hi; /* requests (lo, hi] were covered by the failed sync */
+	int err;
+};
+
+/*
+ * A file's flusher state (defer and group). Requests are numbered; a real
+ * sync snapshots req_seq when it starts and, when it completes, every
+ * request up to that snapshot is durable (done_seq). Only one real sync
+ * per file runs at a time (in_flight): whoever finds none running leads
+ * one, everyone else waits for it, which is what batches group commits.
+ */
+struct flusher {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int fd;                          /* private dup for background syncs, -1 none */
+	bool in_flight;                  /* mu */
+	_Atomic uint64_t done_seq;       /* written under mu */
+	struct err_epoch errs[FLUSH_ERR_EPOCHS]; /* mu */
+	unsigned nerrs;                  /* mu, total failures so far */
+	_Atomic uint64_t req_seq;
+	_Atomic uint64_t first_req_ns;   /* oldest request not yet covered, 0 none */
+	_Atomic uint32_t pending_calls;
+	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */
+	_Atomic uint32_t force;          /* sync now: a threshold or a drain */
+	_Atomic uint32_t writeback;      /* start writeback now */
+	_Atomic uint32_t queued;         /* on the scheduler's list (holds a file ref) */
+	uint64_t wb_mark;                /* dirty bytes at the last writeback kick */
+	struct shim_file *ready_next;    /* lock-free hand-off to the scheduler */
+	struct shim_file *sched_next;    /* scheduler's list, sched lock */
+};
 
 struct shim_file {
 	_Atomic uint32_t refs;      /* fd slots, mmap regions, pending flusher work */
@@ -45,8 +80,10 @@ struct shim_file {
 	int rule_index;             /* -1: the [shim] default rule */
 	struct rule rule;           /* copy: a reload rewrites it under the lock */
 	_Atomic uint64_t dirty_bytes;   /* written since the last real sync began */
-	_Atomic int sticky_errno;       /* a deferred sync's error, returned once */
-	struct flusher *flusher;        /* defer/group state, NULL until needed */
+	_Atomic uint32_t err_seq;       /* failed deferred syncs so far */
+	_Atomic int err_errno;          /* errno of the latest one */
+	_Atomic uint32_t err_seen_seq;  /* newest err_seq some fd has reported */
+	struct flusher fl;
 	char *path;                     /* absolute; private allocation, lock-held */
 	struct shim_file *hash_next;
 	struct shim_file *free_next;
@@ -54,6 +91,7 @@ struct shim_file {
 
 struct fd_slot {
 	_Atomic uint32_t state;
+	_Atomic uint32_t err_seen;  /* file err_seq this fd has reported (errseq style) */
 	_Atomic(struct shim_file *) file;
 };
 
@@ -61,8 +99,10 @@ struct shim_state {
 	_Atomic int ready;                 /* constructor finished */
 	struct fd_slot *fds;               /* mmap'd, nfds entries */
 	int nfds;
+	_Atomic int private_fd_max;        /* highest fd the flusher ever dup'd to */
 	_Atomic(const struct policy *) policy;
 	char config_path[POLICY_PATH_MAX]; /* "" when none */
+	struct policy *boot_policy;        /* the first snapshot, never freed */
 };
 extern struct shim_state shim;
 
@@ -94,6 +134,12 @@ void fd_bind_pass(int fd);
 struct shim_file *fd_unbind(int fd);          /* returns the slot's reference */
 void fd_copy(int oldfd, int newfd);           /* dup: newfd shares oldfd's file */
 struct shim_file *file_lookup_or_create(const struct stat *st, const char *abspath);
+struct shim_file *file_find(dev_t dev, ino_t ino);  /* with a reference, or NULL */
+/* Call fn on every known file (registry lock held, fn must not block). */
+void registry_each(void (*fn)(struct shim_file *, void *), void *arg);
+/* An error from a deferred sync this fd has not reported yet: returns the
+ * errno and marks it reported for this fd, else 0. */
+int fd_take_sync_error(int fd, struct shim_file *f);
 struct shim_file *file_ref(struct shim_file *f);
 void file_put(struct shim_file *f);
 void registry_lock(void);
@@ -125,5 +171,7 @@ char *shim_strdup(const char *s);
 
 /* init.c */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Built-in defaults, then the ini file, then SYNCSHIM_POLICY. */
+int shim_build_policy(const char *config, struct policy *p, char *err, size_t errlen);
 
 #endif

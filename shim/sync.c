@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 
 #include "flusher.h"
+#include "reload.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -48,6 +49,12 @@ static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 
 static int apply_sync_rule(struct shim_file *f, int fd, enum shim_op op)
 {
+	/* A deferred sync that failed is reported whatever the policy is now. */
+	int err = fd_take_sync_error(fd, f);
+	if (err) {
+		errno = err;
+		return -1;
+	}
 	switch (f->rule.sync) {
 	case SYNC_NOOP:
 		return noop_validate(fd);
@@ -71,6 +78,7 @@ static int sync_call(int fd, enum shim_op op)
 	errno = e0;
 	if (!f)
 		return real_sync_call(fd, op);
+	reload_maybe_start();
 	struct trace_start t;
 	trace_begin(&t);
 	int r = apply_sync_rule(f, fd, op);
@@ -135,7 +143,17 @@ SHIM_API int msync(void *addr, size_t len, int flags)
 	case SYNC_NOOP:
 		r = REAL(msync)(addr, len, async_flags);
 		break;
-	default:
+	case SYNC_DEFER:
+		/* deferred to the file's private descriptor when it has one */
+		if (f->fl.fd < 0) {
+			r = REAL(msync)(addr, len, flags);
+			break;
+		}
+		r = REAL(msync)(addr, len, async_flags);
+		if (r == 0)
+			r = flusher_app_sync(f, -1, false);
+		break;
+	default: /* group: one mapping's msync is not batched; same durability */
 		r = REAL(msync)(addr, len, flags);
 	}
 	int e = r == 0 ? e0 : errno;

@@ -61,7 +61,21 @@ static inline void trace_end(const struct trace_start *t, enum shim_op op,
 		trace_record(op, f, t->t0, trace_now(), r, r, err);
 }
 
-/* A write to a file whose O_SYNC/O_DSYNC we dropped under osync=defer. */
-void shim_osync_write(struct shim_file *f);
+/* Writes report the bytes asked for even when the call fails. */
+static inline void trace_end_bytes(const struct trace_start *t, enum shim_op op,
+				   const struct shim_file *f, int64_t bytes, int64_t r, int err)
+{
+	if (t->t0)
+		trace_record(op, f, t->t0, trace_now(), bytes, r, err);
+}
+
+/* A real sync issued by the shim itself (flusher, group leader): logged
+ * apart from the app's calls, whenever logging is on. */
+static inline void trace_real_sync(enum shim_op op, const struct shim_file *f, uint64_t t0,
+				   uint64_t t1, int64_t bytes, int r, int err)
+{
+	if (atomic_load_explicit(&trace_on, memory_order_relaxed))
+		trace_record(op, f, t0, t1, bytes, r, err);
+}
 
 #endif

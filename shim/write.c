@@ -8,18 +8,20 @@
  */
 #include <errno.h>
 
+#include "flusher.h"
 #include "shim.h"
 #include "trace.h"
 
-static void write_done(struct shim_file *f, uint32_t state, enum shim_op op,
+static void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op op,
 		       ssize_t r, const struct trace_start *t)
 {
 	int saved = errno;
-	if (r > 0)
+	if (r > 0) {
 		atomic_fetch_add_explicit(&f->dirty_bytes, (uint64_t)r, memory_order_relaxed);
-	if (r > 0 && (state & SLOT_OSYNC_DEFER))
-		shim_osync_write(f);
-	trace_end(t, op, f, r, saved);
+		if ((state & SLOT_OSYNC_DEFER) || f->rule.sync == SYNC_DEFER)
+			flusher_after_write(f, fd, state);
+	}
+	trace_end(t, op, f, r, r < 0 ? saved : 0);
 	errno = saved;
 }
 
@@ -33,7 +35,7 @@ static void write_done(struct shim_file *f, uint32_t state, enum shim_op op,
 		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
 		ssize_t r = REAL(name) args;                                         \
-		write_done(f, state, op, r, &t);                                     \
+		write_done(f, fd, state, op, r, &t);                                     \
 		return r;                                                            \
 	}
 

@@ -1,0 +1,122 @@
+/*
+ * reload.c - apply edits to the ini file to a running process.
+ *
+ * A watcher thread stats the file four times a second (so a change lands
+ * within a second) and, when it changed, builds a new snapshot beside the
+ * live one and swaps the pointer. Files are matched against it again and
+ * pending deferred syncs are completed, so a file that leaves defer owes
+ * nothing. A broken edit keeps the old policy and says why, once per edit.
+ * Old snapshots are freed two reloads later: readers hold the pointer only
+ * for the length of one rule lookup.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "flusher.h"
+#include "log.h"
+#include "reload.h"
+#include "shim.h"
+
+#define POLL_NS 250000000L
+
+static _Atomic int watcher_started;
+static struct policy *retired; /* the snapshot before the live one */
+
+struct file_stamp {
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+static struct file_stamp stamp_of(const char *path)
+{
+	struct stat st;
+	struct file_stamp s = { 0 };
+	if (stat(path, &st) == 0)
+		s = (struct file_stamp){ true, st.st_dev, st.st_ino, st.st_size, st.st_mtim };
+	return s;
+}
+
+static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
+{
+	return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+static void apply(const char *path)
+{
+	const struct policy *live = shim_policy();
+	struct policy *next = shim_alloc(sizeof(*next));
+	if (!next)
+		return;
+	char err[POLICY_ERR_MAX];
+	if (shim_build_policy(path, next, err, sizeof(err)) < 0) {
+		shim_say("%s; keeping the previous policy", err);
+		log_event("reload of %s failed, previous policy kept: %s", path, err);
+		shim_free(next);
+		return;
+	}
+	/* The log stays where it is for the life of the process. */
+	memcpy(next->log_path, live->log_path, sizeof(next->log_path));
+	next->log_mode = live->log_mode;
+	atomic_store_explicit(&shim.policy, next, memory_order_release);
+	registry_rematch();
+	flusher_flush_all();
+	log_event("policy reloaded from %s: default %s, %d rule(s)", path,
+		  sync_policy_name(next->deflt.sync), next->nrules);
+	shim_free(retired);
+	retired = live == shim.boot_policy ? NULL : (struct policy *)live;
+}
+
+static void *watcher_main(void *arg)
+{
+	(void)arg;
+	shim_busy = 1;
+	const char *path = shim.config_path;
+	struct file_stamp last = stamp_of(path);
+	for (;;) {
+		struct timespec ts = { 0, POLL_NS };
+		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+			;
+		struct file_stamp now = stamp_of(path);
+		if (same_stamp(&now, &last))
+			continue;
+		last = now;
+		if (now.exists)
+			apply(path);
+	}
+	return NULL;
+}
+
+void reload_maybe_start(void)
+{
+	if (atomic_load_explicit(&watcher_started, memory_order_relaxed) || !shim.config_path[0] ||
+	    !shim_policy()->reload)
+		return;
+	if (atomic_exchange(&watcher_started, 1))
+		return;
+	int e = errno;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	pthread_t t;
+	if (pthread_create(&t, &at, watcher_main, NULL) != 0)
+		atomic_store(&watcher_started, 0);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+}
+
+void reload_atfork_child(void)
+{
+	atomic_store(&watcher_started, 0);
+}

@@ -1,0 +1,11 @@
+/*
+ * reload.h - live reload of the ini file.
+ */
+#ifndef SYNCSHIM_RELOAD_H
+#define SYNCSHIM_RELOAD_H
+
+/* Start the watcher once, lazily (first tracked open or sync). */
+void reload_maybe_start(void);
+void reload_atfork_child(void);
+
+#endif
