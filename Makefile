@@ -119,3 +119,12 @@ install: all
 
 clean:
 	rm -rf build build-asan
+
+# The main job: the same sync-heavy workload under two policies, side by side.
+DEMO_DIR ?= $(B)/demo
+demo: deps all
+	@mkdir -p $(DEMO_DIR)
+	@for p in passthrough fdatasync defer; do \
+	  printf '%-12s ' $$p; \
+	  $(B)/syncshim run -p $$p -- $(B)/examples/sync_writes -n 2000 -f $(DEMO_DIR)/demo.dat | grep '^result:'; \
+	done

@@ -47,8 +47,41 @@ WRITE_WRAPPER(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, of
 	      (fd, iov, cnt, off))
 WRITE_WRAPPER(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
 	      (fd, iov, cnt, off))
-WRITE_WRAPPER(pwritev2, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off_t off, int fl),
-	      (fd, iov, cnt, off, fl))
-WRITE_WRAPPER(pwritev64v2, OP_PWRITEV,
-	      (int fd, const struct iovec *iov, int cnt, off64_t off, int fl),
-	      (fd, iov, cnt, off, fl))
+/*
+ * pwritev2's RWF_SYNC/RWF_DSYNC make one write an O_SYNC/O_DSYNC write:
+ * the rule's osync setting applies to them as it does to opens.
+ */
+static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
+{
+	if (!(flags & (RWF_SYNC | RWF_DSYNC)))
+		return flags;
+	switch (rule_osync(&f->rule)) {
+	case OSYNC_DSYNC:
+		return (flags & ~RWF_SYNC) | RWF_DSYNC;
+	case OSYNC_STRIP:
+		return flags & ~(RWF_SYNC | RWF_DSYNC);
+	case OSYNC_DEFER:
+		*state |= SLOT_OSYNC_DEFER | ((flags & RWF_SYNC) ? SLOT_APP_OSYNC : 0);
+		return flags & ~(RWF_SYNC | RWF_DSYNC);
+	default:
+		return flags;
+	}
+}
+
+#define PWRITEV2_WRAPPER(name, off_type)                                             \
+	SHIM_API ssize_t name(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
+	{                                                                            \
+		uint32_t state = 0;                                                  \
+		struct shim_file *f = shim_bypass() ? NULL : fd_file_for_write(fd, &state); \
+		if (!f)                                                              \
+			return REAL(name)(fd, iov, cnt, off, flags);                 \
+		int fl = rwf_adjust(f, flags, &state);                               \
+		struct trace_start t;                                                \
+		trace_begin(&t);                                                     \
+		ssize_t r = REAL(name)(fd, iov, cnt, off, fl);                       \
+		write_done(f, fd, state, OP_PWRITEV, r, &t);                         \
+		return r;                                                            \
+	}
+
+PWRITEV2_WRAPPER(pwritev2, off_t)
+PWRITEV2_WRAPPER(pwritev64v2, off64_t)
