@@ -1,0 +1,353 @@
+/*
+ * svg.c - comparison plots as plain SVG 1.1 (see svg.h).
+ *
+ * Latency axes are log10 scales over whole decades. The percentile axis is
+ * the "nines" scale x = -log10(1 - p/100), so 90, 99, 99.9 and 99.99 sit
+ * one unit apart and tail behaviour gets as much room as the median.
+ */
+#include "svg.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "report.h"
+
+#define WIDTH 1000
+#define PANEL_W 490
+#define PANEL_H 290
+#define TITLE_H 70
+#define NINES_MAX 4.0       /* p99.99 */
+#define MAX_PANELS 6
+
+static const char *const color[2] = { "#1f77b4", "#d62728" };
+
+struct panel {
+	double x, y, w, h;      /* plot area in SVG units */
+	double x0, x1;          /* data range on x */
+	double ly0, ly1;        /* log10(ns) range on y, whole decades */
+};
+
+static double px(const struct panel *p, double v)
+{
+	return p->x + (v - p->x0) / (p->x1 - p->x0) * p->w;
+}
+
+static double py(const struct panel *p, double ns)
+{
+	double l = log10(ns < 1 ? 1 : ns);
+	return p->y + p->h - (l - p->ly0) / (p->ly1 - p->ly0) * p->h;
+}
+
+static void xml_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		default:
+			if ((unsigned char)*s >= 0x20)
+				fputc(*s, out);
+		}
+	}
+}
+
+static double nines_to_pct(double x)
+{
+	return 100.0 * (1.0 - pow(10.0, -x));
+}
+
+/* Fits the y range to [lo, hi] ns, widened to whole decades. */
+static void fit_y(struct panel *p, double lo, double hi)
+{
+	if (!(lo >= 1))
+		lo = 1;
+	if (!(hi >= lo))
+		hi = lo;
+	p->ly0 = floor(log10(lo));
+	p->ly1 = ceil(log10(hi));
+	if (p->ly1 <= p->ly0)
+		p->ly1 = p->ly0 + 1;
+}
+
+/* "1 ms", "200 us": ticks fall on round values of one unit. */
+static void tick_label(char *buf, size_t len, double ns)
+{
+	static const char *const unit[] = { "ns", "us", "ms", "s" };
+	int u = 0;
+	while (u < 3 && ns >= 999.5) {
+		ns /= 1000;
+		u++;
+	}
+	snprintf(buf, len, "%g %s", round(ns), unit[u]);
+}
+
+static void y_tick(FILE *out, const struct panel *p, double ns, bool major)
+{
+	char t[32];
+	double y = py(p, ns);
+	tick_label(t, sizeof(t), ns);
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n",
+		p->x, y, p->x + p->w, y, major ? "#ddd" : "#eee");
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%d\" text-anchor=\"end\"%s>%s</text>\n",
+		p->x - 5, y + 4, major ? 11 : 9, major ? "" : " fill=\"#777\"", t);
+}
+
+static void frame(FILE *out, const struct panel *p, const char *title, const char *xlabel)
+{
+	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fff\" "
+		"stroke=\"#888\"/>\n", p->x, p->y, p->w, p->h);
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\" "
+		"text-anchor=\"middle\">", p->x + p->w / 2, p->y - 10);
+	xml_text(out, title);
+	fputs("</text>\n", out);
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
+		p->x + p->w / 2, p->y + p->h + 34, xlabel);
+	/* few decades leave room for 2x and 5x ticks in between */
+	bool minor = p->ly1 - p->ly0 <= 2;
+	for (int k = (int)p->ly0; k <= (int)p->ly1; k++) {
+		y_tick(out, p, pow(10, k), true);
+		for (int m = 2; minor && k < (int)p->ly1 && m <= 5; m += 3)
+			y_tick(out, p, m * pow(10, k), false);
+	}
+}
+
+static void x_tick(FILE *out, const struct panel *p, double v, const char *label)
+{
+	double x = px(p, v);
+	fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", x,
+		p->y, x, p->y + p->h);
+	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
+		x, p->y + p->h + 15, label);
+}
+
+static void polyline_start(FILE *out, int side)
+{
+	fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color[side]);
+}
+
+/* ---- percentile panels ---- */
+
+static void pct_curve(FILE *out, const struct panel *p, const struct hist *h, int side)
+{
+	if (!h || !hist_count(h))
+		return;
+	polyline_start(out, side);
+	for (int i = 0; i <= 200; i++) {
+		double x = NINES_MAX * i / 200.0;
+		double v = (double)hist_percentile(h, nines_to_pct(x));
+		fprintf(out, "%.1f,%.1f ", px(p, x), py(p, v));
+	}
+	fputs("\"/>\n", out);
+}
+
+static void pct_panel(FILE *out, double x, double y, const struct run *a, const struct run *b,
+		      unsigned op)
+{
+	struct panel p = { x + 70, y + 30, PANEL_W - 90, PANEL_H - 80, 0, NINES_MAX, 0, 1 };
+	const struct hist *h[2] = { a->op[op], b->op[op] };
+	double lo = INFINITY, hi = 0;
+	for (int s = 0; s < 2; s++) {
+		if (!h[s] || !hist_count(h[s]))
+			continue;
+		lo = fmin(lo, (double)hist_min(h[s]));
+		hi = fmax(hi, (double)hist_max(h[s]));
+	}
+	fit_y(&p, lo, hi);
+
+	char title[64];
+	snprintf(title, sizeof(title), "%s latency by percentile", logop_name(op));
+	frame(out, &p, title, "percentile");
+	static const struct { double pct; const char *label; } ticks[] = {
+		{ 0, "0" }, { 50, "50" }, { 90, "90" }, { 99, "99" }, { 99.9, "99.9" }, { 99.99, "99.99" },
+	};
+	for (size_t i = 0; i < sizeof(ticks) / sizeof(ticks[0]); i++)
+		x_tick(out, &p, -log10(1 - ticks[i].pct / 100), ticks[i].label);
+	for (int s = 0; s < 2; s++)
+		pct_curve(out, &p, h[s], s);
+}
+
+/* ---- per-second max latency ---- */
+
+static double sec_max(const struct run_sec *s)
+{
+	uint64_t m = 0;
+	for (unsigned op = 0; op < LOGOP_COUNT; op++)
+		if (!logop_is_real(op) && s->op[op].calls && s->op[op].max_ns > m)
+			m = s->op[op].max_ns;
+	return (double)m;
+}
+
+static double nice_step(double span)
+{
+	double raw = span / 10, mag = pow(10, floor(log10(raw > 0 ? raw : 1)));
+	double f = raw / mag;
+	return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+static void sec_series(FILE *out, const struct panel *p, const struct run *r, int side)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nsecs; i++)
+		n += sec_max(&r->secs[i]) > 0;
+	if (!n)
+		return;
+	polyline_start(out, side);
+	for (size_t i = 0; i < r->nsecs; i++) {
+		double m = sec_max(&r->secs[i]);
+		if (m > 0)
+			fprintf(out, "%.1f,%.1f ", px(p, (double)r->secs[i].sec + 0.5), py(p, m));
+	}
+	fputs("\"/>\n", out);
+	if (n > 300)
+		return;
+	for (size_t i = 0; i < r->nsecs; i++) {
+		double m = sec_max(&r->secs[i]);
+		if (m > 0)
+			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+				px(p, (double)r->secs[i].sec + 0.5), py(p, m), color[side]);
+	}
+}
+
+static void sec_panel(FILE *out, double y, const struct run *a, const struct run *b)
+{
+	struct panel p = { 80, y + 30, WIDTH - 110, PANEL_H - 80, 0, 1, 0, 1 };
+	const struct run *r[2] = { a, b };
+	double lo = INFINITY, hi = 0, last = 0;
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < r[s]->nsecs; i++) {
+			double m = sec_max(&r[s]->secs[i]);
+			last = fmax(last, (double)r[s]->secs[i].sec + 1);
+			if (m > 0) {
+				lo = fmin(lo, m);
+				hi = fmax(hi, m);
+			}
+		}
+	p.x1 = last > 0 ? last : 1;
+	fit_y(&p, lo, hi);
+	frame(out, &p, "per-second max latency, all app calls", "seconds since start");
+	double step = nice_step(p.x1);
+	for (double t = 0; t <= p.x1 + 1e-9; t += step) {
+		char label[32];
+		snprintf(label, sizeof(label), "%g", t);
+		x_tick(out, &p, t, label);
+	}
+	if (hi == 0)
+		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\">"
+			"no INTERVAL blocks in either run</text>\n", p.x + p.w / 2, p.y + p.h / 2);
+	for (int s = 0; s < 2; s++)
+		sec_series(out, &p, r[s], s);
+}
+
+/* ---- the whole picture ---- */
+
+static uint64_t both_count(const struct run *a, const struct run *b, unsigned op)
+{
+	return (a->op[op] ? hist_count(a->op[op]) : 0) + (b->op[op] ? hist_count(b->op[op]) : 0);
+}
+
+size_t svg_plot_ops(const struct run *a, const struct run *b, unsigned *ops, size_t max)
+{
+	size_t n = 0;
+	int write = -1;
+	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
+		if (!both_count(a, b, op))
+			continue;
+		if (logop_is_write(op) && (write < 0 || both_count(a, b, op) > both_count(a, b, (unsigned)write)))
+			write = (int)op;
+		if (logop_is_sync(op) && n < max)
+			ops[n++] = op;
+	}
+	if (write >= 0 && n < max)
+		ops[n++] = (unsigned)write;
+	for (unsigned op = 0; op < LOGOP_COUNT && n < max; op++)
+		if (logop_is_real(op) && both_count(a, b, op))
+			ops[n++] = op;
+	return n;
+}
+
+static void legend(FILE *out, const char *la, const char *lb)
+{
+	const char *label[2] = { la, lb };
+	for (int s = 0; s < 2; s++) {
+		double x = 20 + s * 480;
+		fprintf(out, "<line x1=\"%.0f\" y1=\"52\" x2=\"%.0f\" y2=\"52\" stroke=\"%s\" "
+			"stroke-width=\"3\"/>\n", x, x + 30, color[s]);
+		fprintf(out, "<text x=\"%.0f\" y=\"56\" font-size=\"12\">%s: ", x + 36, s ? "B" : "A");
+		xml_text(out, label[s]);
+		fputs("</text>\n", out);
+	}
+}
+
+void svg_compare(FILE *out, const struct run *a, const struct run *b, const char *la,
+		 const char *lb, bool standalone)
+{
+	unsigned ops[MAX_PANELS];
+	size_t n = svg_plot_ops(a, b, ops, MAX_PANELS);
+	size_t rows = (n + 1) / 2;
+	double height = TITLE_H + (double)rows * PANEL_H + PANEL_H;
+
+	if (standalone)
+		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
+	fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+		"height=\"%.0f\" viewBox=\"0 0 %d %.0f\" font-family=\"sans-serif\">\n", WIDTH, height,
+		WIDTH, height);
+	fprintf(out, "<rect width=\"%d\" height=\"%.0f\" fill=\"#fafafa\"/>\n", WIDTH, height);
+	fputs("<text x=\"20\" y=\"28\" font-size=\"18\" font-weight=\"bold\">synclat compare: "
+	      "A vs B</text>\n", out);
+	legend(out, la, lb);
+	for (size_t i = 0; i < n; i++)
+		pct_panel(out, (double)(i % 2) * (PANEL_W + 10), TITLE_H + (double)(i / 2) * PANEL_H, a,
+			  b, ops[i]);
+	if (!n)
+		fputs("<text x=\"500\" y=\"120\" font-size=\"14\" text-anchor=\"middle\">"
+		      "no calls in either run</text>\n", out);
+	sec_panel(out, TITLE_H + (double)rows * PANEL_H, a, b);
+	fputs("</svg>\n", out);
+}
+
+static void html_esc(FILE *out, const char *s)
+{
+	xml_text(out, s);
+}
+
+static void html_side(FILE *out, const char *side, const struct run *r)
+{
+	fprintf(out, "<p><b>%s</b>: ", side);
+	for (size_t l = 0; l < r->nlogs; l++) {
+		fputs(l ? ", " : "", out);
+		html_esc(out, r->logs[l]->path);
+		fprintf(out, " (pid %u)", r->logs[l]->pid);
+	}
+	fputs(" &mdash; <code>", out);
+	html_esc(out, r->logs[0]->cmdline);
+	fprintf(out, "</code>, ran %.3f s, %llu dropped records%s</p>\n", r->duration_s,
+		(unsigned long long)r->drops,
+		(r->warnings & LRW_NO_TRAILER) ? ", no trailer (process ended abruptly?)" : "");
+}
+
+void html_compare(FILE *out, const struct run *a, const struct run *b, const char *la,
+		  const char *lb)
+{
+	char verdict[1024];
+	compare_verdict(a, b, verdict, sizeof(verdict));
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<title>synclat compare</title>\n<style>\n"
+	      "body { font-family: sans-serif; margin: 20px; color: #222; }\n"
+	      "table { border-collapse: collapse; font-size: 13px; margin: 12px 0; }\n"
+	      "th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #ddd; }\n"
+	      "td:first-child, td:nth-child(2) { text-align: left; }\n"
+	      "tr.a td { color: #1f77b4; } tr.b td { color: #d62728; }\n"
+	      "tr.ratio td { font-weight: bold; }\n"
+	      ".verdict { font-size: 15px; font-weight: bold; }\n"
+	      "</style>\n</head>\n<body>\n<h1>synclat compare</h1>\n", out);
+	html_side(out, "A", a);
+	html_side(out, "B", b);
+	fputs("<p class=\"verdict\">", out);
+	html_esc(out, verdict);
+	fputs("</p>\n", out);
+	compare_html_table(out, a, b);
+	svg_compare(out, a, b, la, lb, false);
+	fputs("</body>\n</html>\n", out);
+}
