@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "log.h"
 #include "shim.h"
 
 #define FD_TABLE_MAX (1 << 20)
@@ -111,6 +112,7 @@ static struct shim_file *file_new_locked(const struct stat *st, const char *absp
 	flusher_init_file(f);
 	f->free_next = NULL;
 	rule_for(f, shim_policy());
+	log_file_created(f);
 	unsigned b = hash_of(f->dev, f->ino);
 	f->hash_next = buckets[b];
 	buckets[b] = f;

@@ -34,7 +34,10 @@
 
 #define NS_PER_MS 1000000ull
 #define WORKER_IDLE_NS (2000 * NS_PER_MS)
-#define PRIVATE_FD_MIN 512 /* keep our dups away from the app's low numbers */
+/* The lowest free number: asking for a high one would grow the kernel's fd
+ * table, which in a multithreaded process waits for an RCU grace period
+ * (~10 ms) inside the app's open(). close() protects our dups instead. */
+#define PRIVATE_FD_MIN 3
 #define DRAIN_BATCH 128
 
 static pthread_mutex_t sched_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -110,8 +113,6 @@ static int ensure_private_fd(struct shim_file *f, int appfd)
 	pthread_mutex_lock(&fl->mu);
 	if (fl->fd < 0) {
 		int d = REAL(fcntl)(appfd, F_DUPFD_CLOEXEC, PRIVATE_FD_MIN);
-		if (d < 0)
-			d = REAL(fcntl)(appfd, F_DUPFD_CLOEXEC, 3);
 		struct fd_slot *s = d >= 0 ? fd_slot(d) : NULL;
 		if (s)
 			atomic_store_explicit(&s->state, FD_PRIVATE, memory_order_release);
@@ -148,7 +149,8 @@ static void remember_error(struct shim_file *f, uint64_t lo, uint64_t hi, int er
 		return;
 	atomic_store_explicit(&f->err_errno, err, memory_order_relaxed);
 	atomic_fetch_add_explicit(&f->err_seq, 1, memory_order_release);
-	log_event("deferred sync of %s failed: %s", f->path ? f->path : "?", strerror(err));
+	log_event(LOGEV_SYNC_ERROR, f, err, "deferred sync of %s failed: %s", f->path ? f->path : "?",
+		  strerror(err));
 }
 
 /* The error of the failed sync that covered request seq, else 0. */
@@ -228,7 +230,7 @@ static void lead_sync_locked(struct shim_file *f, int fd, bool sticky)
 	fl->wb_mark = 0;
 
 	int r, err = 0;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = trace_stamp();
 	if (!fd_is_file(fd, f) && fd == fl->fd)
 		fd = reopen_private(f);
 	if (!fd_is_file(fd, f)) {
@@ -238,7 +240,7 @@ static void lead_sync_locked(struct shim_file *f, int fd, bool sticky)
 		r = full ? REAL(fsync)(fd) : REAL(fdatasync)(fd);
 		err = r < 0 ? errno : 0;
 	}
-	trace_real_sync(full ? OP_REAL_FSYNC : OP_REAL_FDATASYNC, f, t0, now_ns(), (int64_t)bytes, r, err);
+	trace_real_sync(full ? OP_REAL_FSYNC : OP_REAL_FDATASYNC, f, t0, trace_stamp(), (int64_t)bytes, r, err);
 
 	pthread_mutex_lock(&fl->mu);
 	uint64_t lo = atomic_load(&fl->done_seq);
@@ -508,9 +510,9 @@ static struct shim_file *pick(uint64_t now, uint64_t *next, struct shim_file **d
 
 static void writeback(struct shim_file *f)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = trace_stamp();
 	int r = REAL(sync_file_range)(f->fl.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	trace_real_sync(OP_REAL_SYNC_FILE_RANGE, f, t0, now_ns(), 0, r, r < 0 ? errno : 0);
+	trace_real_sync(OP_REAL_SYNC_FILE_RANGE, f, t0, trace_stamp(), 0, r, r < 0 ? errno : 0);
 }
 
 static void work_on(struct shim_file *f)

@@ -1,43 +1,803 @@
 /*
- * log.c - placeholder until the latency logger lands: logging stays off.
+ * log.c - the latency logger inside the host.
+ *
+ * App threads only ever touch memory. A finished call becomes one
+ * fixed-size record - two clock stamps, op, file, bytes, result - pushed
+ * into the calling thread's own single-producer ring: a few stores, no
+ * lock, no allocation, no system call. The logger thread drains the rings
+ * every 1-10 ms (faster while they fill), converts stamps to nanoseconds,
+ * and builds the histograms per (op, rule) and the per-second tallies; in
+ * calls mode it also writes the records. A call that finds its ring full
+ * (or no ring left) is counted straight into the shared histograms with
+ * atomics, so the summary stays exact; only the calls-mode record is
+ * dropped, and counted. Every block is written with one write(), so a log
+ * cut by SIGKILL ends at a block boundary.
+ *
+ * Files are announced (FILE blocks) through a queue filled when the shim
+ * first meets a file, under the registry lock; the logger drains the
+ * rings before the queue, so every record it writes names a file already
+ * announced.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "log.h"
+#include "logfmt.h"
+#include "shim.h"
 #include "trace.h"
 
-_Atomic int trace_on;
+_Static_assert((int)OP_COUNT == (int)LOGOP_COUNT, "trace ops and log ops must match");
 
-void trace_record(enum shim_op op, const struct shim_file *f, uint64_t t0, uint64_t t1,
+#define MAX_RINGS 128
+#define RULE_SLOTS (POLICY_MAX_RULES + 1) /* 0: default rule */
+#define BUF_BYTES (1u << 20)
+#define TICK_MAX_NS 10000000L
+#define TICK_MIN_NS 1000000L
+#define NS_PER_S 1000000000ull
+#define LOG_NAME_TRIES 100
+#define WINDOW 8 /* seconds of tallies open at once */
+
+_Atomic int trace_on;
+int trace_use_tsc;
+
+/* Producer and consumer fields live on separate cache lines, and the
+ * producer re-reads tail only when its cached copy says "full", so the
+ * app thread's push normally touches no line the logger writes. */
+struct ring {
+	_Atomic uint64_t head __attribute__((aligned(64))); /* producer */
+	uint64_t tail_seen;                                  /* producer's copy of tail */
+	_Atomic uint64_t tail __attribute__((aligned(64)));  /* logger */
+	_Atomic uint32_t owner __attribute__((aligned(64))); /* tid of the producer, 0 free */
+	_Atomic uint64_t drops;
+	struct logfmt_record *recs; /* start_ns/dur_ns hold stamps until drained */
+};
+
+/* A FILE, EVENT or POLICY block waiting for the logger, in arrival order. */
+enum notice_kind { NOTICE_FILE, NOTICE_EVENT, NOTICE_POLICY };
+
+struct notice {
+	struct notice *next;
+	enum notice_kind kind;
+	struct logfmt_file file;
+	struct logfmt_event event;
+	char text[] __attribute__((aligned(8))); /* strings, or a struct policy */
+};
+
+struct second_tally {
+	uint64_t second;
+	struct tally t[LOGOP_COUNT];
+};
+
+static struct {
+	int fd;
+	enum log_mode mode;
+	uint32_t seq;
+	uint64_t start_mono;
+	uint32_t hist_snap;
+	struct hist *hists;           /* [LOGOP_COUNT][RULE_SLOTS], mmap'd */
+	struct tally direct[LOGOP_COUNT]; /* calls that bypassed the rings */
+	struct second_tally window[WINDOW];
+	uint64_t next_second;         /* the next INTERVAL to write */
+	struct ring rings[MAX_RINGS];
+	uint32_t ring_cap;            /* power of two */
+	_Atomic uint64_t ringless_drops;
+	/* stamps -> ns: mono = mono0 + (stamp - tsc0) * q32 / 2^32 */
+	uint64_t tsc0, mono0;
+	_Atomic uint64_t ns_per_tick_q32;
+	uint8_t *buf;                 /* block staging, BUF_BYTES */
+	struct logfmt_record *staged; /* calls mode: records drained from rings */
+	uint32_t staged_cap, nstaged;
+	long tick_ns;
+	pthread_mutex_t mu;           /* one writer of blocks at a time */
+	pthread_mutex_t queue_mu;
+	struct notice *queue_head, *queue_tail;
+	_Atomic int stop;
+	bool open;
+	char path[PATH_MAX];
+} L = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .queue_mu = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread struct ring *my_ring;
+static __thread uint32_t my_tid;
+
+/* ---- clocks ---------------------------------------------------------------- */
+
+/* Only an invariant TSC ticks at one rate in every state on every core. */
+static bool tsc_is_invariant(void)
+{
+#if defined(__x86_64__)
+	char buf[8192];
+	int fd = REAL(open)("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	REAL(close)(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, " constant_tsc") && strstr(buf, " nonstop_tsc");
+#else
+	return false;
+#endif
+}
+
+static void calibrate(void)
+{
+	uint64_t t = trace_stamp(), m = trace_now();
+	if (t > L.tsc0 && m > L.mono0)
+		atomic_store(&L.ns_per_tick_q32,
+			     (uint64_t)(((unsigned __int128)(m - L.mono0) << 32) / (t - L.tsc0)));
+}
+
+static void clock_start(void)
+{
+	trace_use_tsc = tsc_is_invariant();
+	L.tsc0 = trace_stamp();
+	L.mono0 = trace_now();
+	if (!trace_use_tsc)
+		return;
+	/* A first rate over 2 ms; the logger refines it over a growing span. */
+	struct timespec ts = { 0, 2000000 };
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+	calibrate();
+}
+
+static uint64_t ticks_to_ns(uint64_t ticks)
+{
+	if (!trace_use_tsc)
+		return ticks;
+	return (uint64_t)(((unsigned __int128)ticks * atomic_load(&L.ns_per_tick_q32)) >> 32);
+}
+
+static uint64_t stamp_to_ns(uint64_t stamp)
+{
+	if (!trace_use_tsc)
+		return stamp;
+	return stamp >= L.tsc0 ? L.mono0 + ticks_to_ns(stamp - L.tsc0)
+			       : L.mono0 - ticks_to_ns(L.tsc0 - stamp);
+}
+
+/* ---- the app side: no locks, no allocation, no system calls ------------- */
+
+static struct ring *claim_ring(void)
+{
+	if (!my_tid)
+		my_tid = (uint32_t)syscall(SYS_gettid); /* once per thread */
+	for (unsigned i = 0; i < MAX_RINGS; i++) {
+		uint32_t free_owner = 0;
+		if (atomic_compare_exchange_strong(&L.rings[i].owner, &free_owner, my_tid))
+			return my_ring = &L.rings[i];
+	}
+	return NULL;
+}
+
+static bool ring_push(struct ring *g, const struct logfmt_record *r)
+{
+	uint64_t h = atomic_load_explicit(&g->head, memory_order_relaxed);
+	if (h - g->tail_seen >= L.ring_cap) {
+		g->tail_seen = atomic_load_explicit(&g->tail, memory_order_acquire);
+		if (h - g->tail_seen >= L.ring_cap)
+			return false;
+	}
+	g->recs[h & (L.ring_cap - 1)] = *r;
+	atomic_store_explicit(&g->head, h + 1, memory_order_release);
+	return true;
+}
+
+static struct hist *hist_of(unsigned op, unsigned rule)
+{
+	return &L.hists[op * RULE_SLOTS + rule];
+}
+
+void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
 		  int64_t bytes, int64_t r, int err)
 {
-	(void)op, (void)f, (void)t0, (void)t1, (void)bytes, (void)r, (void)err;
+	if (!atomic_load_explicit(&trace_on, memory_order_acquire))
+		return;
+	unsigned rule = f && f->rule_index >= 0 && f->rule_index < POLICY_MAX_RULES
+				? (unsigned)f->rule_index + 1 : 0;
+	struct ring *g = my_ring ? my_ring : claim_ring();
+	struct logfmt_record rec = {
+		.start_ns = s0,
+		.dur_ns = s1 > s0 ? s1 - s0 : 0,
+		.bytes = bytes > 0 ? (uint64_t)bytes : 0,
+		.result = r < 0 ? -err : (r > INT32_MAX ? INT32_MAX : (int32_t)r),
+		.file_id = f ? f->id : 0,
+		.tid = my_tid,
+		.op = (uint8_t)op,
+		.rule = (uint16_t)rule,
+	};
+	if (g && ring_push(g, &rec))
+		return;
+	/* No room: count it right here so the summary stays whole. */
+	uint64_t ns = ticks_to_ns(rec.dur_ns);
+	hist_record(hist_of(op, rule), ns);
+	tally_add(&L.direct[op], ns, rec.bytes);
+	if (L.mode == LOG_CALLS) {
+		if (g)
+			atomic_fetch_add_explicit(&g->drops, 1, memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&L.ringless_drops, 1, memory_order_relaxed);
+	}
+}
+
+/* ---- the queue of FILE and EVENT notices --------------------------------- */
+
+static void enqueue(struct notice *n)
+{
+	pthread_mutex_lock(&L.queue_mu);
+	if (L.queue_tail)
+		L.queue_tail->next = n;
+	else
+		L.queue_head = n;
+	L.queue_tail = n;
+	pthread_mutex_unlock(&L.queue_mu);
+}
+
+void log_file_created(const struct shim_file *f)
+{
+	if (!L.open)
+		return;
+	const char *path = f->path ? f->path : "";
+	size_t plen = strlen(path) + 1;
+	const char *rname = f->rule.name;
+	size_t rlen = strlen(rname) + 1;
+	struct notice *n = shim_alloc(sizeof(*n) + plen + rlen);
+	if (!n)
+		return;
+	memcpy(n->text, path, plen);
+	memcpy(n->text + plen, rname, rlen);
+	n->file = (struct logfmt_file){
+		.id = f->id,
+		.rule = (uint16_t)(f->rule_index + 1),
+		.dev = f->dev,
+		.ino = f->ino,
+		.rule_name = n->text + plen,
+		.path = n->text,
+	};
+	enqueue(n);
+}
+
+void log_event(int kind, const struct shim_file *f, int err, const char *fmt, ...)
+{
+	if (!L.open)
+		return;
+	char text[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	size_t len = strlen(text) + 1;
+	struct notice *n = shim_alloc(sizeof(*n) + len);
+	if (!n)
+		return;
+	memcpy(n->text, text, len);
+	n->kind = NOTICE_EVENT;
+	n->event = (struct logfmt_event){ .time_ns = trace_now(), .file_id = f ? f->id : 0, .err = err,
+					  .kind = (uint8_t)kind, .text = n->text };
+	enqueue(n);
+}
+
+void log_policy_changed(const struct policy *p)
+{
+	if (!L.open)
+		return;
+	/* A copy: the snapshot may be retired before the logger gets here. */
+	struct notice *n = shim_alloc(sizeof(*n) + sizeof(struct policy));
+	if (!n)
+		return;
+	memcpy(n->text, p, sizeof(*p));
+	n->kind = NOTICE_POLICY;
+	n->event.time_ns = trace_now();
+	enqueue(n);
+}
+
+/* ---- the logger side --------------------------------------------------- */
+
+static void write_block(size_t len)
+{
+	if (len == 0 || L.fd < 0)
+		return;
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = REAL(write)(L.fd, L.buf + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return; /* disk full or similar: the log is best effort */
+		off += (size_t)w;
+	}
+	L.seq++;
+}
+
+static const char *fstype_name(const char *path)
+{
+	struct statfs sf;
+	if (!path[0] || statfs(path, &sf) != 0)
+		return "unknown";
+	switch ((unsigned long)sf.f_type) {
+	case 0xEF53: return "ext4";
+	case 0x58465342: return "xfs";
+	case 0x01021994: return "tmpfs";
+	case 0x9123683E: return "btrfs";
+	case 0x6969: return "nfs";
+	case 0x794c7630: return "overlay";
+	case 0x2fc12fc1: return "zfs";
+	case 0xF2F52010: return "f2fs";
+	case 0x65735546: return "fuse";
+	default: return "other";
+	}
+}
+
+static void write_policy(const struct policy *p, uint64_t time_ns)
+{
+	static char ini[65536];
+	struct logfmt_rule rules[POLICY_MAX_RULES + 1];
+	policy_format(p, ini, sizeof(ini));
+	uint16_t n = logfmt_rules_from_policy(p, rules);
+	write_block(logfmt_encode_policy(L.buf, BUF_BYTES, L.seq, time_ns, rules, n, ini));
+}
+
+static void drain_queue(void)
+{
+	pthread_mutex_lock(&L.queue_mu);
+	struct notice *n = L.queue_head;
+	L.queue_head = L.queue_tail = NULL;
+	pthread_mutex_unlock(&L.queue_mu);
+	while (n) {
+		struct notice *next = n->next;
+		switch (n->kind) {
+		case NOTICE_EVENT:
+			write_block(logfmt_encode_event(L.buf, BUF_BYTES, L.seq, &n->event));
+			break;
+		case NOTICE_FILE:
+			n->file.fstype = fstype_name(n->file.path);
+			write_block(logfmt_encode_file(L.buf, BUF_BYTES, L.seq, &n->file));
+			break;
+		case NOTICE_POLICY:
+			write_policy((const struct policy *)(void *)n->text, n->event.time_ns);
+			break;
+		}
+		shim_free(n);
+		n = next;
+	}
+}
+
+/* A ring whose thread has exited and that is empty goes back to the pool. */
+static void maybe_free_ring(struct ring *g, uint32_t owner)
+{
+	if (atomic_load(&g->head) != atomic_load(&g->tail))
+		return;
+	if (syscall(SYS_tgkill, getpid(), owner, 0) < 0 && errno == ESRCH) {
+		atomic_store(&g->head, 0);
+		atomic_store(&g->tail, 0);
+		g->tail_seen = 0;
+		atomic_store(&g->owner, 0);
+	}
+}
+
+static uint64_t second_of(uint64_t mono_ns)
+{
+	return mono_ns > L.start_mono ? (mono_ns - L.start_mono) / NS_PER_S : 0;
+}
+
+static struct second_tally *window_slot(uint64_t second)
+{
+	struct second_tally *w = &L.window[second % WINDOW];
+	if (w->second != second) {
+		memset(w, 0, sizeof(*w));
+		w->second = second;
+	}
+	return w;
+}
+
+static void write_interval(uint64_t second)
+{
+	struct second_tally *w = window_slot(second);
+	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
+		struct tally d;
+		tally_take(&L.direct[op], &d); /* ring-less calls land in the second written next */
+		w->t[op].calls += d.calls;
+		w->t[op].bytes += d.bytes;
+		w->t[op].sum_ns += d.sum_ns;
+		if (d.max_ns > w->t[op].max_ns)
+			w->t[op].max_ns = d.max_ns;
+	}
+	write_block(logfmt_encode_interval(L.buf, BUF_BYTES, L.seq, (uint32_t)second, w->t));
+	memset(w->t, 0, sizeof(w->t));
+	w->second = UINT64_MAX;
+}
+
+static void write_records_staged(void);
+
+/* One drained call: stamps to ns, into the histograms and its second. */
+static void account(struct logfmt_record *r)
+{
+	r->start_ns = stamp_to_ns(r->start_ns);
+	r->dur_ns = ticks_to_ns(r->dur_ns);
+	hist_record(hist_of(r->op < LOGOP_COUNT ? r->op : 0, r->rule < RULE_SLOTS ? r->rule : 0),
+		    r->dur_ns);
+	uint64_t sec = second_of(r->start_ns);
+	if (sec < L.next_second)
+		sec = L.next_second; /* drained after its second was written */
+	while (sec >= L.next_second + WINDOW)
+		write_interval(L.next_second++);
+	struct tally *t = &window_slot(sec)->t[r->op < LOGOP_COUNT ? r->op : 0];
+	t->calls++;
+	t->bytes += r->bytes;
+	t->sum_ns += r->dur_ns;
+	if (r->dur_ns > t->max_ns)
+		t->max_ns = r->dur_ns;
+	if (L.mode == LOG_CALLS) {
+		if (L.nstaged == L.staged_cap)
+			write_records_staged();
+		L.staged[L.nstaged++] = *r;
+	}
+}
+
+/* Drain every ring; returns the fullest ring's fill before draining. */
+static uint64_t drain_rings(void)
+{
+	uint64_t fullest = 0;
+	for (unsigned i = 0; i < MAX_RINGS; i++) {
+		struct ring *g = &L.rings[i];
+		uint32_t owner = atomic_load(&g->owner);
+		if (!owner)
+			continue;
+		uint64_t t = atomic_load_explicit(&g->tail, memory_order_relaxed);
+		uint64_t h = atomic_load_explicit(&g->head, memory_order_acquire);
+		if (h - t > fullest)
+			fullest = h - t;
+		for (; t < h; t++) {
+			struct logfmt_record r = g->recs[t & (L.ring_cap - 1)];
+			account(&r);
+		}
+		atomic_store_explicit(&g->tail, t, memory_order_release);
+		maybe_free_ring(g, owner);
+	}
+	return fullest;
+}
+
+static void write_records_staged(void)
+{
+	drain_queue(); /* announces every file the staged records name */
+	if (!L.nstaged)
+		return;
+	for (uint32_t i = 0; i < L.nstaged; i++)
+		logfmt_record_put(L.buf + LOGFMT_RECORDS_AT(i), &L.staged[i]);
+	write_block(logfmt_records_seal(L.buf, L.seq, L.nstaged));
+	L.nstaged = 0;
+}
+
+static uint64_t total_drops(void)
+{
+	uint64_t d = atomic_load(&L.ringless_drops);
+	for (unsigned i = 0; i < MAX_RINGS; i++)
+		d += atomic_load(&L.rings[i].drops);
+	return d;
+}
+
+static void write_hist_set(uint64_t now)
+{
+	uint16_t nparts = 0;
+	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
+		nparts += hist_count(&L.hists[i]) > 0;
+	uint16_t part = 0;
+	for (unsigned op = 0; op < LOGOP_COUNT; op++)
+		for (unsigned rule = 0; rule < RULE_SLOTS && part < nparts; rule++) {
+			const struct hist *h = hist_of(op, rule);
+			if (hist_count(h) == 0)
+				continue;
+			struct logfmt_histkey k = { .snap = L.hist_snap, .part = part++, .nparts = nparts,
+						    .time_ns = now, .op = (uint8_t)op, .rule = (uint16_t)rule };
+			write_block(logfmt_encode_hist(L.buf, BUF_BYTES, L.seq, &k, h));
+		}
+	L.hist_snap++;
+}
+
+/* L.mu held. Adapts the drain period to how fast the rings fill. */
+static void tick(bool final)
+{
+	if (trace_use_tsc)
+		calibrate();
+	uint64_t fullest = drain_rings();
+	write_records_staged();
+	if (fullest > L.ring_cap / 4 && L.tick_ns > TICK_MIN_NS)
+		L.tick_ns /= 2;
+	else if (fullest < L.ring_cap / 16 && L.tick_ns < TICK_MAX_NS)
+		L.tick_ns *= 2;
+	uint64_t now = trace_now();
+	uint64_t second = second_of(now);
+	if (second > L.next_second || final) {
+		while (L.next_second < second)
+			write_interval(L.next_second++);
+		if (final)
+			write_interval(L.next_second++);
+		write_hist_set(now);
+		write_block(logfmt_encode_drops(L.buf, BUF_BYTES, L.seq, now, total_drops()));
+	}
+}
+
+static void *logger_main(void *arg)
+{
+	(void)arg;
+	shim_busy = 1;
+	while (!atomic_load(&L.stop)) {
+		struct timespec ts = { 0, L.tick_ns };
+		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+			;
+		pthread_mutex_lock(&L.mu);
+		if (L.open && !atomic_load(&L.stop))
+			tick(false);
+		pthread_mutex_unlock(&L.mu);
+	}
+	return NULL;
+}
+
+/* ---- opening ----------------------------------------------------------- */
+
+/* %p -> pid, %% -> %. */
+static void expand_path(const char *tmpl, char *out, size_t len)
+{
+	size_t o = 0;
+	for (const char *p = tmpl; *p && o + 1 < len; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			out[o++] = '%';
+			p++;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o < len ? o : len - 1] = '\0';
+}
+
+/* Never follow a planted symlink and never truncate an existing file: an
+ * existing name gets a numbered sibling instead (an exec'd image of the
+ * same pid, a rerun). */
+static int create_log(const char *path, char *used, size_t len)
+{
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND;
+	snprintf(used, len, "%s", path);
+	for (int i = 1; i <= LOG_NAME_TRIES; i++) {
+		int fd = REAL(open)(used, flags, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+		snprintf(used, len, "%s.%d", path, i);
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+static void read_cmdline(char *out, size_t len)
+{
+	out[0] = '\0';
+	int fd = REAL(open)("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, len - 1);
+	REAL(close)(fd);
+	if (n <= 0)
+		return;
+	out[n] = '\0';
+	for (ssize_t i = 0; i < n - 1; i++)
+		if (out[i] == '\0')
+			out[i] = ' ';
+}
+
+static void *map_zeroed(size_t len)
+{
+	void *p = REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			     -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int alloc_state(const struct policy *p)
+{
+	L.hists = map_zeroed(sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS);
+	L.buf = map_zeroed(BUF_BYTES);
+	if (!L.hists || !L.buf)
+		return -1;
+	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
+		L.hists[i].min = UINT64_MAX; /* hist_init's empty state, without touching buckets */
+	/* NORESERVE: a ring costs memory only as far as its thread fills it. */
+	L.ring_cap = p->ring_records;
+	struct logfmt_record *mem = map_zeroed((size_t)MAX_RINGS * L.ring_cap * sizeof(*mem));
+	L.staged_cap = logfmt_records_fit(BUF_BYTES);
+	L.staged = map_zeroed(L.staged_cap * sizeof(struct logfmt_record));
+	if (!mem || !L.staged)
+		return -1;
+	for (unsigned i = 0; i < MAX_RINGS; i++)
+		L.rings[i].recs = mem + (size_t)i * L.ring_cap;
+	return 0;
+}
+
+static void write_header(const struct policy *p)
+{
+	static char cmdline[4096], ini[65536];
+	struct utsname u;
+	uname(&u);
+	read_cmdline(cmdline, sizeof(cmdline));
+	policy_format(p, ini, sizeof(ini));
+	struct logfmt_rule rules[POLICY_MAX_RULES + 1];
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	struct logfmt_header h = {
+		.pid = (uint32_t)getpid(),
+		.ppid = (uint32_t)getppid(),
+		.log_mode = (uint8_t)p->log_mode,
+		.start_wall_ns = (uint64_t)wall.tv_sec * NS_PER_S + (uint64_t)wall.tv_nsec,
+		.start_mono_ns = L.start_mono,
+		.hostname = u.nodename,
+		.kernel = u.release,
+		.cmdline = cmdline,
+		.rules = rules,
+		.nrules = logfmt_rules_from_policy(p, rules),
+		.policy_ini = ini,
+	};
+	write_block(logfmt_encode_header(L.buf, BUF_BYTES, &h));
+}
+
+static void start_thread(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 128 * 1024);
+	pthread_t t;
+	if (pthread_create(&t, &at, logger_main, NULL) != 0)
+		shim_say("cannot start the logger thread; logging only at exit");
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void log_start(const struct policy *p)
 {
-	(void)p;
+	if (p->log_mode == LOG_OFF || !p->log_path[0])
+		return;
+	char path[PATH_MAX];
+	expand_path(p->log_path, path, sizeof(path));
+	if (alloc_state(p) < 0) {
+		shim_say("cannot allocate the log buffers; logging off");
+		return;
+	}
+	L.fd = create_log(path, L.path, sizeof(L.path));
+	if (L.fd < 0) {
+		shim_say("cannot create log %s: %s; logging off", path, strerror(errno));
+		return;
+	}
+	L.mode = p->log_mode;
+	L.seq = 0;
+	L.tick_ns = TICK_MAX_NS;
+	clock_start();
+	L.start_mono = trace_now();
+	L.next_second = 0;
+	for (unsigned i = 0; i < WINDOW; i++)
+		L.window[i].second = UINT64_MAX;
+	write_header(p);
+	L.open = true;
+	atomic_store(&L.stop, 0);
+	atomic_store_explicit(&trace_on, 1, memory_order_release);
+	start_thread();
+}
+
+/* Final drain, snapshot and trailer; safe to call twice. */
+static void log_finish(int exit_status)
+{
+	if (!L.open)
+		return;
+	atomic_store(&L.stop, 1);
+	pthread_mutex_lock(&L.mu);
+	if (L.open) {
+		tick(true);
+		struct timespec wall;
+		clock_gettime(CLOCK_REALTIME, &wall);
+		struct logfmt_trailer t = { .end_wall_ns = (uint64_t)wall.tv_sec * NS_PER_S + (uint64_t)wall.tv_nsec,
+					    .end_mono_ns = trace_now(), .exit_status = exit_status };
+		atomic_store(&trace_on, 0);
+		write_block(logfmt_encode_trailer(L.buf, BUF_BYTES, L.seq, &t));
+		atomic_store(&trace_on, 0);
+		REAL(close)(L.fd);
+		L.fd = -1;
+		L.open = false;
+	}
+	pthread_mutex_unlock(&L.mu);
 }
 
 void log_stop(void)
 {
+	log_finish(-1);
 }
 
 void log_before_exec(void)
 {
+	log_finish(-1);
 }
 
+/* ---- fork: the child writes a log of its own ----------------------------- */
+
+/* Only the block writer's lock is held across fork: the queue lock ranks
+ * below the registry's, and the child simply abandons the queue. */
 void log_atfork_prepare(void)
 {
+	pthread_mutex_lock(&L.mu);
 }
 
 void log_atfork_parent(void)
 {
+	pthread_mutex_unlock(&L.mu);
+}
+
+static void reset_for_child(void)
+{
+	/* Fresh zero pages in place: the parent's counts are the parent's. */
+	REAL(mmap)(L.hists, sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
+		L.hists[i].min = UINT64_MAX;
+	memset(L.direct, 0, sizeof(L.direct));
+	for (unsigned i = 0; i < WINDOW; i++)
+		L.window[i].second = UINT64_MAX;
+	L.nstaged = 0;
+	for (unsigned i = 0; i < MAX_RINGS; i++) {
+		atomic_store(&L.rings[i].owner, 0);
+		atomic_store(&L.rings[i].head, 0);
+		atomic_store(&L.rings[i].tail, 0);
+		L.rings[i].tail_seen = 0;
+		atomic_store(&L.rings[i].drops, 0);
+	}
+	atomic_store(&L.ringless_drops, 0);
+	L.queue_head = L.queue_tail = NULL; /* may be mid-update: leak, never walk */
+}
+
+static void announce_known_file(struct shim_file *f, void *arg)
+{
+	(void)arg;
+	log_file_created(f);
 }
 
 void log_atfork_child(void)
 {
-}
-
-void log_event(const char *fmt, ...)
-{
-	(void)fmt;
+	pthread_mutex_init(&L.mu, NULL);
+	pthread_mutex_init(&L.queue_mu, NULL);
+	my_ring = NULL;
+	my_tid = 0;
+	if (!L.open)
+		return;
+	atomic_store(&trace_on, 0);
+	REAL(close)(L.fd); /* the parent's log is the parent's */
+	L.fd = -1;
+	L.open = false;
+	reset_for_child();
+	const struct policy *p = shim_policy();
+	char path[PATH_MAX];
+	expand_path(p->log_path, path, sizeof(path));
+	L.fd = create_log(path, L.path, sizeof(L.path));
+	if (L.fd < 0)
+		return;
+	L.seq = 0;
+	L.start_mono = trace_now();
+	L.next_second = 0;
+	write_header(p);
+	L.open = true;
+	registry_each(announce_known_file, NULL); /* files the child inherited */
+	atomic_store(&L.stop, 0);
+	atomic_store_explicit(&trace_on, 1, memory_order_release);
+	start_thread();
 }

@@ -13,7 +13,14 @@ void log_before_exec(void);
 void log_atfork_prepare(void);
 void log_atfork_parent(void);
 void log_atfork_child(void);
-/* A timestamped text event in the log (reloads, sync errors). */
-void log_event(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A timestamped event in the log: kind is a LOGEV_* (logfmt.h), file and
+ * err may be 0. */
+struct shim_file;
+void log_event(int kind, const struct shim_file *f, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* A reload swapped in p: its rule table goes into the log. */
+void log_policy_changed(const struct policy *p);
+/* The shim met a new file (registry lock held): announce it in the log. */
+void log_file_created(const struct shim_file *f);
 
 #endif

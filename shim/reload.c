@@ -17,6 +17,7 @@
 
 #include "flusher.h"
 #include "log.h"
+#include "logfmt.h"
 #include "reload.h"
 #include "shim.h"
 
@@ -57,7 +58,7 @@ static void apply(const char *path)
 	char err[POLICY_ERR_MAX];
 	if (shim_build_policy(path, next, err, sizeof(err)) < 0) {
 		shim_say("%s; keeping the previous policy", err);
-		log_event("reload of %s failed, previous policy kept: %s", path, err);
+		log_event(LOGEV_CONFIG_ERROR, NULL, 0, "reload of %s failed, previous policy kept: %s", path, err);
 		shim_free(next);
 		return;
 	}
@@ -67,7 +68,8 @@ static void apply(const char *path)
 	atomic_store_explicit(&shim.policy, next, memory_order_release);
 	registry_rematch();
 	flusher_flush_all();
-	log_event("policy reloaded from %s: default %s, %d rule(s)", path,
+	log_policy_changed(next);
+	log_event(LOGEV_RELOAD, NULL, 0, "policy reloaded from %s: default %s, %d rule(s)", path,
 		  sync_policy_name(next->deflt.sync), next->nrules);
 	shim_free(retired);
 	retired = live == shim.boot_policy ? NULL : (struct policy *)live;

@@ -1,8 +1,11 @@
 /*
  * trace.h - the hooks every interposed call uses to time itself.
  *
- * With logging off the cost is one load of a global and a branch. The
- * logger itself (log.c) decides what to do with a finished call.
+ * With logging off the cost is one load of a global and a branch. With it
+ * on, a call is stamped twice with the cheapest clock there is - the TSC
+ * when the CPU says it is invariant, else CLOCK_MONOTONIC - and handed to
+ * the logger (log.c), which converts stamps to nanoseconds off the app's
+ * path.
  */
 #ifndef SYNCSHIM_TRACE_H
 #define SYNCSHIM_TRACE_H
@@ -10,33 +13,36 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "logfmt.h"
 #include "shim.h"
 
+/* The log's op numbers (logfmt.h), under the shim's names. */
 enum shim_op {
-	OP_WRITE,
-	OP_PWRITE,
-	OP_WRITEV,
-	OP_PWRITEV,
-	OP_FSYNC,
-	OP_FDATASYNC,
-	OP_MSYNC,
-	OP_SYNC_FILE_RANGE,
-	OP_SYNCFS,
-	OP_SYNC,
-	OP_OPEN,
-	OP_CLOSE,
-	OP_RENAME,
-	OP_REAL_FSYNC,
-	OP_REAL_FDATASYNC,
-	OP_REAL_SYNC_FILE_RANGE,
-	OP_COUNT
+	OP_WRITE = LOGOP_WRITE,
+	OP_PWRITE = LOGOP_PWRITE,
+	OP_WRITEV = LOGOP_WRITEV,
+	OP_PWRITEV = LOGOP_PWRITEV,
+	OP_FSYNC = LOGOP_FSYNC,
+	OP_FDATASYNC = LOGOP_FDATASYNC,
+	OP_MSYNC = LOGOP_MSYNC,
+	OP_SYNC_FILE_RANGE = LOGOP_SYNC_FILE_RANGE,
+	OP_SYNCFS = LOGOP_SYNCFS,
+	OP_SYNC = LOGOP_SYNC,
+	OP_OPEN = LOGOP_OPEN,
+	OP_CLOSE = LOGOP_CLOSE,
+	OP_RENAME = LOGOP_RENAME,
+	OP_REAL_FSYNC = LOGOP_REAL_FSYNC,
+	OP_REAL_FDATASYNC = LOGOP_REAL_FDATASYNC,
+	OP_REAL_SYNC_FILE_RANGE = LOGOP_REAL_SYNC_FILE_RANGE,
+	OP_COUNT = LOGOP_COUNT
 };
 
 struct trace_start {
-	uint64_t t0; /* CLOCK_MONOTONIC ns, 0 when not timing */
+	uint64_t t0; /* a stamp, 0 when not timing */
 };
 
 extern _Atomic int trace_on;
+extern int trace_use_tsc; /* set once, before trace_on */
 
 static inline uint64_t trace_now(void)
 {
@@ -45,37 +51,40 @@ static inline uint64_t trace_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static inline void trace_begin(struct trace_start *t)
+/* A stamp: TSC ticks or monotonic ns; only log.c converts them. */
+static inline uint64_t trace_stamp(void)
 {
-	t->t0 = atomic_load_explicit(&trace_on, memory_order_relaxed) ? trace_now() : 0;
+#if defined(__x86_64__)
+	if (trace_use_tsc)
+		return __builtin_ia32_rdtsc();
+#endif
+	return trace_now();
 }
 
-/* Record a finished call: result r (or -1 with err). Never touches errno. */
-void trace_record(enum shim_op op, const struct shim_file *f, uint64_t t0, uint64_t t1,
+static inline void trace_begin(struct trace_start *t)
+{
+	t->t0 = atomic_load_explicit(&trace_on, memory_order_relaxed) ? trace_stamp() : 0;
+}
+
+/* Record a finished call between stamps s0 and s1: result r (or -1 with
+ * err). Never touches errno; no lock, no allocation, no system call. */
+void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
 		  int64_t bytes, int64_t r, int err);
 
 static inline void trace_end(const struct trace_start *t, enum shim_op op,
 			     const struct shim_file *f, int64_t r, int err)
 {
 	if (t->t0)
-		trace_record(op, f, t->t0, trace_now(), r, r, err);
-}
-
-/* Writes report the bytes asked for even when the call fails. */
-static inline void trace_end_bytes(const struct trace_start *t, enum shim_op op,
-				   const struct shim_file *f, int64_t bytes, int64_t r, int err)
-{
-	if (t->t0)
-		trace_record(op, f, t->t0, trace_now(), bytes, r, err);
+		trace_record(op, f, t->t0, trace_stamp(), r, r, err);
 }
 
 /* A real sync issued by the shim itself (flusher, group leader): logged
- * apart from the app's calls, whenever logging is on. */
-static inline void trace_real_sync(enum shim_op op, const struct shim_file *f, uint64_t t0,
-				   uint64_t t1, int64_t bytes, int r, int err)
+ * apart from the app's calls, whenever logging is on. s0, s1 are stamps. */
+static inline void trace_real_sync(enum shim_op op, const struct shim_file *f, uint64_t s0,
+				   uint64_t s1, int64_t bytes, int r, int err)
 {
 	if (atomic_load_explicit(&trace_on, memory_order_relaxed))
-		trace_record(op, f, t0, t1, bytes, r, err);
+		trace_record(op, f, s0, s1, bytes, r, err);
 }
 
 #endif

@@ -16,10 +16,10 @@ static void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op
 		       ssize_t r, const struct trace_start *t)
 {
 	int saved = errno;
-	if (r > 0) {
+	/* Only the flusher reads the dirty count: other files skip the atomic. */
+	if (r > 0 && ((state & SLOT_OSYNC_DEFER) || f->rule.sync == SYNC_DEFER)) {
 		atomic_fetch_add_explicit(&f->dirty_bytes, (uint64_t)r, memory_order_relaxed);
-		if ((state & SLOT_OSYNC_DEFER) || f->rule.sync == SYNC_DEFER)
-			flusher_after_write(f, fd, state);
+		flusher_after_write(f, fd, state);
 	}
 	trace_end(t, op, f, r, r < 0 ? saved : 0);
 	errno = saved;
