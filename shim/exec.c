@@ -1,5 +1,5 @@
 /*
- * exec.c - the exec family as a barrier.
+ * exec.c - exec and _exit as barriers.
  *
  * exec replaces the process image and with it the flusher threads and
  * every pending deferred sync, so those are completed first, and the log
@@ -14,12 +14,41 @@
 #include "log.h"
 #include "shim.h"
 
+/* Not in a vfork child: it shares the parent's memory, and with it the
+ * parent's flusher and log, which are not its to finish. */
+static bool own_process(void)
+{
+	return getpid() == shim.pid;
+}
+
 static void before_exec(void)
 {
-	if (shim_bypass())
+	if (shim_bypass() || !own_process())
 		return;
 	flusher_flush_all();
 	log_before_exec();
+}
+
+/* _exit skips atexit and destructors, yet forked workers (fio's, many
+ * servers') leave through it: finish their syncs and their log too. */
+SHIM_API void _exit(int status)
+{
+	if (!shim_bypass() && own_process()) {
+		flusher_flush_all();
+		log_stop();
+	}
+	REAL(_exit)(status);
+	__builtin_unreachable();
+}
+
+SHIM_API void _Exit(int status)
+{
+	if (!shim_bypass() && own_process()) {
+		flusher_flush_all();
+		log_stop();
+	}
+	REAL(_Exit)(status);
+	__builtin_unreachable();
 }
 
 SHIM_API int execve(const char *path, char *const argv[], char *const envp[])

@@ -136,6 +136,7 @@ static void atfork_child(void)
 {
 	if (atfork_skipped)
 		return;
+	shim.pid = getpid();
 	registry_atfork_child();
 	mmap_track_atfork_child();
 	flusher_atfork_child();
@@ -146,6 +147,7 @@ static void atfork_child(void)
 __attribute__((constructor)) static void shim_init(void)
 {
 	shim_busy++;
+	shim.pid = getpid();
 	real_resolve_all();
 	fdtable_init();
 	const char *config = getenv("SYNCSHIM_CONFIG");

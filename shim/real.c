@@ -125,6 +125,11 @@ extern char **environ;
  * dlsym runs, which no sane host does. */
 static int fb_execv(const char *p, char *const a[]) { return syscall(SYS_execve, p, a, environ); }
 static int fb_execvpe(const char *p, char *const a[], char *const e[]) { return syscall(SYS_execve, p, a, e); }
+static void fb_exit(int status)
+{
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
 
 /* On LP64 the 64-bit variants share the plain fallbacks. */
 static void *const fallbacks[REAL_COUNT] = {
@@ -172,6 +177,8 @@ static void *const fallbacks[REAL_COUNT] = {
 	[REAL_ID_execv] = fb_execv,
 	[REAL_ID_execvp] = fb_execv,
 	[REAL_ID_execvpe] = fb_execvpe,
+	[REAL_ID__exit] = fb_exit,
+	[REAL_ID__Exit] = fb_exit,
 };
 
 void *real_resolve(enum real_id id)

@@ -64,7 +64,9 @@
 	X(int, fexecve, (int, char *const[], char *const[]))                       \
 	X(int, execv, (const char *, char *const[]))                               \
 	X(int, execvp, (const char *, char *const[]))                              \
-	X(int, execvpe, (const char *, char *const[], char *const[]))
+	X(int, execvpe, (const char *, char *const[], char *const[]))              \
+	X(void, _exit, (int))                                                      \
+	X(void, _Exit, (int))
 
 enum real_id {
 #define REAL_ID(ret, name, params) REAL_ID_##name,

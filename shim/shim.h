@@ -103,6 +103,7 @@ struct shim_state {
 	_Atomic(const struct policy *) policy;
 	char config_path[POLICY_PATH_MAX]; /* "" when none */
 	struct policy *boot_policy;        /* the first snapshot, never freed */
+	pid_t pid;                         /* this process (set at load and in fork children) */
 };
 extern struct shim_state shim;
 
