@@ -14,7 +14,7 @@ LDSAN   := $(SAN)
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace
-BENCH_PKGS := eatmydata libactivemq-java fio
+BENCH_PKGS := eatmydata libactivemq-java fio python3
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
 PURE_SRCS := policy/policy.c policy/glob.c $(wildcard shim/hist.c shim/logfmt.c)
@@ -40,7 +40,7 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(LIBDIR)/libjemalloc_pic.a
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=shim/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
 
-.PHONY: all deps bench-deps test unit integration asan bench demo install clean java
+.PHONY: all deps bench-deps test run-tests asan bench demo install clean java
 all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
 
 deps:
@@ -128,3 +128,7 @@ demo: deps all
 	  printf '%-12s ' $$p; \
 	  $(B)/syncshim run -p $$p -- $(B)/examples/sync_writes -n 2000 -f $(DEMO_DIR)/demo.dat | grep '^result:'; \
 	done
+
+# Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
+bench: bench-deps all
+	tools/bench.sh $(B) $(SECTIONS)
