@@ -388,6 +388,8 @@ static int defer_sync(struct shim_file *f, int fd, bool want_fsync)
 int flusher_app_sync(struct shim_file *f, int fd, bool want_fsync)
 {
 	if (fd >= 0) {
+		if (sync_validate_fd(fd) < 0)
+			return -1; /* and never dup an O_PATH fd as the flusher's own */
 		int err = fd_take_sync_error(fd, f);
 		if (err) {
 			errno = err;

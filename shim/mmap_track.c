@@ -110,7 +110,7 @@ void mmap_track_remove(void *addr, size_t len)
 	shim_busy--;
 }
 
-struct shim_file *mmap_track_find(const void *addr)
+struct shim_file *mmap_track_find(const void *addr, size_t len)
 {
 	if (atomic_load_explicit(&nregions, memory_order_acquire) == 0)
 		return NULL;
@@ -118,7 +118,8 @@ struct shim_file *mmap_track_find(const void *addr)
 	shim_busy++;
 	mmap_track_lock();
 	for (int i = 0; i < atomic_load_explicit(&nregions, memory_order_relaxed); i++)
-		if ((uintptr_t)addr >= regions[i].start && (uintptr_t)addr < regions[i].end) {
+		if ((uintptr_t)addr >= regions[i].start && (uintptr_t)addr < regions[i].end &&
+		    len <= regions[i].end - (uintptr_t)addr) {
 			f = file_ref(regions[i].file);
 			break;
 		}

@@ -55,6 +55,18 @@ static bool open_needs_mode(int flags)
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
+/* Policies are for regular files: a device or FIFO that a rule's glob
+ * happens to match keeps the O_SYNC/O_DSYNC it was opened with. Only
+ * checked for O_(D)SYNC opens, which are rare. */
+static bool names_regular_or_new(int dirfd, const char *path, int flags)
+{
+	struct stat st;
+	int at = (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0;
+	if (fstatat(dirfd, path, &st, at) != 0)
+		return true; /* about to be created: a regular file */
+	return S_ISREG(st.st_mode);
+}
+
 static int open_begin(struct open_req *q, int dirfd, const char *path, int flags)
 {
 	q->track = false;
@@ -64,7 +76,10 @@ static int open_begin(struct open_req *q, int dirfd, const char *path, int flags
 	int e0 = errno;
 	if (path_absolute(dirfd, path, q->path, sizeof(q->path)) == 0) {
 		q->track = true;
-		flags = open_adjust_flags(policy_match(shim_policy(), q->path), flags, &q->slot_flags);
+		if ((flags & O_DSYNC) && !names_regular_or_new(dirfd, path, flags))
+			q->slot_flags = (flags & O_SYNC) == O_SYNC ? SLOT_APP_OSYNC : SLOT_APP_ODSYNC;
+		else
+			flags = open_adjust_flags(policy_match(shim_policy(), q->path), flags, &q->slot_flags);
 		trace_begin(&q->t);
 	}
 	errno = e0;

@@ -160,7 +160,9 @@ int open_adjust_flags(const struct rule *r, int flags, uint32_t *slot_flags);
 /* mmap_track.c */
 void mmap_track_add(void *addr, size_t len, int fd);
 void mmap_track_remove(void *addr, size_t len);
-struct shim_file *mmap_track_find(const void *addr);  /* with a reference */
+/* The file mapped over all of [addr, addr+len), with a reference; NULL when
+ * the range is not inside one tracked mapping. */
+struct shim_file *mmap_track_find(const void *addr, size_t len);
 void mmap_track_atfork_child(void);
 void mmap_track_lock(void);
 void mmap_track_unlock(void);

@@ -27,7 +27,7 @@ static int real_sync_call(int fd, enum shim_op op)
 
 /* What a skipped sync still owes the caller: EBADF for a bad or O_PATH fd
  * (fsync(2) fails there too), and a cancellation point. */
-static int noop_validate(int fd)
+int sync_validate_fd(int fd)
 {
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	if (fl < 0)
@@ -57,7 +57,7 @@ static int apply_sync_rule(struct shim_file *f, int fd, enum shim_op op)
 	}
 	switch (f->rule.sync) {
 	case SYNC_NOOP:
-		return noop_validate(fd);
+		return sync_validate_fd(fd);
 	case SYNC_FDATASYNC:
 		return synced_call(f, fd, OP_FDATASYNC);
 	case SYNC_DEFER:
@@ -126,12 +126,20 @@ SHIM_API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 
 /* On Linux msync(MS_SYNC) already writes data only (it is an fdatasync
  * of the range), so the fdatasync policy leaves it alone. */
+/* Flags the kernel would reject go to the kernel, so the caller gets its
+ * EINVAL rather than our success. */
+static bool msync_flags_valid(int flags)
+{
+	return !(flags & ~(MS_SYNC | MS_ASYNC | MS_INVALIDATE)) &&
+	       (flags & (MS_SYNC | MS_ASYNC)) != (MS_SYNC | MS_ASYNC);
+}
+
 SHIM_API int msync(void *addr, size_t len, int flags)
 {
-	if (shim_bypass() || !(flags & MS_SYNC))
+	if (shim_bypass() || !(flags & MS_SYNC) || !msync_flags_valid(flags))
 		return REAL(msync)(addr, len, flags);
 	int e0 = errno;
-	struct shim_file *f = mmap_track_find(addr);
+	struct shim_file *f = mmap_track_find(addr, len);
 	errno = e0;
 	if (!f)
 		return REAL(msync)(addr, len, flags);
@@ -179,9 +187,7 @@ SHIM_API int syncfs(int fd)
 	trace_begin(&t);
 	int ret;
 	if (r->sync == SYNC_NOOP) {
-		ret = REAL(fcntl)(fd, F_GETFD) < 0 ? -1 : 0;
-		if (ret == 0)
-			pthread_testcancel();
+		ret = sync_validate_fd(fd);
 	} else {
 		flusher_flush_all();
 		ret = REAL(syncfs)(fd);

@@ -1,0 +1,642 @@
+/*
+ * harness.h - running programs under the shim for the integration tests
+ * (test_shim.c, test_java.c). Header-only: the Makefile links each
+ * tests/test_*.c on its own, so everything here is static.
+ *
+ * A test gets a fresh temp directory (h_dir) from the suite's init, builds
+ * commands with an explicit environment (nothing of the caller's
+ * LD_PRELOAD or SYNCSHIM_* leaks in), runs them with fork+execve and a
+ * timeout, and checks the effect independently of the shim's own
+ * counters:
+ *   - the recording layer (tests/lib/reclayer.so) preloaded BENEATH the
+ *     shim logs every call the shim really makes (h_log_load, h_count);
+ *   - strace -f -c counts the system calls (h_strace_count).
+ *
+ * Binaries are found through $SYNCSHIM_BUILD (default "build"); when the
+ * shim is built with ASan, $SYNCSHIM_PRELOAD_PREFIX (libasan) goes first
+ * in LD_PRELOAD whenever the shim is loaded.
+ */
+#ifndef SYNCSHIM_TEST_HARNESS_H
+#define SYNCSHIM_TEST_HARNESS_H
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define H_MAX_ARGS 128
+#define H_MAX_ENV 64
+#define H_DEFAULT_TIMEOUT_S 60
+
+/* Each test file uses only some helpers. */
+#define H_FN static __attribute__((unused))
+
+/* Which libraries a command runs with. */
+enum {
+	H_PLAIN = 0,
+	H_REC = 1,       /* the recording layer */
+	H_SHIM = 2,      /* the shim */
+	H_SHIM_REC = 3,  /* shim first, recording layer beneath it */
+};
+
+/* The syscalls strace counts unless a test says otherwise. */
+#define H_STRACE_SET "fsync,fdatasync,msync,sync_file_range,syncfs,sync,write,pwrite64,writev,pwritev,pwritev2"
+
+struct h_ctx {
+	char dir[512];         /* this test's temp directory (short: paths are built in it) */
+	char build[PATH_MAX];  /* absolute build directory */
+	char prefix[PATH_MAX]; /* SYNCSHIM_PRELOAD_PREFIX, "" if none */
+	bool asan;
+	int seq;               /* numbers each command's output files */
+};
+
+static struct h_ctx h_ctx;
+
+/* The harness never frees its small strings and logs (each test is a
+ * short-lived process): in the ASan build, keep LeakSanitizer quiet about
+ * the test binary itself. The programs under test get
+ * ASAN_OPTIONS=detect_leaks=0 from h_cmd_init. */
+__attribute__((used, visibility("default"))) const char *__asan_default_options(void);
+__attribute__((used, visibility("default"))) const char *__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+
+struct h_cmd {
+	char *argv[H_MAX_ARGS];
+	int argc;
+	char *env[H_MAX_ENV];
+	int envc;
+	unsigned layers;
+	char preload[4 * PATH_MAX]; /* "" when nothing is preloaded */
+	char reclog[PATH_MAX];      /* "" unless H_REC */
+	char strace_out[PATH_MAX];  /* "" unless strace wraps the command */
+	char strace_set[512];
+	char out_path[PATH_MAX], err_path[PATH_MAX];
+	int timeout_s;
+	int id;
+};
+
+struct h_result {
+	int code;       /* exit status, -1 if killed by a signal */
+	int sig;        /* the signal, 0 if it exited */
+	bool timed_out;
+	char *out;      /* stdout, NUL-terminated */
+	char *err;      /* stderr */
+	double secs;
+};
+
+/* ---- small utilities ---------------------------------------------------- */
+
+H_FN char *h_strdup(const char *s)
+{
+	char *d = strdup(s);
+	cr_assert_not_null(d);
+	return d;
+}
+
+static char *h_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+H_FN char *h_fmt(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	int r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	cr_assert(r >= 0);
+	return s;
+}
+
+/* A path in the test's directory. */
+H_FN char *h_path(const char *name)
+{
+	return h_fmt("%s/%s", h_ctx.dir, name);
+}
+
+H_FN char *h_prog(const char *name)
+{
+	return h_fmt("%s/tests/progs/%s", h_ctx.build, name);
+}
+
+H_FN char *h_shim_lib(void)
+{
+	return h_fmt("%s/libsyncshim.so", h_ctx.build);
+}
+
+H_FN char *h_rec_lib(void)
+{
+	return h_fmt("%s/tests/lib/reclayer.so", h_ctx.build);
+}
+
+H_FN char *h_read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return h_strdup("");
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	cr_assert_not_null(buf);
+	size_t k;
+	while ((k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+		n += k;
+		if (cap - n - 1 == 0) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			cr_assert_not_null(buf);
+		}
+	}
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+H_FN void h_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "cannot create %s: %s", path, strerror(errno));
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+H_FN unsigned long long h_ino(const char *path)
+{
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0, "stat %s: %s", path, strerror(errno));
+	return (unsigned long long)st.st_ino;
+}
+
+H_FN long long h_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Number of '\n'-terminated lines (plus a final unterminated one). */
+H_FN int h_nlines(const char *s)
+{
+	int n = 0;
+	for (const char *p = s; *p; p++)
+		if (*p == '\n' || !p[1])
+			n++;
+	return n;
+}
+
+H_FN bool h_has(const char *hay, const char *needle)
+{
+	return hay && strstr(hay, needle) != NULL;
+}
+
+/* The value after "key" on the first line of text that contains key
+ * ("key=123 ..." -> 123), or def. */
+H_FN long long h_num_after(const char *text, const char *key, long long def)
+{
+	const char *p = strstr(text, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : def;
+}
+
+/* The 16-byte record pattern of examples/ and tests/progs: byte o is the
+ * hex digit of its record's offset, '\n' at o % 16 == 15. */
+H_FN bool h_check_pattern(const char *path, long long expect_size)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	static const char hex[] = "0123456789abcdef";
+	long long o = 0;
+	int c;
+	bool ok = true;
+	while ((c = fgetc(f)) != EOF) {
+		unsigned pos = (unsigned)(o & 15);
+		int want = pos == 15 ? '\n' : hex[(((unsigned long long)o & ~15ull) >> (4 * (14 - pos))) & 15];
+		if (c != want) {
+			ok = false;
+			break;
+		}
+		o++;
+	}
+	fclose(f);
+	return ok && o == expect_size;
+}
+
+/* ---- setup / teardown --------------------------------------------------- */
+
+H_FN int h_rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+H_FN void h_setup(void)
+{
+	const char *b = getenv("SYNCSHIM_BUILD");
+	if (!b || !*b)
+		b = "build";
+	cr_assert_not_null(realpath(b, h_ctx.build), "build directory %s: %s (run `make test`)", b,
+			   strerror(errno));
+	const char *pre = getenv("SYNCSHIM_PRELOAD_PREFIX");
+	snprintf(h_ctx.prefix, sizeof(h_ctx.prefix), "%s", pre ? pre : "");
+	const char *asan = getenv("SYNCSHIM_ASAN");
+	h_ctx.asan = asan && strcmp(asan, "1") == 0;
+	snprintf(h_ctx.dir, sizeof(h_ctx.dir), "/tmp/syncshim-test.XXXXXX");
+	cr_assert_not_null(mkdtemp(h_ctx.dir), "mkdtemp: %s", strerror(errno));
+	h_ctx.seq = 0;
+	char *need[] = { h_shim_lib(), h_rec_lib(), h_fmt("%s/syncshim", h_ctx.build) };
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		cr_assert_eq(access(need[i], R_OK), 0, "%s missing: run `make test` (or make all and the test targets)",
+			     need[i]);
+}
+
+H_FN void h_teardown(void)
+{
+	const char *keep = getenv("SYNCSHIM_TEST_KEEP");
+	if (h_ctx.dir[0] && !(keep && *keep == '1'))
+		nftw(h_ctx.dir, h_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+H_FN void h_env(struct h_cmd *c, const char *kv)
+{
+	cr_assert_lt(c->envc, H_MAX_ENV - 1);
+	const char *eq = strchr(kv, '=');
+	cr_assert_not_null(eq);
+	size_t klen = (size_t)(eq - kv) + 1;
+	for (int i = 0; i < c->envc; i++)
+		if (strncmp(c->env[i], kv, klen) == 0) {
+			c->env[i] = h_strdup(kv);
+			return;
+		}
+	c->env[c->envc++] = h_strdup(kv);
+	c->env[c->envc] = NULL;
+}
+
+static void h_envf(struct h_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+H_FN void h_envf(struct h_cmd *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	int r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	cr_assert(r >= 0);
+	h_env(c, s);
+}
+
+H_FN void h_arg(struct h_cmd *c, const char *a)
+{
+	cr_assert_lt(c->argc, H_MAX_ARGS - 1);
+	c->argv[c->argc++] = h_strdup(a);
+	c->argv[c->argc] = NULL;
+}
+
+static void h_argf(struct h_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+H_FN void h_argf(struct h_cmd *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	int r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	cr_assert(r >= 0);
+	h_arg(c, s);
+}
+
+/* NULL-terminated list of arguments. */
+H_FN void h_args(struct h_cmd *c, ...)
+{
+	va_list ap;
+	va_start(ap, c);
+	const char *a;
+	while ((a = va_arg(ap, const char *)))
+		h_arg(c, a);
+	va_end(ap);
+}
+
+/* A command with a clean environment and the given layers preloaded. The
+ * shim's policy then comes from h_env(c, "SYNCSHIM_POLICY=...") etc. */
+H_FN void h_cmd_init(struct h_cmd *c, unsigned layers)
+{
+	memset(c, 0, sizeof(*c));
+	c->id = ++h_ctx.seq;
+	c->layers = layers;
+	c->timeout_s = H_DEFAULT_TIMEOUT_S;
+	const char *path = getenv("PATH");
+	h_envf(c, "PATH=%s", path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	const char *home = getenv("HOME");
+	h_envf(c, "HOME=%s", home && *home ? home : "/tmp");
+	h_env(c, "LC_ALL=C");
+	if (h_ctx.prefix[0] || h_ctx.asan) {
+		const char *ao = getenv("ASAN_OPTIONS");
+		h_envf(c, "ASAN_OPTIONS=%s", ao && *ao ? ao : "detect_leaks=0");
+		const char *uo = getenv("UBSAN_OPTIONS");
+		if (uo && *uo)
+			h_envf(c, "UBSAN_OPTIONS=%s", uo);
+	}
+	size_t n = 0;
+	c->preload[0] = '\0';
+	if ((layers & H_SHIM) && h_ctx.prefix[0])
+		n += (size_t)snprintf(c->preload + n, sizeof(c->preload) - n, "%s", h_ctx.prefix);
+	if (layers & H_SHIM)
+		n += (size_t)snprintf(c->preload + n, sizeof(c->preload) - n, "%s%s", n ? ":" : "", h_shim_lib());
+	if (layers & H_REC) {
+		n += (size_t)snprintf(c->preload + n, sizeof(c->preload) - n, "%s%s", n ? ":" : "", h_rec_lib());
+		snprintf(c->reclog, sizeof(c->reclog), "%s/rec.%d.log", h_ctx.dir, c->id);
+		h_envf(c, "RECLAYER_LOG=%s", c->reclog);
+	}
+	snprintf(c->out_path, sizeof(c->out_path), "%s/out.%d.txt", h_ctx.dir, c->id);
+	snprintf(c->err_path, sizeof(c->err_path), "%s/err.%d.txt", h_ctx.dir, c->id);
+}
+
+/* Shorthand: layers plus a default policy ("" or NULL for none). */
+H_FN void h_cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
+{
+	h_cmd_init(c, layers);
+	if (policy && *policy)
+		h_envf(c, "SYNCSHIM_POLICY=%s", policy);
+}
+
+/* Run the command under strace -f -c counting set (NULL: H_STRACE_SET). */
+H_FN void h_strace(struct h_cmd *c, const char *set)
+{
+	snprintf(c->strace_out, sizeof(c->strace_out), "%s/strace.%d.txt", h_ctx.dir, c->id);
+	snprintf(c->strace_set, sizeof(c->strace_set), "%s", set ? set : H_STRACE_SET);
+}
+
+H_FN double h_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Wait for pid with a deadline; true if it ended (status in *st). */
+H_FN bool h_wait(pid_t pid, int timeout_s, int *st)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		int r;
+		do
+			r = poll(&p, 1, timeout_s * 1000);
+		while (r < 0 && errno == EINTR);
+		close(pfd);
+		if (r == 0)
+			return false;
+	}
+	while (waitpid(pid, st, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return true;
+}
+
+H_FN struct h_result h_run(struct h_cmd *c)
+{
+	cr_assert_gt(c->argc, 0);
+	char *argv[H_MAX_ARGS + 16];
+	int n = 0;
+	char *env[H_MAX_ENV + 2];
+	int envc = 0;
+	for (int i = 0; i < c->envc; i++)
+		env[envc++] = c->env[i];
+	if (c->strace_out[0]) {
+		argv[n++] = "strace";
+		argv[n++] = "-f";
+		argv[n++] = "-c";
+		argv[n++] = "-o";
+		argv[n++] = c->strace_out;
+		argv[n++] = "-e";
+		argv[n++] = h_fmt("trace=%s", c->strace_set);
+		if (c->preload[0]) { /* the tracee's LD_PRELOAD only, not strace's */
+			argv[n++] = "-E";
+			argv[n++] = h_fmt("LD_PRELOAD=%s", c->preload);
+		}
+		argv[n++] = "--";
+	} else if (c->preload[0]) {
+		env[envc++] = h_fmt("LD_PRELOAD=%s", c->preload);
+	}
+	env[envc] = NULL;
+	for (int i = 0; i < c->argc; i++)
+		argv[n++] = c->argv[i];
+	argv[n] = NULL;
+
+	char cmdline[2048] = "";
+	for (int i = 0; i < n && strlen(cmdline) < sizeof(cmdline) - 256; i++) {
+		strcat(cmdline, argv[i]);
+		strcat(cmdline, " ");
+	}
+	fflush(NULL);
+	double t0 = h_now();
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		setpgid(0, 0);
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(c->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int err = open(c->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (in < 0 || out < 0 || err < 0 || chdir(h_ctx.dir) < 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(err, 2);
+		syscall(SYS_close_range, 3, ~0u, 0);
+		execvpe(argv[0], argv, env);
+		dprintf(2, "harness: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	struct h_result r = { .code = -1 };
+	int st = 0;
+	if (!h_wait(pid, c->timeout_s, &st)) {
+		/* The leader is not reaped yet, so its group id is still ours. */
+		r.timed_out = true;
+		kill(-pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	r.secs = h_now() - t0;
+	if (WIFEXITED(st))
+		r.code = WEXITSTATUS(st);
+	else if (WIFSIGNALED(st))
+		r.sig = WTERMSIG(st);
+	r.out = h_read_file(c->out_path);
+	r.err = h_read_file(c->err_path);
+	cr_log_info("run #%d (%.2fs, exit %d%s): %s", c->id, r.secs, r.code, r.timed_out ? ", TIMED OUT" : "",
+		    cmdline);
+	return r;
+}
+
+/* The command must have exited 0 within its timeout. */
+/* r is evaluated once: h_assert_ok(h_run(&c), ...) runs the command once. */
+#define h_assert_ok(r, what)                                                               \
+	do {                                                                               \
+		struct h_result ok_ = (r);                                                 \
+		cr_assert(!ok_.timed_out, "%s: timed out (deadlock?)\nstdout:\n%s\nstderr:\n%s", \
+			  what, ok_.out, ok_.err);                                          \
+		cr_assert_eq(ok_.code, 0, "%s: exit %d signal %d\nstdout:\n%s\nstderr:\n%s", what, \
+			     ok_.code, ok_.sig, ok_.out, ok_.err);                           \
+	} while (0)
+
+/* ---- the recording layer's log ------------------------------------------ */
+
+struct h_rec {
+	char op[24];
+	char fn[24];
+	long pid, tid, fd;
+	unsigned long long ino, t0, t1, flags, addr, len;
+	long long ret, off, n;
+	int err;
+	bool injected, has_flags;
+	char *path, *path2;
+};
+
+struct h_log {
+	struct h_rec *r;
+	size_t n;
+};
+
+H_FN void h_parse_line(char *line, struct h_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	char *p2 = strstr(line, " path2=");
+	if (p2) {
+		r->path2 = h_strdup(p2 + 7);
+		*p2 = '\0';
+	}
+	char *p = strstr(line, " path=");
+	if (p) {
+		r->path = h_strdup(p + 6);
+		*p = '\0';
+	}
+	char *save = NULL;
+	for (char *tok = strtok_r(line, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		const char *k = tok, *v = eq + 1;
+		if (!strcmp(k, "op"))
+			snprintf(r->op, sizeof(r->op), "%s", v);
+		else if (!strcmp(k, "fn"))
+			snprintf(r->fn, sizeof(r->fn), "%s", v);
+		else if (!strcmp(k, "pid"))
+			r->pid = strtol(v, NULL, 10);
+		else if (!strcmp(k, "tid"))
+			r->tid = strtol(v, NULL, 10);
+		else if (!strcmp(k, "fd"))
+			r->fd = strtol(v, NULL, 10);
+		else if (!strcmp(k, "ino"))
+			r->ino = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "t0"))
+			r->t0 = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "t1"))
+			r->t1 = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "ret"))
+			r->ret = strtoll(v, NULL, 10);
+		else if (!strcmp(k, "errno"))
+			r->err = (int)strtol(v, NULL, 10);
+		else if (!strcmp(k, "flags")) {
+			r->flags = strtoull(v, NULL, 16);
+			r->has_flags = true;
+		} else if (!strcmp(k, "addr"))
+			r->addr = strtoull(v, NULL, 16);
+		else if (!strcmp(k, "len"))
+			r->len = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "off"))
+			r->off = strtoll(v, NULL, 10);
+		else if (!strcmp(k, "n"))
+			r->n = strtoll(v, NULL, 10);
+		else if (!strcmp(k, "injected"))
+			r->injected = true;
+	}
+}
+
+H_FN struct h_log h_log_load(const struct h_cmd *c)
+{
+	cr_assert(c->reclog[0], "command #%d ran without the recording layer", c->id);
+	struct h_log log = { 0 };
+	char *text = h_read_file(c->reclog);
+	size_t cap = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (log.n == cap) {
+			cap = cap ? cap * 2 : 256;
+			log.r = realloc(log.r, cap * sizeof(*log.r));
+			cr_assert_not_null(log.r);
+		}
+		h_parse_line(line, &log.r[log.n++]);
+	}
+	free(text);
+	return log;
+}
+
+/* Records of op (NULL: any) on inode ino (0: any). */
+H_FN int h_count(const struct h_log *log, const char *op, unsigned long long ino)
+{
+	int n = 0;
+	for (size_t i = 0; i < log->n; i++)
+		if ((!op || !strcmp(log->r[i].op, op)) && (!ino || log->r[i].ino == ino))
+			n++;
+	return n;
+}
+
+/* Records for which pred(rec, arg) holds. */
+H_FN int h_count_if(const struct h_log *log, bool (*pred)(const struct h_rec *, const void *),
+		      const void *arg)
+{
+	int n = 0;
+	for (size_t i = 0; i < log->n; i++)
+		if (pred(&log->r[i], arg))
+			n++;
+	return n;
+}
+
+/* The first record of op on ino, or NULL. */
+H_FN const struct h_rec *h_find(const struct h_log *log, const char *op, unsigned long long ino)
+{
+	for (size_t i = 0; i < log->n; i++)
+		if (!strcmp(log->r[i].op, op) && (!ino || log->r[i].ino == ino))
+			return &log->r[i];
+	return NULL;
+}
+
+/* ---- strace -c ---------------------------------------------------------- */
+
+/* Calls of syscall name in the command's strace -c summary (0 if absent). */
+H_FN long h_strace_count(const struct h_cmd *c, const char *name)
+{
+	cr_assert(c->strace_out[0], "command #%d ran without strace", c->id);
+	char *text = h_read_file(c->strace_out);
+	cr_assert(h_has(text, "syscall"), "no strace summary in %s:\n%s", c->strace_out, text);
+	long calls = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tok[8];
+		int nt = 0;
+		char *s2 = NULL;
+		for (char *t = strtok_r(line, " \t", &s2); t && nt < 8; t = strtok_r(NULL, " \t", &s2))
+			tok[nt++] = t;
+		/* % time, seconds, usecs/call, calls, [errors], syscall */
+		if ((nt == 5 || nt == 6) && strcmp(tok[nt - 1], name) == 0 && strchr(tok[0], '.')) {
+			calls = strtol(tok[3], NULL, 10);
+			break;
+		}
+	}
+	free(text);
+	return calls;
+}
+
+#endif

@@ -1,0 +1,845 @@
+/*
+ * reclayer.c - a recording and fault-injection layer for the integration
+ * tests, preloaded BENEATH the shim:
+ *
+ *   LD_PRELOAD=build/libsyncshim.so:build/tests/lib/reclayer.so
+ *
+ * The shim's dlsym(RTLD_NEXT, ...) finds these definitions, so every call
+ * the shim really makes (after applying its policy) is recorded here, and
+ * then forwarded to libc (our own dlsym(RTLD_NEXT, ...)). Loaded alone it
+ * records what the application itself calls, which gives the tests their
+ * baseline. It knows nothing about the shim.
+ *
+ * Environment
+ *   RECLAYER_LOG=FILE   append one line per call to FILE. Each line is one
+ *                       write(2) on an O_APPEND descriptor, so lines from
+ *                       threads and processes never interleave.
+ *   RECLAYER_FAIL=OP:ERRNO[:SKIP[:COUNT]]
+ *                       calls of OP number SKIP+1 .. SKIP+COUNT (counted per
+ *                       process, from 1) fail with ERRNO without reaching
+ *                       libc. SKIP defaults to 0; COUNT defaults to 0,
+ *                       meaning every call after SKIP. OP is an op name
+ *                       below; "sync" means fsync, fdatasync and sync()
+ *                       together (sync() cannot fail: it is only skipped).
+ *                       ERRNO is a name (EIO, ENOSPC, EDQUOT, EROFS, EINTR,
+ *                       EAGAIN, EBADF, EINVAL, EPERM, ENOMEM) or a number.
+ *
+ * Line format (fields in this order; path last, it may hold anything but a
+ * newline; fields that do not apply are left out):
+ *   op=fsync fn=fsync pid=1 tid=1 fd=3 ino=12 t0=NS t1=NS ret=0 errno=0
+ *   flags=0x0 addr=0x0 len=0 off=0 n=0 injected=1 path=/x path2=/y
+ * op names: fsync fdatasync sync_file_range msync syncfs sync open close
+ * rename write pwrite writev pwritev mmap. fn is the exact libc function
+ * (open64, __openat_2, creat, renameat2, ...). t0/t1 are CLOCK_MONOTONIC
+ * ns at entry and return. ino is from fstat on the fd (before the call for
+ * close and the syncs, on the result for opens). mmap is recorded only for
+ * shared file mappings.
+ *
+ * Everything on the recording path is a raw syscall, a vDSO clock read or
+ * plain stack formatting: no locks, no allocation, async-signal-safe, so
+ * it may be called from signal handlers and across fork.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define API __attribute__((visibility("default")))
+#define LOG_FD_MIN 900
+#define LINE_MAX_BYTES 2048
+
+/* ---- state ------------------------------------------------------------ */
+
+static int log_fd = -1;
+static _Atomic int init_state; /* 0 not yet, 1 in progress, 2 done */
+static __thread int in_init;
+static __thread int in_dlsym;
+
+static struct {
+	int active;
+	char op[32];
+	int err;
+	long skip;
+	long count; /* 0: unlimited */
+	_Atomic long seen;
+} fail;
+
+/* ---- the real functions ------------------------------------------------- */
+
+#define REAL_FUNCS(X)                                                                \
+	X(fsync, int, (int))                                                         \
+	X(fdatasync, int, (int))                                                     \
+	X(sync_file_range, int, (int, off64_t, off64_t, unsigned int))               \
+	X(msync, int, (void *, size_t, int))                                         \
+	X(syncfs, int, (int))                                                        \
+	X(sync, void, (void))                                                        \
+	X(open, int, (const char *, int, ...))                                       \
+	X(open64, int, (const char *, int, ...))                                     \
+	X(openat, int, (int, const char *, int, ...))                                \
+	X(openat64, int, (int, const char *, int, ...))                              \
+	X(__open_2, int, (const char *, int))                                        \
+	X(__open64_2, int, (const char *, int))                                      \
+	X(__openat_2, int, (int, const char *, int))                                 \
+	X(__openat64_2, int, (int, const char *, int))                               \
+	X(creat, int, (const char *, mode_t))                                        \
+	X(creat64, int, (const char *, mode_t))                                      \
+	X(close, int, (int))                                                         \
+	X(rename, int, (const char *, const char *))                                 \
+	X(renameat, int, (int, const char *, int, const char *))                     \
+	X(renameat2, int, (int, const char *, int, const char *, unsigned int))      \
+	X(write, ssize_t, (int, const void *, size_t))                               \
+	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                       \
+	X(pwrite64, ssize_t, (int, const void *, size_t, off64_t))                   \
+	X(writev, ssize_t, (int, const struct iovec *, int))                         \
+	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))                 \
+	X(pwritev64, ssize_t, (int, const struct iovec *, int, off64_t))             \
+	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))           \
+	X(pwritev64v2, ssize_t, (int, const struct iovec *, int, off64_t, int))      \
+	X(mmap, void *, (void *, size_t, int, int, int, off_t))                      \
+	X(mmap64, void *, (void *, size_t, int, int, int, off64_t))
+
+enum {
+#define X_ID(name, ret, params) ID_##name,
+	REAL_FUNCS(X_ID)
+#undef X_ID
+	ID_COUNT
+};
+
+static const char *const real_names[ID_COUNT] = {
+#define X_NAME(name, ret, params) [ID_##name] = #name,
+	REAL_FUNCS(X_NAME)
+#undef X_NAME
+};
+
+#define X_TYPE(name, ret, params) typedef ret(*name##_fn) params;
+REAL_FUNCS(X_TYPE)
+#undef X_TYPE
+
+static _Atomic(void *) real_ptr[ID_COUNT];
+
+/* NULL while this thread is inside dlsym (the caller then uses a raw
+ * syscall) or when libc lacks the symbol. */
+static void *real_get(int id)
+{
+	void *p = atomic_load_explicit(&real_ptr[id], memory_order_acquire);
+	if (p || in_dlsym)
+		return p;
+	int e = errno;
+	in_dlsym = 1;
+	p = dlsym(RTLD_NEXT, real_names[id]);
+	in_dlsym = 0;
+	errno = e;
+	if (p)
+		atomic_store_explicit(&real_ptr[id], p, memory_order_release);
+	return p;
+}
+
+#define REAL(name) ((name##_fn)real_get(ID_##name))
+
+/* ---- a tiny async-signal-safe formatter --------------------------------- */
+
+struct line {
+	char buf[LINE_MAX_BYTES];
+	size_t n;
+};
+
+static void put_str(struct line *l, const char *s)
+{
+	while (s && *s && l->n < sizeof(l->buf) - 2) {
+		char c = *s++;
+		l->buf[l->n++] = c == '\n' ? '?' : c;
+	}
+}
+
+static void put_u(struct line *l, unsigned long long v)
+{
+	char tmp[24];
+	int k = 0;
+	do {
+		tmp[k++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (k && l->n < sizeof(l->buf) - 2)
+		l->buf[l->n++] = tmp[--k];
+}
+
+static void put_i(struct line *l, long long v)
+{
+	if (v < 0) {
+		put_str(l, "-");
+		put_u(l, (unsigned long long)0 - (unsigned long long)v);
+	} else {
+		put_u(l, (unsigned long long)v);
+	}
+}
+
+static void put_x(struct line *l, unsigned long long v)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[20];
+	int k = 0;
+	do {
+		tmp[k++] = hex[v & 15];
+		v >>= 4;
+	} while (v);
+	put_str(l, "0x");
+	while (k && l->n < sizeof(l->buf) - 2)
+		l->buf[l->n++] = tmp[--k];
+}
+
+static void field_u(struct line *l, const char *k, unsigned long long v)
+{
+	put_str(l, " ");
+	put_str(l, k);
+	put_str(l, "=");
+	put_u(l, v);
+}
+
+static void field_i(struct line *l, const char *k, long long v)
+{
+	put_str(l, " ");
+	put_str(l, k);
+	put_str(l, "=");
+	put_i(l, v);
+}
+
+static void field_x(struct line *l, const char *k, unsigned long long v)
+{
+	put_str(l, " ");
+	put_str(l, k);
+	put_str(l, "=");
+	put_x(l, v);
+}
+
+static void field_s(struct line *l, const char *k, const char *v)
+{
+	put_str(l, " ");
+	put_str(l, k);
+	put_str(l, "=");
+	put_str(l, v ? v : "(null)");
+}
+
+/* ---- init --------------------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	int value;
+} errno_names[] = {
+	{ "EIO", EIO },       { "ENOSPC", ENOSPC }, { "EDQUOT", EDQUOT }, { "EROFS", EROFS },
+	{ "EINTR", EINTR },   { "EAGAIN", EAGAIN }, { "EBADF", EBADF },   { "EINVAL", EINVAL },
+	{ "EPERM", EPERM },   { "ENOMEM", ENOMEM }, { "EFBIG", EFBIG },   { "EACCES", EACCES },
+};
+
+static int parse_errno(const char *s)
+{
+	for (size_t i = 0; i < sizeof(errno_names) / sizeof(errno_names[0]); i++)
+		if (strcmp(s, errno_names[i].name) == 0)
+			return errno_names[i].value;
+	char *end;
+	long v = strtol(s, &end, 10);
+	return *s && !*end && v > 0 && v < 4096 ? (int)v : -1;
+}
+
+static void say(const char *msg)
+{
+	struct line l = { .n = 0 };
+	put_str(&l, "reclayer: ");
+	put_str(&l, msg);
+	l.buf[l.n++] = '\n';
+	syscall(SYS_write, 2, l.buf, l.n);
+}
+
+/* OP:ERRNO[:SKIP[:COUNT]] */
+static void parse_fail(const char *spec)
+{
+	char buf[128];
+	if (strlen(spec) >= sizeof(buf)) {
+		say("RECLAYER_FAIL too long; ignored");
+		return;
+	}
+	strcpy(buf, spec);
+	char *parts[4] = { 0 };
+	int n = 0;
+	for (char *p = buf; n < 4;) {
+		parts[n++] = p;
+		char *c = strchr(p, ':');
+		if (!c)
+			break;
+		*c = '\0';
+		p = c + 1;
+	}
+	if (n < 2 || !*parts[0] || strlen(parts[0]) >= sizeof(fail.op)) {
+		say("RECLAYER_FAIL: expected OP:ERRNO[:SKIP[:COUNT]]; ignored");
+		return;
+	}
+	int err = parse_errno(parts[1]);
+	if (err < 0) {
+		say("RECLAYER_FAIL: unknown errno name; ignored");
+		return;
+	}
+	strcpy(fail.op, parts[0]);
+	fail.err = err;
+	fail.skip = n > 2 ? strtol(parts[2], NULL, 10) : 0;
+	fail.count = n > 3 ? strtol(parts[3], NULL, 10) : 0;
+	fail.active = 1;
+}
+
+static void do_init(void)
+{
+	for (int i = 0; i < ID_COUNT; i++)
+		real_get(i);
+	const char *path = getenv("RECLAYER_LOG");
+	if (path && *path) {
+		int e = errno;
+		long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			long hi = syscall(SYS_fcntl, (int)fd, F_DUPFD_CLOEXEC, LOG_FD_MIN);
+			if (hi >= 0) {
+				syscall(SYS_close, (int)fd);
+				fd = hi;
+			}
+			log_fd = (int)fd;
+		} else {
+			say("cannot open RECLAYER_LOG");
+		}
+		errno = e;
+	}
+	const char *f = getenv("RECLAYER_FAIL");
+	if (f && *f)
+		parse_fail(f);
+}
+
+static void rl_init(void)
+{
+	int s = atomic_load_explicit(&init_state, memory_order_acquire);
+	if (s == 2 || in_init)
+		return;
+	if (s == 0 && atomic_compare_exchange_strong(&init_state, &s, 1)) {
+		in_init = 1;
+		do_init();
+		in_init = 0;
+		atomic_store_explicit(&init_state, 2, memory_order_release);
+		return;
+	}
+	while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+		sched_yield();
+}
+
+__attribute__((constructor)) static void rl_ctor(void)
+{
+	rl_init();
+}
+
+/* ---- recording ---------------------------------------------------------- */
+
+enum {
+	F_FD = 1 << 0,
+	F_INO = 1 << 1,
+	F_FLAGS = 1 << 2,
+	F_ADDR = 1 << 3,
+	F_OFF = 1 << 4,
+	F_N = 1 << 5,
+	F_PATH = 1 << 6,
+	F_PATH2 = 1 << 7,
+};
+
+struct rec {
+	const char *op, *fn;
+	unsigned fields;
+	int fd;
+	unsigned long long ino;
+	uint64_t t0, t1;
+	long long ret;
+	int err;
+	unsigned long long flags, addr, len;
+	long long off, n;
+	int injected;
+	const char *path, *path2;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* fstat through the raw syscall; errno untouched. 0 when fd is bad. */
+static unsigned long long ino_of(int fd)
+{
+	if (fd < 0)
+		return 0;
+	int e = errno;
+	struct stat st;
+	unsigned long long ino = syscall(SYS_fstat, fd, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+	errno = e;
+	return ino;
+}
+
+static void rec_begin(struct rec *r, const char *op, const char *fn, unsigned fields)
+{
+	rl_init();
+	memset(r, 0, sizeof(*r));
+	r->op = op;
+	r->fn = fn;
+	r->fields = fields;
+	r->t0 = now_ns();
+}
+
+/* Emit the record; errno is preserved for the caller. */
+static void rec_emit(struct rec *r)
+{
+	if (log_fd < 0)
+		return;
+	int e = errno;
+	struct line l = { .n = 0 };
+	put_str(&l, "op=");
+	put_str(&l, r->op);
+	field_s(&l, "fn", r->fn);
+	field_u(&l, "pid", (unsigned long long)syscall(SYS_getpid));
+	field_u(&l, "tid", (unsigned long long)syscall(SYS_gettid));
+	if (r->fields & F_FD)
+		field_i(&l, "fd", r->fd);
+	if (r->fields & F_INO)
+		field_u(&l, "ino", r->ino);
+	field_u(&l, "t0", r->t0);
+	field_u(&l, "t1", r->t1);
+	field_i(&l, "ret", r->ret);
+	field_i(&l, "errno", r->err);
+	if (r->fields & F_FLAGS)
+		field_x(&l, "flags", r->flags);
+	if (r->fields & F_ADDR) {
+		field_x(&l, "addr", r->addr);
+		field_u(&l, "len", r->len);
+	}
+	if (r->fields & F_OFF)
+		field_i(&l, "off", r->off);
+	if (r->fields & F_N)
+		field_i(&l, "n", r->n);
+	if (r->injected)
+		field_u(&l, "injected", 1);
+	if (r->fields & F_PATH)
+		field_s(&l, "path", r->path);
+	if (r->fields & F_PATH2)
+		field_s(&l, "path2", r->path2);
+	l.buf[l.n++] = '\n'; /* put_str keeps a byte free for this */
+	syscall(SYS_write, log_fd, l.buf, l.n);
+	errno = e;
+}
+
+/* The result of the call, then the record. ret < 0 means failure with the
+ * current errno. */
+static void rec_end(struct rec *r, long long ret)
+{
+	r->t1 = now_ns();
+	r->ret = ret;
+	r->err = ret < 0 ? errno : 0;
+	rec_emit(r);
+}
+
+/* Should this call fail? Counts every call of a matching op. */
+static int injected(struct rec *r, const char *op)
+{
+	if (!fail.active)
+		return 0;
+	if (strcmp(fail.op, op) != 0 &&
+	    !(strcmp(fail.op, "sync") == 0 && (strcmp(op, "fsync") == 0 || strcmp(op, "fdatasync") == 0)))
+		return 0;
+	long k = atomic_fetch_add_explicit(&fail.seen, 1, memory_order_relaxed);
+	if (k < fail.skip || (fail.count > 0 && k >= fail.skip + fail.count))
+		return 0;
+	r->injected = 1;
+	errno = fail.err;
+	return 1;
+}
+
+/* ---- syncs -------------------------------------------------------------- */
+
+static int sync_fd_call(const char *op, int fd, int (*real)(int), long sysno)
+{
+	struct rec r;
+	rec_begin(&r, op, op, F_FD | F_INO);
+	r.fd = fd;
+	r.ino = ino_of(fd);
+	long ret;
+	if (injected(&r, op))
+		ret = -1;
+	else
+		ret = real ? real(fd) : syscall(sysno, fd);
+	rec_end(&r, ret);
+	return (int)ret;
+}
+
+API int fsync(int fd)
+{
+	return sync_fd_call("fsync", fd, REAL(fsync), SYS_fsync);
+}
+
+API int fdatasync(int fd)
+{
+	return sync_fd_call("fdatasync", fd, REAL(fdatasync), SYS_fdatasync);
+}
+
+API int syncfs(int fd)
+{
+	return sync_fd_call("syncfs", fd, REAL(syncfs), SYS_syncfs);
+}
+
+API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
+{
+	struct rec r;
+	rec_begin(&r, "sync_file_range", "sync_file_range", F_FD | F_INO | F_FLAGS | F_OFF | F_N);
+	r.fd = fd;
+	r.ino = ino_of(fd);
+	r.flags = flags;
+	r.off = off;
+	r.n = n;
+	long ret;
+	sync_file_range_fn real = REAL(sync_file_range);
+	if (injected(&r, "sync_file_range"))
+		ret = -1;
+	else
+		ret = real ? real(fd, off, n, flags) : syscall(SYS_sync_file_range, fd, off, n, flags);
+	rec_end(&r, ret);
+	return (int)ret;
+}
+
+API int msync(void *addr, size_t len, int flags)
+{
+	struct rec r;
+	rec_begin(&r, "msync", "msync", F_FLAGS | F_ADDR);
+	r.flags = (unsigned)flags;
+	r.addr = (uintptr_t)addr;
+	r.len = len;
+	long ret;
+	msync_fn real = REAL(msync);
+	if (injected(&r, "msync"))
+		ret = -1;
+	else
+		ret = real ? real(addr, len, flags) : syscall(SYS_msync, addr, len, flags);
+	rec_end(&r, ret);
+	return (int)ret;
+}
+
+API void sync(void)
+{
+	struct rec r;
+	rec_begin(&r, "sync", "sync", 0);
+	sync_fn real = REAL(sync);
+	long ret = 0;
+	int e = errno; /* sync() has no error return: an injected failure is only logged */
+	if (injected(&r, "sync"))
+		ret = -1;
+	else if (real)
+		real();
+	else
+		syscall(SYS_sync);
+	rec_end(&r, ret);
+	errno = e;
+}
+
+/* ---- opens -------------------------------------------------------------- */
+
+static int mode_needed(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+/* dirfd AT_FDCWD for the path-only variants. */
+static int open_common(const char *fn, int id, int dirfd, const char *path, int flags, mode_t mode,
+		       int variant)
+{
+	struct rec r;
+	rec_begin(&r, "open", fn, F_FD | F_INO | F_FLAGS | F_PATH);
+	r.flags = (unsigned)flags;
+	r.path = path;
+	long ret;
+	void *real = real_get(id);
+	if (injected(&r, "open")) {
+		ret = -1;
+	} else if (!real) {
+		ret = syscall(SYS_openat, dirfd, path, flags, mode);
+	} else {
+		switch (variant) {
+		case 0: ret = ((open_fn)real)(path, flags, mode); break;
+		case 1: ret = ((openat_fn)real)(dirfd, path, flags, mode); break;
+		case 2: ret = ((__open_2_fn)real)(path, flags); break;
+		case 3: ret = ((__openat_2_fn)real)(dirfd, path, flags); break;
+		default: ret = ((creat_fn)real)(path, mode); break;
+		}
+	}
+	r.fd = (int)ret;
+	r.ino = ret >= 0 ? ino_of((int)ret) : 0;
+	rec_end(&r, ret);
+	return (int)ret;
+}
+
+#define OPEN_HOOK(name)                                                              \
+	API int name(const char *path, int flags, ...)                               \
+	{                                                                            \
+		mode_t mode = 0;                                                     \
+		if (mode_needed(flags)) {                                            \
+			va_list ap;                                                  \
+			va_start(ap, flags);                                         \
+			mode = (mode_t)va_arg(ap, int);                              \
+			va_end(ap);                                                  \
+		}                                                                    \
+		return open_common(#name, ID_##name, AT_FDCWD, path, flags, mode, 0); \
+	}
+
+#define OPENAT_HOOK(name)                                                            \
+	API int name(int dirfd, const char *path, int flags, ...)                    \
+	{                                                                            \
+		mode_t mode = 0;                                                     \
+		if (mode_needed(flags)) {                                            \
+			va_list ap;                                                  \
+			va_start(ap, flags);                                         \
+			mode = (mode_t)va_arg(ap, int);                              \
+			va_end(ap);                                                  \
+		}                                                                    \
+		return open_common(#name, ID_##name, dirfd, path, flags, mode, 1);   \
+	}
+
+OPEN_HOOK(open)
+OPEN_HOOK(open64)
+OPENAT_HOOK(openat)
+OPENAT_HOOK(openat64)
+
+API int __open_2(const char *path, int flags)
+{
+	return open_common("__open_2", ID___open_2, AT_FDCWD, path, flags, 0, 2);
+}
+
+API int __open64_2(const char *path, int flags)
+{
+	return open_common("__open64_2", ID___open64_2, AT_FDCWD, path, flags, 0, 2);
+}
+
+API int __openat_2(int dirfd, const char *path, int flags)
+{
+	return open_common("__openat_2", ID___openat_2, dirfd, path, flags, 0, 3);
+}
+
+API int __openat64_2(int dirfd, const char *path, int flags)
+{
+	return open_common("__openat64_2", ID___openat64_2, dirfd, path, flags, 0, 3);
+}
+
+API int creat(const char *path, mode_t mode)
+{
+	return open_common("creat", ID_creat, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, 4);
+}
+
+API int creat64(const char *path, mode_t mode)
+{
+	return open_common("creat64", ID_creat64, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, 4);
+}
+
+/* ---- close, rename ------------------------------------------------------ */
+
+API int close(int fd)
+{
+	struct rec r;
+	rec_begin(&r, "close", "close", F_FD | F_INO);
+	r.fd = fd;
+	r.ino = ino_of(fd);
+	close_fn real = REAL(close);
+	long ret;
+	if (injected(&r, "close"))
+		ret = -1;
+	else
+		ret = real ? real(fd) : syscall(SYS_close, fd);
+	rec_end(&r, ret);
+	return (int)ret;
+}
+
+static int rename_common(const char *fn, int variant, int da, const char *a, int db, const char *b,
+			 unsigned int flags)
+{
+	struct rec r;
+	rec_begin(&r, "rename", fn, F_FLAGS | F_PATH | F_PATH2);
+	r.path = a;
+	r.path2 = b;
+	r.flags = flags;
+	long ret;
+	if (injected(&r, "rename")) {
+		ret = -1;
+	} else if (variant == 0 && REAL(rename)) {
+		ret = REAL(rename)(a, b);
+	} else if (variant == 1 && REAL(renameat)) {
+		ret = REAL(renameat)(da, a, db, b);
+	} else if (variant == 2 && REAL(renameat2)) {
+		ret = REAL(renameat2)(da, a, db, b, flags);
+	} else {
+		ret = syscall(SYS_renameat2, da, a, db, b, flags);
+	}
+	rec_end(&r, ret);
+	return (int)ret;
+}
+
+API int rename(const char *a, const char *b)
+{
+	return rename_common("rename", 0, AT_FDCWD, a, AT_FDCWD, b, 0);
+}
+
+API int renameat(int da, const char *a, int db, const char *b)
+{
+	return rename_common("renameat", 1, da, a, db, b, 0);
+}
+
+API int renameat2(int da, const char *a, int db, const char *b, unsigned int flags)
+{
+	return rename_common("renameat2", 2, da, a, db, b, flags);
+}
+
+/* ---- writes ------------------------------------------------------------- */
+
+static void write_begin(struct rec *r, const char *op, const char *fn, int fd, size_t n,
+			long long off, int has_off)
+{
+	rec_begin(r, op, fn, F_FD | F_INO | F_N | (has_off ? F_OFF : 0));
+	r->fd = fd;
+	r->ino = ino_of(fd);
+	r->n = (long long)n;
+	r->off = off;
+}
+
+static size_t iov_total(const struct iovec *iov, int cnt)
+{
+	size_t n = 0;
+	for (int i = 0; iov && i < cnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+API ssize_t write(int fd, const void *buf, size_t n)
+{
+	struct rec r;
+	write_begin(&r, "write", "write", fd, n, 0, 0);
+	write_fn real = REAL(write);
+	ssize_t ret;
+	if (injected(&r, "write"))
+		ret = -1;
+	else
+		ret = real ? real(fd, buf, n) : syscall(SYS_write, fd, buf, n);
+	rec_end(&r, ret);
+	return ret;
+}
+
+#define PWRITE_HOOK(name, offtype)                                                   \
+	API ssize_t name(int fd, const void *buf, size_t n, offtype off)             \
+	{                                                                            \
+		struct rec r;                                                        \
+		write_begin(&r, "pwrite", #name, fd, n, off, 1);                     \
+		name##_fn real = REAL(name);                                         \
+		ssize_t ret;                                                         \
+		if (injected(&r, "pwrite"))                                          \
+			ret = -1;                                                    \
+		else                                                                 \
+			ret = real ? real(fd, buf, n, off)                           \
+				   : syscall(SYS_pwrite64, fd, buf, n, off);         \
+		rec_end(&r, ret);                                                    \
+		return ret;                                                          \
+	}
+
+PWRITE_HOOK(pwrite, off_t)
+PWRITE_HOOK(pwrite64, off64_t)
+
+API ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	struct rec r;
+	write_begin(&r, "writev", "writev", fd, iov_total(iov, cnt), 0, 0);
+	writev_fn real = REAL(writev);
+	ssize_t ret;
+	if (injected(&r, "writev"))
+		ret = -1;
+	else
+		ret = real ? real(fd, iov, cnt) : syscall(SYS_writev, fd, iov, cnt);
+	rec_end(&r, ret);
+	return ret;
+}
+
+#define PWRITEV_HOOK(name, offtype)                                                  \
+	API ssize_t name(int fd, const struct iovec *iov, int cnt, offtype off)      \
+	{                                                                            \
+		struct rec r;                                                        \
+		write_begin(&r, "pwritev", #name, fd, iov_total(iov, cnt), off, 1);  \
+		name##_fn real = REAL(name);                                         \
+		ssize_t ret;                                                         \
+		if (injected(&r, "pwritev"))                                         \
+			ret = -1;                                                    \
+		else                                                                 \
+			ret = real ? real(fd, iov, cnt, off)                         \
+				   : syscall(SYS_pwritev, fd, iov, cnt, off, 0);     \
+		rec_end(&r, ret);                                                    \
+		return ret;                                                          \
+	}
+
+PWRITEV_HOOK(pwritev, off_t)
+PWRITEV_HOOK(pwritev64, off64_t)
+
+#define PWRITEV2_HOOK(name, offtype)                                                 \
+	API ssize_t name(int fd, const struct iovec *iov, int cnt, offtype off, int fl) \
+	{                                                                            \
+		struct rec r;                                                        \
+		write_begin(&r, "pwritev", #name, fd, iov_total(iov, cnt), off, 1);  \
+		r.fields |= F_FLAGS;                                                 \
+		r.flags = (unsigned)fl;                                              \
+		name##_fn real = REAL(name);                                         \
+		ssize_t ret;                                                         \
+		if (injected(&r, "pwritev"))                                         \
+			ret = -1;                                                    \
+		else                                                                 \
+			ret = real ? real(fd, iov, cnt, off, fl)                     \
+				   : syscall(SYS_pwritev2, fd, iov, cnt, off, 0, fl); \
+		rec_end(&r, ret);                                                    \
+		return ret;                                                          \
+	}
+
+PWRITEV2_HOOK(pwritev2, off_t)
+PWRITEV2_HOOK(pwritev64v2, off64_t)
+
+/* ---- shared file mappings (so msync addresses can be tied to a file) ---- */
+
+#define MMAP_HOOK(name, offtype)                                                     \
+	API void *name(void *addr, size_t len, int prot, int flags, int fd, offtype off) \
+	{                                                                            \
+		name##_fn real = REAL(name);                                         \
+		int rec_it = fd >= 0 && (flags & MAP_SHARED);                        \
+		struct rec r;                                                        \
+		if (rec_it) {                                                        \
+			rec_begin(&r, "mmap", #name, F_FD | F_INO | F_FLAGS | F_ADDR | F_OFF); \
+			r.fd = fd;                                                   \
+			r.ino = ino_of(fd);                                          \
+			r.flags = (unsigned)flags;                                   \
+			r.len = len;                                                 \
+			r.off = off;                                                 \
+			if (injected(&r, "mmap")) {                                  \
+				rec_end(&r, -1);                                     \
+				return MAP_FAILED;                                   \
+			}                                                            \
+		}                                                                    \
+		void *p = real ? real(addr, len, prot, flags, fd, off)               \
+			       : (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off); \
+		if (rec_it) {                                                        \
+			r.addr = p == MAP_FAILED ? 0 : (uintptr_t)p;                 \
+			rec_end(&r, p == MAP_FAILED ? -1 : 0);                       \
+		}                                                                    \
+		return p;                                                            \
+	}
+
+MMAP_HOOK(mmap, off_t)
+MMAP_HOOK(mmap64, off64_t)
