@@ -722,6 +722,38 @@ Test(synclat, forked_family_merges)
 	free(c.data);
 }
 
+/* syncshim ab's rounds: runs one after another, with the other side's runs
+ * in the gaps. Throughput must use the time the runs covered, not the span
+ * from the first start to the last end. */
+Test(synclat, sequential_runs_count_their_own_time)
+{
+	struct logbuf a, b;
+	struct run_spec sa = spec(500000, 2), sb = spec(500000, 3);
+	sb.pid = 200;
+	sb.ppid = 1;
+	sb.wall = WALL0 + 10 * SEC; /* 8 s after the first ended */
+	sb.mono = MONO0 + 10 * SEC;
+	build_run(&a, &sa);
+	build_run(&b, &sb);
+	const char *pa = save(&a, "seq.1.log"), *pb = save(&b, "seq.2.log");
+	struct lr_log logs[2];
+	struct lr_error e;
+	cr_assert_eq(lr_read_file(pa, &logs[0], &e), 0, "%s", e.msg);
+	cr_assert_eq(lr_read_file(pb, &logs[1], &e), 0, "%s", e.msg);
+	struct lr_log *lp[2] = { &logs[0], &logs[1] };
+	struct run r;
+	run_build(&r, lp, 2);
+	cr_assert_float_eq(r.duration_s, 5.0, 1e-9, "2 s + 3 s, not the 13 s span");
+	struct op_stats st;
+	report_op_stats(&r, LOGOP_FSYNC, &st);
+	cr_assert_float_eq(st.calls_per_s, 2000.0 / 5.0, 1e-6);
+	run_free(&r);
+	lr_free(&logs[0]);
+	lr_free(&logs[1]);
+	free(a.data);
+	free(b.data);
+}
+
 /* ---- damage ---- */
 
 Test(synclat, missing_trailer_is_a_warning)

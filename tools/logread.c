@@ -1153,6 +1153,43 @@ static void run_secs(struct run *r)
 	free(refs);
 }
 
+struct span {
+	uint64_t s, e;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Time covered by at least one log: a forked family overlaps and counts
+ * once, sequential runs (syncshim ab's rounds) add up, and the gaps between
+ * them - the other side's runs - do not dilute throughput. */
+static uint64_t covered_wall_ns(struct lr_log **logs, size_t nlogs)
+{
+	struct span *v = xcalloc(nlogs ? nlogs : 1, sizeof(*v));
+	for (size_t l = 0; l < nlogs; l++)
+		v[l] = (struct span){ logs[l]->start_wall_ns, lr_end_wall_ns(logs[l]) };
+	qsort(v, nlogs, sizeof(*v), cmp_span);
+	uint64_t total = 0, cs = 0, ce = 0;
+	for (size_t l = 0; l < nlogs; l++) {
+		if (v[l].e <= v[l].s)
+			continue;
+		if (ce > cs && v[l].s <= ce) {
+			if (v[l].e > ce)
+				ce = v[l].e;
+			continue;
+		}
+		total += ce - cs;
+		cs = v[l].s;
+		ce = v[l].e;
+	}
+	total += ce - cs;
+	free(v);
+	return total;
+}
+
 int run_build(struct run *r, struct lr_log **logs, size_t nlogs)
 {
 	memset(r, 0, sizeof(*r));
@@ -1167,8 +1204,7 @@ int run_build(struct run *r, struct lr_log **logs, size_t nlogs)
 		r->drops += logs[l]->drops;
 		r->warnings |= logs[l]->warnings;
 	}
-	if (r->end_wall_ns > r->start_wall_ns)
-		r->duration_s = (double)(r->end_wall_ns - r->start_wall_ns) / 1e9;
+	r->duration_s = (double)covered_wall_ns(logs, nlogs) / 1e9;
 
 	struct hist *tmp = new_hist();
 	run_ops(r, tmp);
