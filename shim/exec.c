@@ -34,6 +34,7 @@ static void before_exec(void)
 SHIM_API void _exit(int status)
 {
 	if (!shim_bypass() && own_process()) {
+		atomic_store(&shim.exiting, 1);
 		flusher_flush_all();
 		log_stop();
 	}
@@ -44,6 +45,7 @@ SHIM_API void _exit(int status)
 SHIM_API void _Exit(int status)
 {
 	if (!shim_bypass() && own_process()) {
+		atomic_store(&shim.exiting, 1);
 		flusher_flush_all();
 		log_stop();
 	}

@@ -59,7 +59,7 @@ SHIM_API int close(int fd)
 {
 	if (shim_bypass())
 		return REAL(close)(fd);
-	if (flusher_is_private_fd(fd)) {
+	if (flusher_close_private(fd)) {
 		errno = EBADF; /* not the app's: without the shim it would not exist */
 		return -1;
 	}
@@ -136,12 +136,16 @@ SHIM_API int dup(int fd)
 
 SHIM_API int dup2(int oldfd, int newfd)
 {
+	if (oldfd != newfd && !shim_bypass())
+		flusher_vacate(newfd);
 	int r = REAL(dup2)(oldfd, newfd);
 	return oldfd == newfd ? r : dup_done(oldfd, r);
 }
 
 SHIM_API int dup3(int oldfd, int newfd, int flags)
 {
+	if (oldfd != newfd && !shim_bypass())
+		flusher_vacate(newfd);
 	return dup_done(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 

@@ -31,6 +31,8 @@ __thread int shim_busy;
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct shim_file *buckets[HASH_BUCKETS];
 static struct shim_file *free_files;
+#define MAX_GHOSTS 256
+static int nghosts;
 static uint32_t next_file_id = 1;
 
 void fdtable_init(void)
@@ -110,6 +112,7 @@ static struct shim_file *file_new_locked(const struct stat *st, const char *absp
 	atomic_store(&f->err_errno, 0);
 	atomic_store(&f->err_seen_seq, 0);
 	flusher_init_file(f);
+	f->ghost = false;
 	f->free_next = NULL;
 	rule_for(f, shim_policy());
 	log_file_created(f);
@@ -131,6 +134,10 @@ static struct shim_file *file_find_locked(dev_t dev, ino_t ino)
 static struct shim_file *file_get_locked(const struct stat *st, const char *abspath)
 {
 	struct shim_file *f = file_find_locked(st->st_dev, st->st_ino);
+	if (f && f->ghost) {
+		f->ghost = false;
+		nghosts--;
+	}
 	if (f)
 		return file_ref(f);
 	return file_new_locked(st, abspath);
@@ -146,11 +153,25 @@ struct shim_file *file_lookup_or_create(const struct stat *st, const char *abspa
 	return f;
 }
 
-/* Registry lock held. The last reference unhooks the file and recycles it. */
+/* Registry lock held. The last reference unhooks the file and recycles it,
+ * unless a deferred sync of it failed and no descriptor has reported that
+ * yet: like the kernel, which keeps a write-back error on the inode for the
+ * next opener, the file stays known (a ghost) until someone is told. */
 static void file_put_locked(struct shim_file *f)
 {
 	if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
 		return;
+	if (atomic_load(&f->err_seq) != atomic_load(&f->err_seen_seq) && !f->ghost &&
+	    nghosts < MAX_GHOSTS) {
+		flusher_release_file(f);
+		f->ghost = true;
+		nghosts++;
+		return;
+	}
+	if (f->ghost) {
+		f->ghost = false;
+		nghosts--;
+	}
 	struct shim_file **pp = &buckets[hash_of(f->dev, f->ino)];
 	while (*pp && *pp != f)
 		pp = &(*pp)->hash_next;

@@ -78,26 +78,102 @@ void flusher_init_file(struct shim_file *f)
 	fl->ready_next = fl->sched_next = NULL;
 }
 
+/* ---- the flusher's private descriptors ------------------------------------ */
+
+/* A descriptor whose inode is no longer the file's cannot sync it. */
+static bool fd_is_file(int fd, const struct shim_file *f)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
+}
+
+/* A private slot points back at its file (no reference: the file owns the
+ * descriptor), so a dup2 onto the number can move our dup out of the way. */
+static void private_fd_adopt(struct shim_file *f, int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (s) {
+		atomic_store_explicit(&s->file, f, memory_order_relaxed);
+		atomic_store_explicit(&s->state, FD_PRIVATE, memory_order_release);
+	}
+	int top = atomic_load(&shim.private_fd_max);
+	while (fd > top && !atomic_compare_exchange_weak(&shim.private_fd_max, &top, fd))
+		;
+	f->fl.fd = fd;
+}
+
 static void private_fd_forget(int fd)
 {
 	struct fd_slot *s = fd_slot(fd);
-	if (s)
+	if (s) {
 		atomic_store_explicit(&s->state, FD_UNKNOWN, memory_order_release);
+		atomic_store_explicit(&s->file, NULL, memory_order_release);
+	}
+}
+
+/* Still ours, as the kernel sees it: the number may have been taken over
+ * behind our back (a raw dup2), and then it is the app's, never to close. */
+static bool private_fd_owned(const struct shim_file *f, int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	return s && (atomic_load(&s->state) & SLOT_KIND_MASK) == FD_PRIVATE &&
+	       atomic_load(&s->file) == f && fd_is_file(fd, f);
 }
 
 void flusher_release_file(struct shim_file *f)
 {
-	if (f->fl.fd >= 0) {
-		private_fd_forget(f->fl.fd);
-		REAL(close)(f->fl.fd);
-		f->fl.fd = -1;
+	int fd = f->fl.fd;
+	if (fd < 0)
+		return;
+	if (private_fd_owned(f, fd)) {
+		private_fd_forget(fd);
+		REAL(close)(fd);
 	}
+	f->fl.fd = -1;
 }
 
 bool flusher_is_private_fd(int fd)
 {
 	struct fd_slot *s = fd_slot(fd);
 	return s && (atomic_load_explicit(&s->state, memory_order_acquire) & SLOT_KIND_MASK) == FD_PRIVATE;
+}
+
+int flusher_close_private(int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s || (atomic_load(&s->state) & SLOT_KIND_MASK) != FD_PRIVATE)
+		return 0;
+	struct shim_file *f = atomic_load(&s->file);
+	if (f && private_fd_owned(f, fd))
+		return 1;
+	private_fd_forget(fd); /* stale: the number is the app's now */
+	if (f && f->fl.fd == fd)
+		f->fl.fd = -1;
+	return 0;
+}
+
+void flusher_vacate(int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s || (atomic_load(&s->state) & SLOT_KIND_MASK) != FD_PRIVATE)
+		return;
+	struct shim_file *f = atomic_load(&s->file);
+	int e = errno;
+	if (f) {
+		pthread_mutex_lock(&f->fl.mu);
+		if (f->fl.fd == fd) {
+			int d = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, PRIVATE_FD_MIN);
+			private_fd_forget(fd);
+			if (d >= 0)
+				private_fd_adopt(f, d);
+			else
+				f->fl.fd = -1; /* lost: the reopen path takes over */
+		}
+		pthread_mutex_unlock(&f->fl.mu);
+	} else {
+		private_fd_forget(fd);
+	}
+	errno = e;
 }
 
 /* The flusher's own descriptor: a background sync must not depend on the
@@ -113,13 +189,8 @@ static int ensure_private_fd(struct shim_file *f, int appfd)
 	pthread_mutex_lock(&fl->mu);
 	if (fl->fd < 0) {
 		int d = REAL(fcntl)(appfd, F_DUPFD_CLOEXEC, PRIVATE_FD_MIN);
-		struct fd_slot *s = d >= 0 ? fd_slot(d) : NULL;
-		if (s)
-			atomic_store_explicit(&s->state, FD_PRIVATE, memory_order_release);
-		int top = atomic_load(&shim.private_fd_max);
-		while (d > top && !atomic_compare_exchange_weak(&shim.private_fd_max, &top, d))
-			;
-		fl->fd = d;
+		if (d >= 0)
+			private_fd_adopt(f, d);
 	}
 	pthread_mutex_unlock(&fl->mu);
 	return fl->fd >= 0 ? 0 : -1;
@@ -175,12 +246,6 @@ static bool use_fsync(const struct shim_file *f, bool asked)
 	}
 }
 
-/* A descriptor whose inode is no longer the file's cannot sync it. */
-static bool fd_is_file(int fd, const struct shim_file *f)
-{
-	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
-}
 
 /* The app replaced our private descriptor (dup2 onto it): open the file
  * again by name, if the name still leads to the same inode. */
@@ -193,15 +258,7 @@ static int reopen_private(struct shim_file *f)
 		REAL(close)(fd);
 		return -1;
 	}
-	int d = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, PRIVATE_FD_MIN);
-	if (d >= 0) {
-		REAL(close)(fd);
-		fd = d;
-	}
-	struct fd_slot *s = fd_slot(fd);
-	if (s)
-		atomic_store_explicit(&s->state, FD_PRIVATE, memory_order_release);
-	f->fl.fd = fd;
+	private_fd_adopt(f, fd);
 	return fd;
 }
 
@@ -369,6 +426,8 @@ void flusher_prepare(struct shim_file *f, int fd, uint32_t slot_flags)
 
 static int defer_sync(struct shim_file *f, int fd, bool want_fsync)
 {
+	if (atomic_load(&shim.exiting) && fd >= 0)
+		return want_fsync ? REAL(fsync)(fd) : REAL(fdatasync)(fd);
 	if (ensure_private_fd(f, fd) < 0)
 		return fd < 0 ? -1 : (want_fsync ? REAL(fsync)(fd) : REAL(fdatasync)(fd));
 	defer_request(f, want_fsync);
@@ -422,7 +481,7 @@ static void osync_inline(struct shim_file *f, int fd)
 
 void shim_osync_write(struct shim_file *f, int fd, uint32_t slot_state)
 {
-	if (f->fl.fd < 0) {
+	if (f->fl.fd < 0 || atomic_load(&shim.exiting)) {
 		osync_inline(f, fd);
 		return;
 	}
@@ -617,19 +676,32 @@ void flusher_flush_all(void)
 	} while (b.n == DRAIN_BATCH);
 }
 
-void flusher_before_rename(int dirfd, const char *path)
+/* An error no descriptor has reported yet, now reported (by a rename). */
+static int take_unseen_error(struct shim_file *f)
+{
+	uint32_t seq = atomic_load(&f->err_seq), seen = atomic_load(&f->err_seen_seq);
+	while (seen < seq) {
+		if (atomic_compare_exchange_weak(&f->err_seen_seq, &seen, seq))
+			return atomic_load(&f->err_errno);
+	}
+	return 0;
+}
+
+int flusher_before_rename(int dirfd, const char *path)
 {
 	struct stat st;
-	int e = errno;
+	int e = errno, err = 0;
 	if (path && fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
 		struct shim_file *f = file_find(st.st_dev, st.st_ino);
 		if (f) {
 			if (f->fl.fd >= 0 && owes_sync(f))
 				flusher_drain(f);
+			err = take_unseen_error(f);
 			file_put(f);
 		}
 	}
 	errno = e;
+	return err;
 }
 
 int flusher_before_close(struct shim_file *f, int fd)

@@ -31,13 +31,20 @@ void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state);
 void flusher_drain(struct shim_file *f);
 /* Complete every pending deferred sync (sync, syncfs, exec, exit). */
 void flusher_flush_all(void);
-/* Complete the pending syncs of the file at (dirfd, path) before a rename. */
-void flusher_before_rename(int dirfd, const char *path);
+/* Complete the pending syncs of the file at (dirfd, path) before a rename.
+ * Returns 0, or the errno of a sync of that file that failed and nobody
+ * has been told about: the rename must not replace its target then. */
+int flusher_before_rename(int dirfd, const char *path);
 /* close(): the error to report for fd, after on_close=sync waited. */
 int flusher_before_close(struct shim_file *f, int fd);
 /* Descriptors in [first, last] are about to be closed by close_range. */
 void flusher_before_close_range(unsigned first, unsigned last);
 void flusher_atfork_child(void);
 bool flusher_is_private_fd(int fd);
+/* close() of a private number: 1 if it is really ours (the app gets EBADF),
+ * 0 if not (a stale mark is cleared and the app's close goes ahead). */
+int flusher_close_private(int fd);
+/* dup2/dup3 are about to put an app descriptor at fd: move ours away. */
+void flusher_vacate(int fd);
 
 #endif

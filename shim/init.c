@@ -167,6 +167,9 @@ __attribute__((constructor)) static void shim_init(void)
 
 __attribute__((destructor)) static void shim_fini(void)
 {
+	/* Destructors that run after this one may still sync: from here on
+	 * nobody would flush a deferred request, so none is deferred. */
+	atomic_store(&shim.exiting, 1);
 	flusher_flush_all();
 	log_stop();
 }

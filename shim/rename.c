@@ -21,10 +21,16 @@ static int rename_done(struct trace_start *t, int r)
 	return r;
 }
 
+/* A source whose deferred sync failed is not renamed: write-tmp, fsync,
+ * rename must not replace the target with data that never reached disk. */
 #define RENAME_BEGIN(dirfd, path)                                                    \
 	struct trace_start t = { 0 };                                                \
 	if (!shim_bypass()) {                                                        \
-		flusher_before_rename(dirfd, path);                                  \
+		int err_ = flusher_before_rename(dirfd, path);                       \
+		if (err_) {                                                          \
+			errno = err_;                                                \
+			return -1;                                                   \
+		}                                                                    \
 		trace_begin(&t);                                                     \
 	}
 

@@ -84,6 +84,7 @@ struct shim_file {
 	_Atomic int err_errno;          /* errno of the latest one */
 	_Atomic uint32_t err_seen_seq;  /* newest err_seq some fd has reported */
 	struct flusher fl;
+	bool ghost;                     /* no refs, kept for an unreported error (lock) */
 	char *path;                     /* absolute; private allocation, lock-held */
 	struct shim_file *hash_next;
 	struct shim_file *free_next;
@@ -104,6 +105,7 @@ struct shim_state {
 	char config_path[POLICY_PATH_MAX]; /* "" when none */
 	struct policy *boot_policy;        /* the first snapshot, never freed */
 	pid_t pid;                         /* this process (set at load and in fork children) */
+	_Atomic int exiting;               /* final drain begun: defer no longer defers */
 };
 extern struct shim_state shim;
 
