@@ -330,16 +330,21 @@ static int sync_until(struct shim_file *f, int fd, uint64_t target, bool sticky)
 
 /* ---- requests -------------------------------------------------------------- */
 
-/* Lock-free and async-signal-safe. The sequence number is taken before
- * first_req_ns is armed; see lead_sync_locked for why that order. */
-static uint64_t request(struct flusher *fl, bool want_fsync)
+/* Lock-free and async-signal-safe: number one sync request. */
+static uint64_t next_request(struct flusher *fl, bool want_fsync)
 {
 	if (want_fsync)
 		atomic_store_explicit(&fl->want_fsync, 1, memory_order_relaxed);
-	uint64_t seq = atomic_fetch_add(&fl->req_seq, 1) + 1;
+	return atomic_fetch_add(&fl->req_seq, 1) + 1;
+}
+
+/* A deferred request also starts the deadline clock, after taking its
+ * number; see lead_sync_locked for why that order. Group requests do not:
+ * their caller leads or waits, the flusher threads have no part in them. */
+static void arm_deadline(struct flusher *fl)
+{
 	uint64_t zero = 0;
 	atomic_compare_exchange_strong(&fl->first_req_ns, &zero, now_ns());
-	return seq;
 }
 
 static void wake_flusher(void)
@@ -372,7 +377,8 @@ static bool over_threshold(struct shim_file *f)
 
 static void defer_request(struct shim_file *f, bool want_fsync)
 {
-	request(&f->fl, want_fsync);
+	next_request(&f->fl, want_fsync);
+	arm_deadline(&f->fl);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
 	bool urgent = over_threshold(f);
 	if (urgent)
@@ -457,7 +463,7 @@ int flusher_app_sync(struct shim_file *f, int fd, bool want_fsync)
 	}
 	if (f->rule.sync == SYNC_GROUP && fd >= 0) {
 		pthread_testcancel();
-		uint64_t seq = request(&f->fl, want_fsync);
+		uint64_t seq = next_request(&f->fl, want_fsync);
 		int err = sync_until(f, fd, seq, false);
 		if (err) {
 			errno = err;
@@ -580,7 +586,7 @@ static void work_on(struct shim_file *f)
 {
 	if (atomic_exchange(&f->fl.writeback, 0) && f->fl.fd >= 0)
 		writeback(f);
-	if (has_pending(f))
+	if (has_pending(f)) /* a lost private fd is reopened by name inside */
 		sync_until(f, f->fl.fd, atomic_load(&f->fl.req_seq), true);
 }
 
