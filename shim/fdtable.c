@@ -288,11 +288,15 @@ void fd_copy(int oldfd, int newfd)
 		file_put(fd_unbind(newfd));
 }
 
-static uint32_t flags_of_fd(int fd)
+/* The slot flags for an fd's open flags; -1 for an O_PATH fd, which can
+ * neither write nor sync and so passes through like a non-file. */
+static int64_t flags_of_fd(int fd)
 {
 	int fl = REAL(fcntl)(fd, F_GETFL);
 	if (fl < 0)
 		return 0;
+	if (fl & O_PATH)
+		return -1;
 	if ((fl & O_SYNC) == O_SYNC)
 		return SLOT_APP_OSYNC;
 	return (fl & O_DSYNC) ? SLOT_APP_ODSYNC : 0;
@@ -305,7 +309,8 @@ static uint32_t flags_of_fd(int fd)
  */
 static struct shim_file *fd_resolve(int fd, const struct stat *st, bool may_block, uint32_t *state)
 {
-	if (!S_ISREG(st->st_mode)) {
+	int64_t flags = S_ISREG(st->st_mode) ? flags_of_fd(fd) : -1;
+	if (flags < 0) {
 		fd_bind_pass(fd);
 		return NULL;
 	}
@@ -323,16 +328,14 @@ static struct shim_file *fd_resolve(int fd, const struct stat *st, bool may_bloc
 	if (path_of_fd(fd, path, sizeof(path)) < 0)
 		path[0] = '\0';
 	struct shim_file *f = file_get_locked(st, path);
-	uint32_t flags = 0;
 	if (f) {
-		flags = flags_of_fd(fd);
-		struct shim_file *old = slot_set(s, f, FD_FILE | flags);
+		struct shim_file *old = slot_set(s, f, FD_FILE | (uint32_t)flags);
 		if (old)
 			file_put_locked(old);
 	}
 	registry_unlock();
 	shim_busy--;
-	*state = FD_FILE | flags;
+	*state = FD_FILE | (uint32_t)flags;
 	return f;
 }
 

@@ -380,9 +380,8 @@ static void defer_request(struct shim_file *f, bool want_fsync)
 	next_request(&f->fl, want_fsync);
 	arm_deadline(&f->fl);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
-	bool urgent = over_threshold(f);
-	if (urgent)
-		atomic_store(&f->fl.force, 1);
+	/* Wake the flusher once per crossing, not once per request after it. */
+	bool urgent = over_threshold(f) && atomic_exchange(&f->fl.force, 1) == 0;
 	schedule(f, urgent);
 }
 
@@ -452,9 +451,7 @@ static int defer_sync(struct shim_file *f, int fd, bool want_fsync)
 
 int flusher_app_sync(struct shim_file *f, int fd, bool want_fsync)
 {
-	if (fd >= 0) {
-		if (sync_validate_fd(fd) < 0)
-			return -1; /* and never dup an O_PATH fd as the flusher's own */
+	if (fd >= 0) { /* fd_file_checked vouched for fd: never an O_PATH fd */
 		int err = fd_take_sync_error(fd, f);
 		if (err) {
 			errno = err;
@@ -511,10 +508,9 @@ void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
 		atomic_store(&f->fl.writeback, 1);
 		schedule(f, true);
 	}
-	if (dirty >= f->rule.max_bytes && atomic_load(&f->fl.first_req_ns) && !atomic_load(&f->fl.force)) {
-		atomic_store(&f->fl.force, 1);
+	if (dirty >= f->rule.max_bytes && atomic_load(&f->fl.first_req_ns) &&
+	    atomic_exchange(&f->fl.force, 1) == 0)
 		schedule(f, true);
-	}
 }
 
 /* ---- the flusher threads -------------------------------------------------- */
@@ -586,8 +582,20 @@ static void work_on(struct shim_file *f)
 {
 	if (atomic_exchange(&f->fl.writeback, 0) && f->fl.fd >= 0)
 		writeback(f);
-	if (has_pending(f)) /* a lost private fd is reopened by name inside */
-		sync_until(f, f->fl.fd, atomic_load(&f->fl.req_seq), true);
+	if (!has_pending(f))
+		return;
+	if (owes_sync(f)) {
+		sync_until(f, f->fl.fd, atomic_load(&f->fl.req_seq), true); /* reopens a lost fd */
+		return;
+	}
+	/* Armed by a request a sync had already covered (it took its number
+	 * before that sync began and armed the clock after): disarm, or the
+	 * deadline stays passed and this thread spins. A request racing with
+	 * the disarm is seen by the re-check and re-armed. */
+	atomic_store(&f->fl.force, 0);
+	atomic_store(&f->fl.first_req_ns, 0);
+	if (owes_sync(f))
+		arm_deadline(&f->fl);
 }
 
 static void put_all(struct shim_file *list)

@@ -20,7 +20,6 @@ void flusher_release_file(struct shim_file *f);   /* registry lock held */
 
 /* An app's fsync/fdatasync (fd >= 0) or msync (fd -1) on a defer or
  * group file. Returns 0 or -1 with errno, like the call it stands for. */
-int sync_validate_fd(int fd); /* sync.c: EBADF for bad and O_PATH fds */
 int flusher_app_sync(struct shim_file *f, int fd, bool want_fsync);
 /* Make fd's file ready for background work (defer files, at open and
  * mmap): the flusher's private descriptor and a thread. */

@@ -88,8 +88,11 @@ static int open_begin(struct open_req *q, int dirfd, const char *path, int flags
 
 static int open_end(struct open_req *q, int fd)
 {
-	if (!q->track)
+	if (!q->track) {
+		if (fd >= 0 && !shim_bypass()) /* O_PATH: forget whatever held this number */
+			file_put(fd_unbind(fd));
 		return fd;
+	}
 	int e = errno;
 	struct shim_file *f = NULL;
 	struct stat st;

@@ -130,7 +130,8 @@ struct fd_slot *fd_slot(int fd);   /* NULL when fd is outside the table */
  * blocking; NULL means pass straight through. Sets *state to the slot word. */
 struct shim_file *fd_file_for_write(int fd, uint32_t *state);
 /* Sync path: verified against fstat (the fd may have been closed behind
- * our back and reused); NULL for untracked or non-regular fds. */
+ * our back and reused); NULL for bad, O_PATH, non-regular or untracked
+ * fds. A non-NULL answer vouches that fd is open and can be synced. */
 struct shim_file *fd_file_checked(int fd, uint32_t *state);
 void fd_bind(int fd, struct shim_file *f, uint32_t flags);
 void fd_bind_pass(int fd);
