@@ -95,6 +95,34 @@ void hist_record(struct hist *h, uint64_t ns)
 	__atomic_fetch_add(&h->bucket[hist_bucket_index(ns)], 1, __ATOMIC_RELEASE);
 }
 
+static void bump(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
+void hist_record_local(struct hist *h, uint64_t ns)
+{
+	if (ns < __atomic_load_n(&h->min, __ATOMIC_RELAXED))
+		__atomic_store_n(&h->min, ns, __ATOMIC_RELAXED);
+	if (ns > __atomic_load_n(&h->max, __ATOMIC_RELAXED))
+		__atomic_store_n(&h->max, ns, __ATOMIC_RELAXED);
+	bump(&h->sum, ns);
+	bump(&h->count, 1);
+	/* release: a reader that sees the bucket also sees min/max/sum */
+	unsigned i = hist_bucket_index(ns);
+	__atomic_store_n(&h->bucket[i], __atomic_load_n(&h->bucket[i], __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELEASE);
+}
+
+void tally_add_local(struct tally *t, uint64_t ns, uint64_t bytes)
+{
+	bump(&t->calls, 1);
+	bump(&t->bytes, bytes);
+	bump(&t->sum_ns, ns);
+	if (ns > __atomic_load_n(&t->max_ns, __ATOMIC_RELAXED))
+		__atomic_store_n(&t->max_ns, ns, __ATOMIC_RELAXED);
+}
+
 void hist_merge(struct hist *dst, const struct hist *src)
 {
 	uint64_t n = 0;

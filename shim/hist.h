@@ -49,6 +49,17 @@ void hist_init(struct hist *h);
  * hist_merge (as source) and hist_encode on the same histogram. */
 void hist_record(struct hist *h, uint64_t ns);
 
+/*
+ * Single-writer variants: only one thread ever records into h (or t), so
+ * no locked read-modify-write is needed, just relaxed loads and stores,
+ * which other threads may read concurrently (a snapshot may miss a call in
+ * flight, never tear a counter). A third of hist_record's cost, and the
+ * counters stay in the recording thread's cache.
+ */
+struct tally;
+void hist_record_local(struct hist *h, uint64_t ns);
+void tally_add_local(struct tally *t, uint64_t ns, uint64_t bytes);
+
 /* Adds src into dst (both may be live). */
 void hist_merge(struct hist *dst, const struct hist *src);
 

@@ -1,17 +1,21 @@
 /*
  * log.c - the latency logger inside the host.
  *
- * App threads only ever touch memory. A finished call becomes one
- * fixed-size record - two clock stamps, op, file, bytes, result - pushed
- * into the calling thread's own single-producer ring: a few stores, no
- * lock, no allocation, no system call. The logger thread drains the rings
- * every 1-10 ms (faster while they fill), converts stamps to nanoseconds,
- * and builds the histograms per (op, rule) and the per-second tallies; in
- * calls mode it also writes the records. A call that finds its ring full
- * (or no ring left) is counted straight into the shared histograms with
- * atomics, so the summary stays exact; only the calls-mode record is
- * dropped, and counted. Every block is written with one write(), so a log
- * cut by SIGKILL ends at a block boundary.
+ * App threads only ever touch memory, and mostly their own. A finished
+ * call is stamped twice (TSC when invariant), and counted into histograms
+ * and per-second tallies that belong to the calling thread: plain stores,
+ * no locked instruction, no cache line shared with another core. In calls
+ * mode the thread also pushes one fixed-size record into its own
+ * single-producer ring. No lock, no allocation, no system call.
+ *
+ * The logger thread does the rest: once a second it adds up every thread's
+ * histograms and tallies into an INTERVAL and a HIST set; in calls mode it
+ * drains the rings every 1-10 ms (faster while they fill) and writes the
+ * records. A full ring drops the record and counts it; the histograms still
+ * count the call. A thread beyond the pool, or with more (op, rule) pairs
+ * than it has private histograms, counts into shared ones with atomics.
+ * Every block is written with one write(), so a log cut by SIGKILL ends at
+ * a block boundary.
  *
  * Files are announced (FILE blocks) through a queue filled when the shim
  * first meets a file, under the registry lock; the logger drains the
@@ -39,14 +43,14 @@
 
 _Static_assert((int)OP_COUNT == (int)LOGOP_COUNT, "trace ops and log ops must match");
 
-#define MAX_RINGS 128
+#define MAX_THREADS 128        /* threads with private counters (and a ring) */
+#define THREAD_HISTS 8         /* (op, rule) pairs a thread counts privately */
 #define RULE_SLOTS (POLICY_MAX_RULES + 1) /* 0: default rule */
 #define BUF_BYTES (1u << 20)
 #define TICK_MAX_NS 10000000L
 #define TICK_MIN_NS 1000000L
 #define NS_PER_S 1000000000ull
 #define LOG_NAME_TRIES 100
-#define WINDOW 8 /* seconds of tallies open at once */
 
 _Atomic int trace_on;
 int trace_use_tsc;
@@ -58,10 +62,25 @@ struct ring {
 	_Atomic uint64_t head __attribute__((aligned(64))); /* producer */
 	uint64_t tail_seen;                                  /* producer's copy of tail */
 	_Atomic uint64_t tail __attribute__((aligned(64)));  /* logger */
-	_Atomic uint32_t owner __attribute__((aligned(64))); /* tid of the producer, 0 free */
-	_Atomic uint64_t drops;
+	_Atomic uint64_t drops __attribute__((aligned(64)));
 	struct logfmt_record *recs; /* start_ns/dur_ns hold stamps until drained */
 };
+
+/* One second of a thread's tallies; tag is second + 1, 0 when unused. */
+struct thread_second {
+	_Atomic uint64_t tag;
+	struct tally t[LOGOP_COUNT];
+};
+
+/* What one thread counts on its own. Page-aligned so a dead thread's
+ * counters can be handed back to the kernel in one madvise. */
+struct thread_log {
+	_Atomic uint32_t owner;             /* tid, 0 when free */
+	_Atomic uint32_t nhists;            /* published with release */
+	struct { uint16_t op, rule; } key[THREAD_HISTS];
+	struct thread_second sec[2];        /* by second parity */
+	struct hist h[THREAD_HISTS];
+} __attribute__((aligned(4096)));
 
 /* A FILE, EVENT or POLICY block waiting for the logger, in arrival order. */
 enum notice_kind { NOTICE_FILE, NOTICE_EVENT, NOTICE_POLICY };
@@ -74,28 +93,24 @@ struct notice {
 	char text[] __attribute__((aligned(8))); /* strings, or a struct policy */
 };
 
-struct second_tally {
-	uint64_t second;
-	struct tally t[LOGOP_COUNT];
-};
-
 static struct {
 	int fd;
 	enum log_mode mode;
 	uint32_t seq;
 	uint64_t start_mono;
 	uint32_t hist_snap;
-	struct hist *hists;           /* [LOGOP_COUNT][RULE_SLOTS], mmap'd */
-	struct tally direct[LOGOP_COUNT]; /* calls that bypassed the rings */
-	struct second_tally window[WINDOW];
-	uint64_t next_second;         /* the next INTERVAL to write */
-	struct ring rings[MAX_RINGS];
+	struct hist *shared;          /* [LOGOP_COUNT][RULE_SLOTS]: atomics, for overflow */
+	struct tally shared_tally[LOGOP_COUNT];
+	struct thread_log *threads;   /* [MAX_THREADS], mmap'd NORESERVE */
+	struct ring rings[MAX_THREADS]; /* calls mode, ring i for thread i */
 	uint32_t ring_cap;            /* power of two */
 	_Atomic uint64_t ringless_drops;
+	uint64_t next_second;         /* the next INTERVAL to write */
 	/* stamps -> ns: mono = mono0 + (stamp - tsc0) * q32 / 2^32 */
 	uint64_t tsc0, mono0;
 	_Atomic uint64_t ns_per_tick_q32;
 	uint8_t *buf;                 /* block staging, BUF_BYTES */
+	struct hist *scratch;         /* one histogram being summed */
 	struct logfmt_record *staged; /* calls mode: records drained from rings */
 	uint32_t staged_cap, nstaged;
 	long tick_ns;
@@ -107,8 +122,9 @@ static struct {
 	char path[PATH_MAX];
 } L = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .queue_mu = PTHREAD_MUTEX_INITIALIZER };
 
-static __thread struct ring *my_ring;
+static __thread struct thread_log *my_log;
 static __thread uint32_t my_tid;
+static __thread uint64_t my_second, my_second_end; /* current second, its end as a stamp */
 
 /* ---- clocks ---------------------------------------------------------------- */
 
@@ -168,18 +184,66 @@ static uint64_t stamp_to_ns(uint64_t stamp)
 			       : L.mono0 - ticks_to_ns(L.tsc0 - stamp);
 }
 
+/* ns since the log started -> a stamp, for the app's "is this still the
+ * same second" test without a division per call. */
+static uint64_t ns_to_stamp(uint64_t mono_ns)
+{
+	if (!trace_use_tsc)
+		return mono_ns;
+	uint64_t q = atomic_load(&L.ns_per_tick_q32);
+	return q ? L.tsc0 + (uint64_t)(((unsigned __int128)(mono_ns - L.mono0) << 32) / q) : UINT64_MAX;
+}
+
 /* ---- the app side: no locks, no allocation, no system calls ------------- */
 
-static struct ring *claim_ring(void)
+static struct thread_log *claim_thread(void)
 {
 	if (!my_tid)
 		my_tid = (uint32_t)syscall(SYS_gettid); /* once per thread */
-	for (unsigned i = 0; i < MAX_RINGS; i++) {
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		uint32_t free_owner = 0;
-		if (atomic_compare_exchange_strong(&L.rings[i].owner, &free_owner, my_tid))
-			return my_ring = &L.rings[i];
+		if (atomic_compare_exchange_strong(&L.threads[i].owner, &free_owner, my_tid))
+			return my_log = &L.threads[i];
 	}
 	return NULL;
+}
+
+static struct hist *shared_hist(unsigned op, unsigned rule)
+{
+	return &L.shared[op * RULE_SLOTS + rule];
+}
+
+/* This thread's histogram for (op, rule), or NULL when its slots are full. */
+static struct hist *thread_hist(struct thread_log *t, unsigned op, unsigned rule)
+{
+	uint32_t n = atomic_load_explicit(&t->nhists, memory_order_relaxed);
+	for (uint32_t i = 0; i < n; i++)
+		if (t->key[i].op == op && t->key[i].rule == rule)
+			return &t->h[i];
+	if (n == THREAD_HISTS)
+		return NULL;
+	t->key[n].op = (uint16_t)op;
+	t->key[n].rule = (uint16_t)rule;
+	t->h[n].min = UINT64_MAX;
+	atomic_store_explicit(&t->nhists, n + 1, memory_order_release);
+	return &t->h[n];
+}
+
+/* This thread's tallies for the second stamp s0 falls in. */
+static struct tally *thread_tally(struct thread_log *t, uint64_t s0)
+{
+	if (s0 >= my_second_end || !my_second_end) {
+		uint64_t ns = stamp_to_ns(s0);
+		my_second = ns > L.start_mono ? (ns - L.start_mono) / NS_PER_S : 0;
+		my_second_end = ns_to_stamp(L.start_mono + (my_second + 1) * NS_PER_S);
+	}
+	struct thread_second *ts = &t->sec[my_second & 1];
+	if (atomic_load_explicit(&ts->tag, memory_order_relaxed) != my_second + 1) {
+		atomic_store_explicit(&ts->tag, 0, memory_order_release);
+		memset(ts->t, 0, sizeof(ts->t));
+		atomic_store_explicit(&ts->tag, my_second + 1, memory_order_release);
+	}
+	return ts->t;
 }
 
 static bool ring_push(struct ring *g, const struct logfmt_record *r)
@@ -195,11 +259,6 @@ static bool ring_push(struct ring *g, const struct logfmt_record *r)
 	return true;
 }
 
-static struct hist *hist_of(unsigned op, unsigned rule)
-{
-	return &L.hists[op * RULE_SLOTS + rule];
-}
-
 void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
 		  int64_t bytes, int64_t r, int err)
 {
@@ -207,29 +266,37 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		return;
 	unsigned rule = f && f->rule_index >= 0 && f->rule_index < POLICY_MAX_RULES
 				? (unsigned)f->rule_index + 1 : 0;
-	struct ring *g = my_ring ? my_ring : claim_ring();
+	uint64_t ns = ticks_to_ns(s1 > s0 ? s1 - s0 : 0);
+	uint64_t b = bytes > 0 ? (uint64_t)bytes : 0;
+	struct thread_log *t = my_log ? my_log : claim_thread();
+	if (!t) { /* more threads than the pool: shared counters, no record */
+		hist_record(shared_hist(op, rule), ns);
+		tally_add(&L.shared_tally[op], ns, b);
+		if (L.mode == LOG_CALLS)
+			atomic_fetch_add_explicit(&L.ringless_drops, 1, memory_order_relaxed);
+		return;
+	}
+	struct hist *h = thread_hist(t, op, rule);
+	if (h)
+		hist_record_local(h, ns);
+	else
+		hist_record(shared_hist(op, rule), ns);
+	tally_add_local(&thread_tally(t, s0)[op], ns, b);
+	if (L.mode != LOG_CALLS)
+		return;
 	struct logfmt_record rec = {
 		.start_ns = s0,
 		.dur_ns = s1 > s0 ? s1 - s0 : 0,
-		.bytes = bytes > 0 ? (uint64_t)bytes : 0,
+		.bytes = b,
 		.result = r < 0 ? -err : (r > INT32_MAX ? INT32_MAX : (int32_t)r),
 		.file_id = f ? f->id : 0,
 		.tid = my_tid,
 		.op = (uint8_t)op,
 		.rule = (uint16_t)rule,
 	};
-	if (g && ring_push(g, &rec))
-		return;
-	/* No room: count it right here so the summary stays whole. */
-	uint64_t ns = ticks_to_ns(rec.dur_ns);
-	hist_record(hist_of(op, rule), ns);
-	tally_add(&L.direct[op], ns, rec.bytes);
-	if (L.mode == LOG_CALLS) {
-		if (g)
-			atomic_fetch_add_explicit(&g->drops, 1, memory_order_relaxed);
-		else
-			atomic_fetch_add_explicit(&L.ringless_drops, 1, memory_order_relaxed);
-	}
+	struct ring *g = &L.rings[t - L.threads];
+	if (!ring_push(g, &rec))
+		atomic_fetch_add_explicit(&g->drops, 1, memory_order_relaxed);
 }
 
 /* ---- the queue of FILE and EVENT notices --------------------------------- */
@@ -374,99 +441,137 @@ static void drain_queue(void)
 	}
 }
 
-/* A ring whose thread has exited and that is empty goes back to the pool. */
-static void maybe_free_ring(struct ring *g, uint32_t owner)
+static void tally_sum(struct tally *dst, const struct tally *src)
 {
-	if (atomic_load(&g->head) != atomic_load(&g->tail))
+	dst->calls += __atomic_load_n(&src->calls, __ATOMIC_RELAXED);
+	dst->bytes += __atomic_load_n(&src->bytes, __ATOMIC_RELAXED);
+	dst->sum_ns += __atomic_load_n(&src->sum_ns, __ATOMIC_RELAXED);
+	uint64_t m = __atomic_load_n(&src->max_ns, __ATOMIC_RELAXED);
+	if (m > dst->max_ns)
+		dst->max_ns = m;
+}
+
+/* Into the shared tallies, which app threads may be adding to. */
+static void tally_give(struct tally *dst, const struct tally *src)
+{
+	__atomic_fetch_add(&dst->calls, src->calls, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&dst->bytes, src->bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&dst->sum_ns, src->sum_ns, __ATOMIC_RELAXED);
+	uint64_t m = __atomic_load_n(&dst->max_ns, __ATOMIC_RELAXED);
+	while (src->max_ns > m &&
+	       !__atomic_compare_exchange_n(&dst->max_ns, &m, src->max_ns, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static bool thread_gone(uint32_t tid)
+{
+	return syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH;
+}
+
+/* A thread that has exited hands its counts to the shared counters and its
+ * slot (and ring, once drained) back to the pool. */
+static void retire_thread(unsigned i)
+{
+	struct thread_log *t = &L.threads[i];
+	struct ring *g = &L.rings[i];
+	if (L.mode == LOG_CALLS && atomic_load(&g->head) != atomic_load(&g->tail))
 		return;
-	if (syscall(SYS_tgkill, getpid(), owner, 0) < 0 && errno == ESRCH) {
-		atomic_store(&g->head, 0);
-		atomic_store(&g->tail, 0);
-		g->tail_seen = 0;
-		atomic_store(&g->owner, 0);
+	uint32_t n = atomic_load(&t->nhists);
+	for (uint32_t k = 0; k < n; k++)
+		hist_merge(shared_hist(t->key[k].op, t->key[k].rule), &t->h[k]);
+	for (int p = 0; p < 2; p++) {
+		uint64_t tag = atomic_load(&t->sec[p].tag);
+		if (!tag || tag - 1 < L.next_second)
+			continue; /* already written */
+		for (unsigned op = 0; op < LOGOP_COUNT; op++)
+			tally_give(&L.shared_tally[op], &t->sec[p].t[op]);
 	}
+	atomic_fetch_add(&L.ringless_drops, atomic_exchange(&g->drops, 0));
+	atomic_store(&g->head, 0);
+	atomic_store(&g->tail, 0);
+	g->tail_seen = 0;
+	madvise(t, sizeof(*t), MADV_DONTNEED); /* zero again, and the memory back */
+	atomic_store(&t->owner, 0);
 }
 
-static uint64_t second_of(uint64_t mono_ns)
+static void retire_dead_threads(void)
 {
-	return mono_ns > L.start_mono ? (mono_ns - L.start_mono) / NS_PER_S : 0;
-}
-
-static struct second_tally *window_slot(uint64_t second)
-{
-	struct second_tally *w = &L.window[second % WINDOW];
-	if (w->second != second) {
-		memset(w, 0, sizeof(*w));
-		w->second = second;
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
+		uint32_t owner = atomic_load(&L.threads[i].owner);
+		if (owner && thread_gone(owner))
+			retire_thread(i);
 	}
-	return w;
 }
 
 static void write_interval(uint64_t second)
 {
-	struct second_tally *w = window_slot(second);
+	struct tally sum[LOGOP_COUNT];
+	memset(sum, 0, sizeof(sum));
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
+		struct thread_log *t = &L.threads[i];
+		if (!atomic_load(&t->owner))
+			continue;
+		for (int p = 0; p < 2; p++)
+			if (atomic_load_explicit(&t->sec[p].tag, memory_order_acquire) == second + 1)
+				for (unsigned op = 0; op < LOGOP_COUNT; op++)
+					tally_sum(&sum[op], &t->sec[p].t[op]);
+	}
 	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
 		struct tally d;
-		tally_take(&L.direct[op], &d); /* ring-less calls land in the second written next */
-		w->t[op].calls += d.calls;
-		w->t[op].bytes += d.bytes;
-		w->t[op].sum_ns += d.sum_ns;
-		if (d.max_ns > w->t[op].max_ns)
-			w->t[op].max_ns = d.max_ns;
+		tally_take(&L.shared_tally[op], &d);
+		tally_sum(&sum[op], &d);
 	}
-	write_block(logfmt_encode_interval(L.buf, BUF_BYTES, L.seq, (uint32_t)second, w->t));
-	memset(w->t, 0, sizeof(w->t));
-	w->second = UINT64_MAX;
+	write_block(logfmt_encode_interval(L.buf, BUF_BYTES, L.seq, (uint32_t)second, sum));
 }
 
-static void write_records_staged(void);
-
-/* One drained call: stamps to ns, into the histograms and its second. */
-static void account(struct logfmt_record *r)
+static void mark_used(uint8_t *used)
 {
-	r->start_ns = stamp_to_ns(r->start_ns);
-	r->dur_ns = ticks_to_ns(r->dur_ns);
-	hist_record(hist_of(r->op < LOGOP_COUNT ? r->op : 0, r->rule < RULE_SLOTS ? r->rule : 0),
-		    r->dur_ns);
-	uint64_t sec = second_of(r->start_ns);
-	if (sec < L.next_second)
-		sec = L.next_second; /* drained after its second was written */
-	while (sec >= L.next_second + WINDOW)
-		write_interval(L.next_second++);
-	struct tally *t = &window_slot(sec)->t[r->op < LOGOP_COUNT ? r->op : 0];
-	t->calls++;
-	t->bytes += r->bytes;
-	t->sum_ns += r->dur_ns;
-	if (r->dur_ns > t->max_ns)
-		t->max_ns = r->dur_ns;
-	if (L.mode == LOG_CALLS) {
-		if (L.nstaged == L.staged_cap)
-			write_records_staged();
-		L.staged[L.nstaged++] = *r;
-	}
-}
-
-/* Drain every ring; returns the fullest ring's fill before draining. */
-static uint64_t drain_rings(void)
-{
-	uint64_t fullest = 0;
-	for (unsigned i = 0; i < MAX_RINGS; i++) {
-		struct ring *g = &L.rings[i];
-		uint32_t owner = atomic_load(&g->owner);
-		if (!owner)
+	memset(used, 0, LOGOP_COUNT * RULE_SLOTS);
+	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
+		used[i] = hist_count(&L.shared[i]) > 0;
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
+		struct thread_log *t = &L.threads[i];
+		if (!atomic_load(&t->owner))
 			continue;
-		uint64_t t = atomic_load_explicit(&g->tail, memory_order_relaxed);
-		uint64_t h = atomic_load_explicit(&g->head, memory_order_acquire);
-		if (h - t > fullest)
-			fullest = h - t;
-		for (; t < h; t++) {
-			struct logfmt_record r = g->recs[t & (L.ring_cap - 1)];
-			account(&r);
-		}
-		atomic_store_explicit(&g->tail, t, memory_order_release);
-		maybe_free_ring(g, owner);
+		uint32_t n = atomic_load_explicit(&t->nhists, memory_order_acquire);
+		for (uint32_t k = 0; k < n; k++)
+			used[t->key[k].op * RULE_SLOTS + t->key[k].rule] |= hist_count(&t->h[k]) > 0;
 	}
-	return fullest;
+}
+
+/* The shared histogram of (op, rule) plus every thread's, in L.scratch. */
+static void sum_hist(unsigned op, unsigned rule)
+{
+	hist_init(L.scratch);
+	hist_merge(L.scratch, shared_hist(op, rule));
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
+		struct thread_log *t = &L.threads[i];
+		if (!atomic_load(&t->owner))
+			continue;
+		uint32_t n = atomic_load_explicit(&t->nhists, memory_order_acquire);
+		for (uint32_t k = 0; k < n; k++)
+			if (t->key[k].op == op && t->key[k].rule == rule)
+				hist_merge(L.scratch, &t->h[k]);
+	}
+}
+
+static void write_hist_set(uint64_t now)
+{
+	static uint8_t used[LOGOP_COUNT * RULE_SLOTS];
+	mark_used(used);
+	uint16_t nparts = 0, part = 0;
+	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
+		nparts += used[i];
+	for (unsigned op = 0; op < LOGOP_COUNT; op++)
+		for (unsigned rule = 0; rule < RULE_SLOTS; rule++) {
+			if (!used[op * RULE_SLOTS + rule])
+				continue;
+			sum_hist(op, rule);
+			struct logfmt_histkey k = { .snap = L.hist_snap, .part = part++, .nparts = nparts,
+						    .time_ns = now, .op = (uint8_t)op, .rule = (uint16_t)rule };
+			write_block(logfmt_encode_hist(L.buf, BUF_BYTES, L.seq, &k, L.scratch));
+		}
+	L.hist_snap++;
 }
 
 static void write_records_staged(void)
@@ -480,43 +585,61 @@ static void write_records_staged(void)
 	L.nstaged = 0;
 }
 
+/* Calls mode: move every ring's records out, stamps made nanoseconds.
+ * Returns the fullest ring's fill before draining. */
+static uint64_t drain_rings(void)
+{
+	uint64_t fullest = 0;
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
+		if (!atomic_load(&L.threads[i].owner))
+			continue;
+		struct ring *g = &L.rings[i];
+		uint64_t t = atomic_load_explicit(&g->tail, memory_order_relaxed);
+		uint64_t h = atomic_load_explicit(&g->head, memory_order_acquire);
+		if (h - t > fullest)
+			fullest = h - t;
+		for (; t < h; t++) {
+			if (L.nstaged == L.staged_cap)
+				write_records_staged();
+			struct logfmt_record *r = &L.staged[L.nstaged++];
+			*r = g->recs[t & (L.ring_cap - 1)];
+			r->start_ns = stamp_to_ns(r->start_ns);
+			r->dur_ns = ticks_to_ns(r->dur_ns);
+		}
+		atomic_store_explicit(&g->tail, t, memory_order_release);
+	}
+	return fullest;
+}
+
 static uint64_t total_drops(void)
 {
 	uint64_t d = atomic_load(&L.ringless_drops);
-	for (unsigned i = 0; i < MAX_RINGS; i++)
+	for (unsigned i = 0; i < MAX_THREADS; i++)
 		d += atomic_load(&L.rings[i].drops);
 	return d;
 }
 
-static void write_hist_set(uint64_t now)
+static uint64_t second_of(uint64_t mono_ns)
 {
-	uint16_t nparts = 0;
-	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
-		nparts += hist_count(&L.hists[i]) > 0;
-	uint16_t part = 0;
-	for (unsigned op = 0; op < LOGOP_COUNT; op++)
-		for (unsigned rule = 0; rule < RULE_SLOTS && part < nparts; rule++) {
-			const struct hist *h = hist_of(op, rule);
-			if (hist_count(h) == 0)
-				continue;
-			struct logfmt_histkey k = { .snap = L.hist_snap, .part = part++, .nparts = nparts,
-						    .time_ns = now, .op = (uint8_t)op, .rule = (uint16_t)rule };
-			write_block(logfmt_encode_hist(L.buf, BUF_BYTES, L.seq, &k, h));
-		}
-	L.hist_snap++;
+	return mono_ns > L.start_mono ? (mono_ns - L.start_mono) / NS_PER_S : 0;
 }
 
-/* L.mu held. Adapts the drain period to how fast the rings fill. */
+/* L.mu held. In calls mode, adapts the drain period to how fast the
+ * rings fill. */
 static void tick(bool final)
 {
 	if (trace_use_tsc)
 		calibrate();
-	uint64_t fullest = drain_rings();
-	write_records_staged();
-	if (fullest > L.ring_cap / 4 && L.tick_ns > TICK_MIN_NS)
-		L.tick_ns /= 2;
-	else if (fullest < L.ring_cap / 16 && L.tick_ns < TICK_MAX_NS)
-		L.tick_ns *= 2;
+	if (L.mode == LOG_CALLS) {
+		uint64_t fullest = drain_rings();
+		write_records_staged();
+		if (fullest > L.ring_cap / 4 && L.tick_ns > TICK_MIN_NS)
+			L.tick_ns /= 2;
+		else if (fullest < L.ring_cap / 16 && L.tick_ns < TICK_MAX_NS)
+			L.tick_ns *= 2;
+	} else {
+		drain_queue();
+	}
 	uint64_t now = trace_now();
 	uint64_t second = second_of(now);
 	if (second > L.next_second || final) {
@@ -526,6 +649,7 @@ static void tick(bool final)
 			write_interval(L.next_second++);
 		write_hist_set(now);
 		write_block(logfmt_encode_drops(L.buf, BUF_BYTES, L.seq, now, total_drops()));
+		retire_dead_threads();
 	}
 }
 
@@ -534,7 +658,7 @@ static void *logger_main(void *arg)
 	(void)arg;
 	shim_busy = 1;
 	while (!atomic_load(&L.stop)) {
-		struct timespec ts = { 0, L.tick_ns };
+		struct timespec ts = { 0, L.mode == LOG_CALLS ? L.tick_ns : 4 * TICK_MAX_NS };
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
 		pthread_mutex_lock(&L.mu);
@@ -605,22 +729,32 @@ static void *map_zeroed(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static void init_shared_hists(void)
+{
+	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
+		L.shared[i].min = UINT64_MAX; /* hist_init's empty state, without touching buckets */
+}
+
+/* NORESERVE everywhere: counters and rings cost memory only as far as
+ * threads actually use them. */
 static int alloc_state(const struct policy *p)
 {
-	L.hists = map_zeroed(sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS);
+	L.shared = map_zeroed(sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS);
+	L.threads = map_zeroed(sizeof(struct thread_log) * MAX_THREADS);
+	L.scratch = map_zeroed(sizeof(struct hist));
 	L.buf = map_zeroed(BUF_BYTES);
-	if (!L.hists || !L.buf)
+	if (!L.shared || !L.threads || !L.scratch || !L.buf)
 		return -1;
-	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
-		L.hists[i].min = UINT64_MAX; /* hist_init's empty state, without touching buckets */
-	/* NORESERVE: a ring costs memory only as far as its thread fills it. */
+	init_shared_hists();
+	if (p->log_mode != LOG_CALLS)
+		return 0;
 	L.ring_cap = p->ring_records;
-	struct logfmt_record *mem = map_zeroed((size_t)MAX_RINGS * L.ring_cap * sizeof(*mem));
+	struct logfmt_record *mem = map_zeroed((size_t)MAX_THREADS * L.ring_cap * sizeof(*mem));
 	L.staged_cap = logfmt_records_fit(BUF_BYTES);
 	L.staged = map_zeroed(L.staged_cap * sizeof(struct logfmt_record));
 	if (!mem || !L.staged)
 		return -1;
-	for (unsigned i = 0; i < MAX_RINGS; i++)
+	for (unsigned i = 0; i < MAX_THREADS; i++)
 		L.rings[i].recs = mem + (size_t)i * L.ring_cap;
 	return 0;
 }
@@ -688,8 +822,6 @@ void log_start(const struct policy *p)
 	clock_start();
 	L.start_mono = trace_now();
 	L.next_second = 0;
-	for (unsigned i = 0; i < WINDOW; i++)
-		L.window[i].second = UINT64_MAX;
 	write_header(p);
 	L.open = true;
 	atomic_store(&L.stop, 0);
@@ -747,16 +879,12 @@ void log_atfork_parent(void)
 static void reset_for_child(void)
 {
 	/* Fresh zero pages in place: the parent's counts are the parent's. */
-	REAL(mmap)(L.hists, sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
-		L.hists[i].min = UINT64_MAX;
-	memset(L.direct, 0, sizeof(L.direct));
-	for (unsigned i = 0; i < WINDOW; i++)
-		L.window[i].second = UINT64_MAX;
+	madvise(L.shared, sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS, MADV_DONTNEED);
+	madvise(L.threads, sizeof(struct thread_log) * MAX_THREADS, MADV_DONTNEED);
+	init_shared_hists();
+	memset(L.shared_tally, 0, sizeof(L.shared_tally));
 	L.nstaged = 0;
-	for (unsigned i = 0; i < MAX_RINGS; i++) {
-		atomic_store(&L.rings[i].owner, 0);
+	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		atomic_store(&L.rings[i].head, 0);
 		atomic_store(&L.rings[i].tail, 0);
 		L.rings[i].tail_seen = 0;
@@ -776,8 +904,9 @@ void log_atfork_child(void)
 {
 	pthread_mutex_init(&L.mu, NULL);
 	pthread_mutex_init(&L.queue_mu, NULL);
-	my_ring = NULL;
+	my_log = NULL;
 	my_tid = 0;
+	my_second_end = 0;
 	if (!L.open)
 		return;
 	atomic_store(&trace_on, 0);

@@ -439,3 +439,31 @@ Test(hist, decode_rejects_damage)
 	free(h);
 	free(d);
 }
+
+/* The single-writer recorders the logger's app threads use must count
+ * exactly what the atomic ones do. */
+Test(hist, local_recording_matches_atomic)
+{
+	struct hist *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	cr_assert(a && b);
+	hist_init(a);
+	hist_init(b);
+	struct tally ta = { 0 }, tb = { 0 };
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t ns = x % 10000000000ull >> (x & 31);
+		hist_record(a, ns);
+		hist_record_local(b, ns);
+		tally_add(&ta, ns, i);
+		tally_add_local(&tb, ns, i);
+	}
+	cr_assert_eq(hist_count(a), hist_count(b));
+	cr_assert_eq(hist_sum(a), hist_sum(b));
+	cr_assert_eq(hist_min(a), hist_min(b));
+	cr_assert_eq(hist_max(a), hist_max(b));
+	cr_assert_eq(memcmp(a->bucket, b->bucket, sizeof(a->bucket)), 0);
+	cr_assert_eq(memcmp(&ta, &tb, sizeof(ta)), 0);
+	free(a);
+	free(b);
+}
