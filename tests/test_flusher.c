@@ -1208,6 +1208,44 @@ Test(errors, failure_after_last_close_reaches_next_opener)
 	}
 }
 
+/*
+ * A slow file (its device throttled: the recording layer delays its syncs
+ * by 1.5 s) must not hold up another file's deferred sync: a second
+ * flusher thread takes the fast file while the first is stuck. The control
+ * run with max_flushers = 1 shows the fast file's sync queued behind the
+ * slow one, so the test can tell the difference.
+ */
+Test(defer, slow_file_does_not_hold_up_another)
+{
+	for (int cap = 0; cap < 2; cap++) {
+		char *slow = h_path(h_fmt("slow%d.dat", cap)), *fast = h_path(h_fmt("fast%d.dat", cap));
+		h_write_file(slow, "");
+		char *ini = fl_ini_write(h_fmt("two%d.ini", cap),
+					 h_fmt("[shim]\npolicy = passthrough\nmax_flushers = %d\n"
+					       "[rule r]\npath = %s/*.dat\nsync = defer\nmax_delay_ms = 20\n",
+					       cap ? 1 : 16, h_ctx.dir));
+		struct h_cmd c;
+		fl_cmd(&c, H_SHIM_REC, ini);
+		h_envf(&c, "RECLAYER_SLOW=%llu:1500", h_ino(slow));
+		h_args(&c, h_prog("fl_two"), slow, fast, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "fl_two");
+		struct h_log log = h_log_load(&c);
+		struct syncs ss = real_syncs(&log, h_ino(slow), 0), sf = real_syncs(&log, h_ino(fast), 0);
+		cr_assert_gt(ss.n, 0);
+		cr_assert_gt(sf.n, 0);
+		/* a flusher thread (not the main thread's final drain) synced the
+		 * fast file while the slow file's sync was still running */
+		bool overtook = false;
+		for (size_t i = 0; i < sf.n; i++)
+			overtook |= sf.r[i]->tid != sf.r[i]->pid && sf.r[i]->t1 < ss.r[0]->t1;
+		if (cap == 0)
+			cr_assert(overtook, "the fast file's deferred sync waited for the slow file's");
+		else
+			cr_assert_not(overtook, "with one flusher thread the fast file must queue (control)");
+	}
+}
+
 /* ======================================================================== */
 /* 6: live reload                                                           */
 /* ======================================================================== */

@@ -166,12 +166,12 @@ section_kahadb() {
 	local jars="$cp/activemq-kahadb-store.jar:$cp/activemq-client.jar:$cp/hawtbuf.jar:$cp/geronimo-jms_1.1_spec.jar:$cp/slf4j-api.jar:$cp/slf4j-nop.jar"
 	echo "## KahaDB DiskBenchmark (FileChannel.force(true) per write)"
 	echo
-	echo "\`java -cp ... org.apache.activemq.store.kahadb.disk.util.DiskBenchmark --bs 4096 --size 20000000 --sample-interval 2000\` (Debian libactivemq-java); $rounds rounds interleaved; median sync writes/s."
+	echo "\`java -cp ... org.apache.activemq.store.kahadb.disk.util.DiskBenchmark --bs=4096 --size=20000000 --sample-interval=2000\` (Debian libactivemq-java); $rounds rounds interleaved; median sync writes/s."
 	echo
 	for ((r = 1; r <= rounds; r++)); do
 		for p in passthrough fdatasync group defer; do
 			(cd "$WORK" && "$RUN" run -p "$p" -- java -cp "$jars" org.apache.activemq.store.kahadb.disk.util.DiskBenchmark \
-				--bs 4096 --size 20000000 --sample-interval 2000 2>/dev/null) |
+				--bs=4096 --size=20000000 --sample-interval=2000 2>/dev/null) |
 				awk '/^Sync Writes:/ {s=1} s && /writes\/second/ {print "result: sync_writes_per_sec=" $1; exit}' >>"$WORK/kd_$p.out" || true
 		done
 	done

@@ -14,6 +14,11 @@
  *   RECLAYER_LOG=FILE   append one line per call to FILE. Each line is one
  *                       write(2) on an O_APPEND descriptor, so lines from
  *                       threads and processes never interleave.
+ *   RECLAYER_SLOW=INO:MS
+ *                       fsync and fdatasync of the file with inode number
+ *                       INO take MS milliseconds longer (a throttled or
+ *                       failing device, for "a slow file must not hold up
+ *                       another file's syncs").
  *   RECLAYER_FAIL=OP:ERRNO[:SKIP[:COUNT]]
  *                       calls of OP number SKIP+1 .. SKIP+COUNT (counted per
  *                       process, from 1) fail with ERRNO without reaching
@@ -297,6 +302,9 @@ static void parse_fail(const char *spec)
 	fail.active = 1;
 }
 
+static unsigned long long slow_ino;
+static long slow_ms;
+
 static void do_init(void)
 {
 	for (int i = 0; i < ID_COUNT; i++)
@@ -320,6 +328,12 @@ static void do_init(void)
 	const char *f = getenv("RECLAYER_FAIL");
 	if (f && *f)
 		parse_fail(f);
+	const char *slow = getenv("RECLAYER_SLOW");
+	if (slow && *slow) {
+		char *end;
+		slow_ino = strtoull(slow, &end, 10);
+		slow_ms = *end == ':' ? strtol(end + 1, NULL, 10) : 0;
+	}
 }
 
 static void rl_init(void)
@@ -475,6 +489,13 @@ static int sync_fd_call(const char *op, int fd, int (*real)(int), long sysno)
 	r.fd = fd;
 	r.ino = ino_of(fd);
 	long ret;
+	if (slow_ms > 0 && r.ino == slow_ino && strcmp(op, "syncfs") != 0) {
+		int e = errno;
+		struct timespec ts = { slow_ms / 1000, (slow_ms % 1000) * 1000000L };
+		while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, &ts) != 0 && errno == EINTR)
+			;
+		errno = e;
+	}
 	if (injected(&r, op))
 		ret = -1;
 	else
