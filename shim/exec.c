@@ -31,24 +31,25 @@ static void before_exec(void)
 
 /* _exit skips atexit and destructors, yet forked workers (fio's, many
  * servers') leave through it: finish their syncs and their log too. */
-SHIM_API void _exit(int status)
+static void before_exit(void)
 {
 	if (!shim_bypass() && own_process()) {
 		atomic_store(&shim.exiting, 1);
 		flusher_flush_all();
 		log_stop();
 	}
+}
+
+SHIM_API void _exit(int status)
+{
+	before_exit();
 	REAL(_exit)(status);
 	__builtin_unreachable();
 }
 
 SHIM_API void _Exit(int status)
 {
-	if (!shim_bypass() && own_process()) {
-		atomic_store(&shim.exiting, 1);
-		flusher_flush_all();
-		log_stop();
-	}
+	before_exit();
 	REAL(_Exit)(status);
 	__builtin_unreachable();
 }

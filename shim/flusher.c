@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -399,21 +398,11 @@ static int ensure_worker(bool more)
 	pthread_mutex_lock(&sched_mu);
 	have = atomic_load(&nworkers);
 	if (have == 0 || (more && nidle == 0 && (uint32_t)have < cap)) {
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old); /* app signals are not ours to take */
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&at, 64 * 1024);
-		pthread_t t;
 		atomic_fetch_add(&nworkers, 1);
-		if (pthread_create(&t, &at, worker_main, NULL) != 0) {
+		if (shim_start_thread(worker_main, 64 * 1024) < 0) {
 			atomic_fetch_sub(&nworkers, 1);
 			r = -1;
 		}
-		pthread_attr_destroy(&at);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	pthread_mutex_unlock(&sched_mu);
 	return atomic_load(&nworkers) > 0 ? 0 : r;

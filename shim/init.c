@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,24 @@ static char *read_config(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	return buf;
+}
+
+int shim_start_thread(void *(*fn)(void *), size_t stack)
+{
+	int e = errno;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, stack);
+	pthread_t t;
+	int r = pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return r;
 }
 
 int shim_build_policy(const char *config, struct policy *p, char *err, size_t errlen)

@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -787,18 +786,8 @@ static void write_header(const struct policy *p)
 
 static void start_thread(void)
 {
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, 128 * 1024);
-	pthread_t t;
-	if (pthread_create(&t, &at, logger_main, NULL) != 0)
+	if (shim_start_thread(logger_main, 128 * 1024) < 0)
 		shim_say("cannot start the logger thread; logging only at exit");
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void log_start(const struct policy *p)

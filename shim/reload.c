@@ -10,7 +10,6 @@
  * for the length of one rule lookup.
  */
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -102,20 +101,8 @@ void reload_maybe_start(void)
 		return;
 	if (atomic_exchange(&watcher_started, 1))
 		return;
-	int e = errno;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, 64 * 1024);
-	pthread_t t;
-	if (pthread_create(&t, &at, watcher_main, NULL) != 0)
+	if (shim_start_thread(watcher_main, 64 * 1024) < 0)
 		atomic_store(&watcher_started, 0);
-	pthread_attr_destroy(&at);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = e;
 }
 
 void reload_atfork_child(void)
