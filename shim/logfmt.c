@@ -136,13 +136,50 @@ static const uint32_t crc_table[256] = {
 	0xd5cf889d, 0x27a40b9e, 0x79b737ba, 0x8bdcb4b9, 0x988c474d, 0x6ae7c44e,
 	0xbe2da0a5, 0x4c4623a6, 0x5f16d052, 0xad7d5351,};
 
-uint32_t logfmt_crc32c(uint32_t crc, const void *buf, size_t len)
+static uint32_t crc32c_table(uint32_t crc, const uint8_t *p, size_t len)
 {
-	const uint8_t *p = buf;
-	crc = ~crc;
 	while (len--)
 		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
+	return crc;
+}
+
+#if defined(__x86_64__)
+/* SSE4.2 computes the same CRC (Castagnoli) 8 bytes an instruction: the
+ * logger checksums every block it writes, a megabyte at a time in calls
+ * mode, and the table loop was a tenth of its time. */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
+{
+	uint64_t c = crc;
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	crc = (uint32_t)c;
+	for (; len; len--)
+		crc = __builtin_ia32_crc32qi(crc, *p++);
+	return crc;
+}
+
+static bool have_sse42(void)
+{
+	static int known; /* 0 unknown, 1 no, 2 yes: a benign race, same answer */
+	if (!known) {
+		__builtin_cpu_init();
+		known = __builtin_cpu_supports("sse4.2") ? 2 : 1;
+	}
+	return known == 2;
+}
+#endif
+
+uint32_t logfmt_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	crc = ~crc;
+#if defined(__x86_64__)
+	if (have_sse42())
+		return ~crc32c_sse42(crc, buf, len);
+#endif
+	return ~crc32c_table(crc, buf, len);
 }
 
 /* ---- bounded little-endian writer ---- */
