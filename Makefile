@@ -66,11 +66,11 @@ $(B)/syncshim: $(SYNCSHIM_SRCS) $(PURE_OBJS)
 $(B)/synclat: $(SYNCLAT_SRCS) $(PURE_OBJS)
 	$(CC) $(CFLAGS) -o $@ $(SYNCLAT_SRCS) $(PURE_OBJS) $(LIBDIR)/libinih.a $(LDSAN) -lm
 
-$(B)/examples/%: examples/%.c
+$(B)/examples/%: examples/%.c $(wildcard examples/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) -o $@ $< -lm
 
-$(B)/tests/progs/%: tests/progs/%.c
+$(B)/tests/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) -o $@ $< -lm
 

@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #define PROG "fsync_thread"
-#define NS_PER_US 1000ULL
-#define NS_PER_SEC 1000000000ULL
+#include "examples.h"
+
 /* Overall samples kept for percentiles; past this a uniform reservoir. */
 #define OVERALL_CAP (1u << 20)
 /* Per-second samples kept for the per-second p99. */
@@ -43,15 +43,6 @@ struct options {
 	uint64_t sync_every_us;
 	double seconds;
 	int keep;
-};
-
-/* Latency samples: exact count/sum/max, percentiles from up to cap
- * samples (a uniform reservoir once more than cap were added). */
-struct lat {
-	uint64_t *v;
-	size_t n, cap;
-	uint64_t count, sum, max;
-	uint64_t rng;
 };
 
 struct run {
@@ -68,153 +59,6 @@ struct run {
 	const char *err_what[2];
 };
 
-static void die(const char *what)
-{
-	fprintf(stderr, "%s: %s: %s\n", PROG, what, strerror(errno));
-	exit(1);
-}
-
-static void die_path(const char *what, const char *path)
-{
-	int e = errno;
-	fprintf(stderr, "%s: %s %s: %s\n", PROG, what, path, strerror(e));
-	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		die("clock_gettime");
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-/* Sleep until an absolute CLOCK_MONOTONIC time; returns at once if past
- * (checked here: the kernel may still apply timer slack to a past time). */
-static void sleep_until(uint64_t t)
-{
-	if (now_ns() >= t)
-		return;
-	struct timespec ts = { .tv_sec = (time_t)(t / NS_PER_SEC),
-			       .tv_nsec = (long)(t % NS_PER_SEC) };
-	int rc;
-	while ((rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
-		;
-	if (rc != 0) {
-		errno = rc;
-		die("clock_nanosleep");
-	}
-}
-
-/* Byte o of the file belongs to the record at o & ~15: that offset in
- * 15 hex digits then '\n'. Depends only on the offset, so any write of any
- * size at any position produces the same file. */
-static void record_init(char r[16], uint64_t rec)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (int d = 14; d >= 0; d--) {
-		r[d] = hex[rec & 15];
-		rec >>= 4;
-	}
-	r[15] = '\n';
-}
-
-/* Advance r to the next record (offset + 16): a hex increment of the
- * digits above the last, cheaper than formatting each record. */
-static void record_next(char r[16])
-{
-	for (int d = 13; d >= 0; d--) {
-		if (r[d] == 'f') {
-			r[d] = '0';
-			continue;
-		}
-		r[d] = r[d] == '9' ? 'a' : (char)(r[d] + 1);
-		return;
-	}
-}
-
-static void fill_pattern(char *buf, uint64_t off, size_t len)
-{
-	char r[16];
-	record_init(r, off & ~15ULL);
-	size_t k = (size_t)(off & 15);
-	for (size_t i = 0; i < len; k = 0) {
-		size_t n = 16 - k;
-		if (n > len - i)
-			n = len - i;
-		memcpy(buf + i, r + k, n);
-		i += n;
-		record_next(r);
-	}
-}
-
-static void lat_init(struct lat *l, size_t cap)
-{
-	memset(l, 0, sizeof(*l));
-	l->cap = cap ? cap : 1;
-	l->v = malloc(l->cap * sizeof(*l->v));
-	if (!l->v)
-		die("malloc");
-	l->rng = 0x9e3779b97f4a7c15ULL;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static void lat_add(struct lat *l, uint64_t ns)
-{
-	l->count++;
-	l->sum += ns;
-	if (ns > l->max)
-		l->max = ns;
-	if (l->n < l->cap) {
-		l->v[l->n++] = ns;
-		return;
-	}
-	/* Reservoir sampling keeps the kept samples uniform over all. */
-	uint64_t j = xorshift(&l->rng) % l->count;
-	if (j < l->cap)
-		l->v[j] = ns;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static void lat_sort(struct lat *l)
-{
-	qsort(l->v, l->n, sizeof(*l->v), cmp_u64);
-}
-
-/* Nearest-rank percentile in microseconds; call lat_sort first. */
-static double lat_pct_us(const struct lat *l, double p)
-{
-	if (l->n == 0)
-		return 0;
-	size_t idx = (size_t)ceil(p / 100.0 * (double)l->n);
-	idx = idx ? idx - 1 : 0;
-	if (idx >= l->n)
-		idx = l->n - 1;
-	return (double)l->v[idx] / NS_PER_US;
-}
-
-static double lat_mean_us(const struct lat *l)
-{
-	return l->count ? (double)l->sum / (double)l->count / NS_PER_US : 0;
-}
-
-static double lat_max_us(const struct lat *l)
-{
-	return (double)l->max / NS_PER_US;
-}
-
 static unsigned second_of(const struct run *r, uint64_t t)
 {
 	uint64_t s = (t - r->t0) / NS_PER_SEC;
@@ -227,22 +71,6 @@ static void fail(struct run *r, int who, const char *what)
 {
 	r->err[who] = errno;
 	r->err_what[who] = what;
-}
-
-/* write() the whole buffer, retrying short writes. */
-static int write_full(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /*
@@ -324,44 +152,6 @@ static void usage(FILE *out)
 		PROG);
 }
 
-static void bad_arg(const char *opt, const char *val)
-{
-	fprintf(stderr, "%s: bad value for %s: '%s'\n", PROG, opt, val);
-	usage(stderr);
-	exit(2);
-}
-
-/* Unsigned integer with optional k/m/g (binary) suffix. */
-static uint64_t parse_u64(const char *s, const char *opt)
-{
-	char *end;
-	errno = 0;
-	if (*s == '-')
-		bad_arg(opt, s);
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		bad_arg(opt, s);
-	int shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		bad_arg(opt, s);
-	return (uint64_t)v << shift;
-}
-
-static double parse_pos_double(const char *s, const char *opt)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v > 0) || v > 1e7)
-		bad_arg(opt, s);
-	return v;
-}
-
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	snprintf(o->path, sizeof(o->path), "/tmp/%s.%ld.dat", PROG, (long)getpid());
@@ -387,11 +177,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		default: usage(stderr); exit(2);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[optind]);
-		usage(stderr);
-		exit(2);
-	}
+	no_extra_args(argc, argv);
 	if (o->size == 0)
 		bad_arg("-s", "0");
 	if (o->sync_every_us == 0)

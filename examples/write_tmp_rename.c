@@ -24,8 +24,8 @@
 #include <unistd.h>
 
 #define PROG "write_tmp_rename"
-#define NS_PER_US 1000ULL
-#define NS_PER_SEC 1000000000ULL
+#include "examples.h"
+
 #define SAMPLE_CAP (1u << 20)
 #define LINE_MAX_LEN 32
 
@@ -38,122 +38,9 @@ struct options {
 	int keep;
 };
 
-/* Latency samples: exact count/sum/max, percentiles from up to cap
- * samples (a uniform reservoir once more than cap were added). */
-struct lat {
-	uint64_t *v;
-	size_t n, cap;
-	uint64_t count, sum, max;
-	uint64_t rng;
-};
-
 struct stats {
 	struct lat write, sync, rename, dirsync, iter;
 };
-
-static void die(const char *what)
-{
-	fprintf(stderr, "%s: %s: %s\n", PROG, what, strerror(errno));
-	exit(1);
-}
-
-static void die_path(const char *what, const char *path)
-{
-	int e = errno;
-	fprintf(stderr, "%s: %s %s: %s\n", PROG, what, path, strerror(e));
-	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		die("clock_gettime");
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static void lat_init(struct lat *l, size_t cap)
-{
-	memset(l, 0, sizeof(*l));
-	l->cap = cap ? cap : 1;
-	l->v = malloc(l->cap * sizeof(*l->v));
-	if (!l->v)
-		die("malloc");
-	l->rng = 0x9e3779b97f4a7c15ULL;
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static void lat_add(struct lat *l, uint64_t ns)
-{
-	l->count++;
-	l->sum += ns;
-	if (ns > l->max)
-		l->max = ns;
-	if (l->n < l->cap) {
-		l->v[l->n++] = ns;
-		return;
-	}
-	/* Reservoir sampling keeps the kept samples uniform over all. */
-	uint64_t j = xorshift(&l->rng) % l->count;
-	if (j < l->cap)
-		l->v[j] = ns;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static void lat_sort(struct lat *l)
-{
-	qsort(l->v, l->n, sizeof(*l->v), cmp_u64);
-}
-
-/* Nearest-rank percentile in microseconds; call lat_sort first. */
-static double lat_pct_us(const struct lat *l, double p)
-{
-	if (l->n == 0)
-		return 0;
-	size_t idx = (size_t)ceil(p / 100.0 * (double)l->n);
-	idx = idx ? idx - 1 : 0;
-	if (idx >= l->n)
-		idx = l->n - 1;
-	return (double)l->v[idx] / NS_PER_US;
-}
-
-static double lat_mean_us(const struct lat *l)
-{
-	return l->count ? (double)l->sum / (double)l->count / NS_PER_US : 0;
-}
-
-static double lat_max_us(const struct lat *l)
-{
-	return (double)l->max / NS_PER_US;
-}
-
-/* write() the whole buffer, retrying short writes. */
-static int write_full(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* Iteration i's content: "iteration=i\n" repeated, cut to size bytes. */
 static void fill_state(char *buf, size_t size, uint64_t i)
@@ -178,34 +65,6 @@ static void usage(FILE *out)
 		"  -k        keep DIR/state (default: remove it)\n"
 		"  -h        this help\n",
 		PROG);
-}
-
-static void bad_arg(const char *opt, const char *val)
-{
-	fprintf(stderr, "%s: bad value for %s: '%s'\n", PROG, opt, val);
-	usage(stderr);
-	exit(2);
-}
-
-/* Unsigned integer with optional k/m/g (binary) suffix. */
-static uint64_t parse_u64(const char *s, const char *opt)
-{
-	char *end;
-	errno = 0;
-	if (*s == '-')
-		bad_arg(opt, s);
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		bad_arg(opt, s);
-	int shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		bad_arg(opt, s);
-	return (uint64_t)v << shift;
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -233,11 +92,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		default: usage(stderr); exit(2);
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[optind]);
-		usage(stderr);
-		exit(2);
-	}
+	no_extra_args(argc, argv);
 	if (o->size == 0)
 		bad_arg("-s", "0");
 }

@@ -37,20 +37,11 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "progs.h"
 
 static int count = 5;
 static const char *dir;
 static int bad;
-
-static void pattern(char *buf, size_t n, unsigned long long off)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		unsigned long long o = off + i;
-		unsigned pos = (unsigned)(o & 15);
-		buf[i] = pos == 15 ? '\n' : hex[((o & ~15ull) >> (4 * (14 - pos))) & 15];
-	}
-}
 
 static void path_of(char *out, const char *name)
 {

@@ -48,33 +48,17 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "progs.h"
 
 extern char **environ;
 
 static long size = 65536;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 		;
-}
-
-static void pattern(char *buf, size_t n, unsigned long long off)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		unsigned long long o = off + i;
-		unsigned pos = (unsigned)(o & 15);
-		buf[i] = pos == 15 ? '\n' : hex[((o & ~15ull) >> (4 * (14 - pos))) & 15];
-	}
 }
 
 static void die(const char *what)

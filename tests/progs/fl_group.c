@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "progs.h"
 
 #define MAX_THREADS 64
 
@@ -42,23 +43,6 @@ struct worker {
 	struct call *calls;
 	int failed;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void pattern(char *buf, size_t n, unsigned long long off)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		unsigned long long o = off + i;
-		unsigned pos = (unsigned)(o & 15);
-		buf[i] = pos == 15 ? '\n' : hex[((o & ~15ull) >> (4 * (14 - pos))) & 15];
-	}
-}
 
 static void *run(void *arg)
 {

@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "progs.h"
 
 #define MAX_THREADS 64
 #define MAX_SHARED 8
@@ -57,23 +58,6 @@ struct worker {
 	long idx;
 	long own_records;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void pattern(char *buf, size_t n, unsigned long long off)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		unsigned long long o = off + i;
-		unsigned pos = (unsigned)(o & 15);
-		buf[i] = pos == 15 ? '\n' : hex[((o & ~15ull) >> (4 * (14 - pos))) & 15];
-	}
-}
 
 static void fail(const char *who, long idx, const char *what)
 {

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "progs.h"
 
 #define MAX_THREADS 64
 
@@ -32,16 +33,6 @@ static int shared_fd;
 static atomic_ullong next_off;
 static atomic_int failed;
 static atomic_int syncs;
-
-static void pattern(char *buf, size_t n, unsigned long long off)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		unsigned long long o = off + i;
-		unsigned pos = (unsigned)(o & 15);
-		buf[i] = pos == 15 ? '\n' : hex[((o & ~15ull) >> (4 * (14 - pos))) & 15];
-	}
-}
 
 static int do_sync(int fd)
 {

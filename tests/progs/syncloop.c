@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "progs.h"
 
 #define MAX_FILES 8
 
@@ -45,16 +46,6 @@ struct file {
 	int fd;
 	char *map;
 };
-
-static void pattern(char *buf, size_t n, unsigned long long off)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		unsigned long long o = off + i;
-		unsigned pos = (unsigned)(o & 15);
-		buf[i] = pos == 15 ? '\n' : hex[((o & ~15ull) >> (4 * (14 - pos))) & 15];
-	}
-}
 
 static void fail_call(const char *call, unsigned long long i, const char *path)
 {
