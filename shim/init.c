@@ -71,7 +71,7 @@ static char *read_config(const char *path, char *err, size_t errlen)
 	return buf;
 }
 
-int shim_start_thread(void *(*fn)(void *), size_t stack)
+int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
 {
 	int e = errno;
 	sigset_t all, old;
@@ -83,6 +83,8 @@ int shim_start_thread(void *(*fn)(void *), size_t stack)
 	pthread_attr_setstacksize(&at, stack);
 	pthread_t t;
 	int r = pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	if (r == 0)
+		pthread_setname_np(t, name);
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = e;

@@ -101,7 +101,7 @@ void reload_maybe_start(void)
 		return;
 	if (atomic_exchange(&watcher_started, 1))
 		return;
-	if (shim_start_thread(watcher_main, 64 * 1024) < 0)
+	if (shim_start_thread(watcher_main, 64 * 1024, "syncshim-watch") < 0)
 		atomic_store(&watcher_started, 0);
 }
 

@@ -178,9 +178,9 @@ char *shim_strdup(const char *s);
 /* init.c */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Start one of the shim's own threads: detached, small stack, every
- * signal blocked (the app's signals are not ours to take). 0 or -1;
- * errno is left as it was. */
-int shim_start_thread(void *(*fn)(void *), size_t stack);
+ * signal blocked (the app's signals are not ours to take), named so top -H
+ * and perf tell it from the app's. 0 or -1; errno is left as it was. */
+int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name);
 /* Built-in defaults, then the ini file, then SYNCSHIM_POLICY. */
 int shim_build_policy(const char *config, struct policy *p, char *err, size_t errlen);
 

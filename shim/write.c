@@ -12,12 +12,15 @@
 #include "shim.h"
 #include "trace.h"
 
-static void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op op,
-		       ssize_t r, const struct trace_start *t)
+static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op op,
+			      ssize_t r, const struct trace_start *t)
 {
-	int saved = errno;
 	/* Only the flusher reads the dirty count: other files skip the atomic. */
-	if (r > 0 && ((state & SLOT_OSYNC_DEFER) || f->rule.sync == SYNC_DEFER)) {
+	bool deferred = r > 0 && ((state & SLOT_OSYNC_DEFER) || f->rule.sync == SYNC_DEFER);
+	if (!deferred && !t->t0)
+		return; /* the common case: nothing to do, errno never touched */
+	int saved = errno;
+	if (deferred) {
 		atomic_fetch_add_explicit(&f->dirty_bytes, (uint64_t)r, memory_order_relaxed);
 		flusher_after_write(f, fd, state);
 	}
