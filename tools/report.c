@@ -912,16 +912,18 @@ static void cmp_text_ratio(FILE *out, const double a[CMP_NMETRIC], const double 
 	fputc('\n', out);
 }
 
+/* Column heads of the comparison, in cmp_values() order. */
+static const char *const cmp_head[CMP_NMETRIC] = { "count", "calls/s", "MB/s", "mean", "p50",
+						   "p90", "p99", "p99.9", "p99.99", "max" };
+
 static void compare_text(FILE *out, const struct run *a, const struct run *b)
 {
-	static const char *const head[CMP_NMETRIC] = { "count", "calls/s", "MB/s", "mean", "p50",
-						       "p90", "p99", "p99.9", "p99.99", "max" };
 	fputs("synclat compare\n", out);
 	cmp_side_head(out, "A", a);
 	cmp_side_head(out, "B", b);
 	fprintf(out, "\n%-20s %-4s", "op", "run");
 	for (int i = 0; i < CMP_NMETRIC; i++)
-		fprintf(out, " %10s", head[i]);
+		fprintf(out, " %10s", cmp_head[i]);
 	fputc('\n', out);
 	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
 		struct cmp_row c;
@@ -1066,11 +1068,9 @@ static void html_row(FILE *out, const char *op, const char *run, const double v[
 
 void compare_html_table(FILE *out, const struct run *a, const struct run *b)
 {
-	static const char *const head[CMP_NMETRIC] = { "count", "calls/s", "MB/s", "mean", "p50",
-						       "p90", "p99", "p99.9", "p99.99", "max" };
 	fputs("<table>\n<tr><th>op</th><th>run</th>", out);
 	for (int i = 0; i < CMP_NMETRIC; i++)
-		fprintf(out, "<th>%s</th>", head[i]);
+		fprintf(out, "<th>%s</th>", cmp_head[i]);
 	fputs("</tr>\n", out);
 	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
 		struct cmp_row c;
