@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -172,6 +173,10 @@ __attribute__((constructor)) static void shim_init(void)
 	real_resolve_all();
 	fdtable_init();
 	const char *config = getenv("SYNCSHIM_CONFIG");
+	/* Absolute, so the reload watcher still finds it after the app chdirs. */
+	char abs[PATH_MAX];
+	if (config && *config && realpath(config, abs) && strlen(abs) < sizeof(shim.config_path))
+		config = abs;
 	if (config)
 		snprintf(shim.config_path, sizeof(shim.config_path), "%s", config);
 	char err[POLICY_ERR_MAX];
