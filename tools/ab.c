@@ -159,6 +159,10 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	args[n++] = svg;
 	args[n++] = "--html";
 	args[n++] = html;
+	args[n++] = "--name-a";
+	args[n++] = (char *)a->spec; /* the legend says "A: passthrough (3 logs)" */
+	args[n++] = "--name-b";
+	args[n++] = (char *)b->spec;
 	n = collect_logs(dir, args, n, (int)(sizeof(args) / sizeof(args[0])) - 1);
 	args[n] = NULL;
 	printf("\nA = %s, B = %s; logs and plots in %s\n", a->spec, b->spec, dir);

@@ -38,6 +38,7 @@ static const char usage_text[] =
 	"  --files         report: add the per-file table\n"
 	"  --svg FILE      compare: write percentile and per-second plots as SVG\n"
 	"  --html FILE     compare: write one HTML page with the table and the plots\n"
+	"  --name-a NAME, --name-b NAME   compare: what to call each side in the plots\n"
 	"  --salvage       report a damaged log up to its first bad block\n"
 	"exit status: 0 ok, 1 usage error, 2 bad input\n";
 
@@ -48,6 +49,7 @@ struct opts {
 	const char *svg, *html;
 	char **side[2];         /* -a and -b values */
 	size_t nside[2];
+	const char *name[2];    /* --name-a, --name-b */
 };
 
 /* The logs of one run, read and merged. */
@@ -79,7 +81,8 @@ static void side_free(struct side *s)
 
 /* Reads every log of a side; on bad input prints the reader's one-line
  * message and returns EXIT_INPUT. */
-static int side_load(struct side *s, char *const *paths, size_t n, const struct opts *o, FILE *err)
+static int side_load(struct side *s, char *const *paths, size_t n, const char *name,
+		     const struct opts *o, FILE *err)
 {
 	memset(s, 0, sizeof(*s));
 	s->logs = calloc(n, sizeof(*s->logs));
@@ -101,9 +104,13 @@ static int side_load(struct side *s, char *const *paths, size_t n, const struct 
 		fprintf(err, "synclat: %s\n", e.msg);
 		return EXIT_INPUT;
 	}
-	for (size_t i = 0; i < n; i++)
-		snprintf(s->label + strlen(s->label), sizeof(s->label) - strlen(s->label), "%s%s",
-			 i ? ", " : "", paths[i]);
+	/* A label that fits a plot legend: the name given, else the log. */
+	if (name)
+		snprintf(s->label, sizeof(s->label), "%s (%zu log%s)", name, n, n == 1 ? "" : "s");
+	else if (n == 1)
+		snprintf(s->label, sizeof(s->label), "%s", paths[0]);
+	else
+		snprintf(s->label, sizeof(s->label), "%s and %zu more", paths[0], n - 1);
 	run_build(&s->run, s->ptrs, n);
 	report_warnings(err, &s->run);
 	return 0;
@@ -143,7 +150,7 @@ static int cmd_report(char **paths, size_t n, const struct opts *o, FILE *out, F
 	if (n == 0)
 		return usage(err, "report: no LOG given");
 	struct side s;
-	int rc = side_load(&s, paths, n, o, err);
+	int rc = side_load(&s, paths, n, NULL, o, err);
 	if (rc == 0)
 		report_print(out, &s.run, o->fmt, o->flags);
 	side_free(&s);
@@ -178,9 +185,9 @@ static int cmd_compare(char **args, size_t nargs, struct opts *o, FILE *out, FIL
 
 	struct side a, b;
 	memset(&b, 0, sizeof(b));
-	rc = side_load(&a, paths[0], n[0], o, err);
+	rc = side_load(&a, paths[0], n[0], o->name[0], o, err);
 	if (!rc)
-		rc = side_load(&b, paths[1], n[1], o, err);
+		rc = side_load(&b, paths[1], n[1], o->name[1], o, err);
 	if (!rc) {
 		compare_print(out, &a.run, &b.run, o->fmt);
 		if (o->svg)
@@ -204,6 +211,8 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 		{ "salvage", no_argument, NULL, 'S' },
 		{ "svg", required_argument, NULL, 'g' },
 		{ "html", required_argument, NULL, 'H' },
+		{ "name-a", required_argument, NULL, 'A' },
+		{ "name-b", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -230,6 +239,12 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 		case 'a':
 		case 'b':
 			o->side[c == 'b'][o->nside[c == 'b']++] = optarg;
+			break;
+		case 'A':
+		case 'B':
+			if (!compare)
+				return usage(err, "--name-a and --name-b belong to compare");
+			o->name[c == 'B'] = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, out);
