@@ -311,6 +311,25 @@ static void enqueue(struct notice *n)
 	pthread_mutex_unlock(&L.queue_mu);
 }
 
+static const char *fstype_name(const char *path)
+{
+	struct statfs sf;
+	if (!path[0] || statfs(path, &sf) != 0)
+		return "unknown";
+	switch ((unsigned long)sf.f_type) {
+	case 0xEF53: return "ext4";
+	case 0x58465342: return "xfs";
+	case 0x01021994: return "tmpfs";
+	case 0x9123683E: return "btrfs";
+	case 0x6969: return "nfs";
+	case 0x794c7630: return "overlay";
+	case 0x2fc12fc1: return "zfs";
+	case 0xF2F52010: return "f2fs";
+	case 0x65735546: return "fuse";
+	default: return "other";
+	}
+}
+
 void log_file_created(const struct shim_file *f)
 {
 	if (!L.open)
@@ -324,7 +343,9 @@ void log_file_created(const struct shim_file *f)
 		return;
 	memcpy(n->text, path, plen);
 	memcpy(n->text + plen, rname, rlen);
+	/* The fs type now: the file may be gone by the time the logger looks. */
 	n->file = (struct logfmt_file){
+		.fstype = fstype_name(path),
 		.id = f->id,
 		.rule = (uint16_t)(f->rule_index + 1),
 		.dev = f->dev,
@@ -387,24 +408,6 @@ static void write_block(size_t len)
 	L.seq++;
 }
 
-static const char *fstype_name(const char *path)
-{
-	struct statfs sf;
-	if (!path[0] || statfs(path, &sf) != 0)
-		return "unknown";
-	switch ((unsigned long)sf.f_type) {
-	case 0xEF53: return "ext4";
-	case 0x58465342: return "xfs";
-	case 0x01021994: return "tmpfs";
-	case 0x9123683E: return "btrfs";
-	case 0x6969: return "nfs";
-	case 0x794c7630: return "overlay";
-	case 0x2fc12fc1: return "zfs";
-	case 0xF2F52010: return "f2fs";
-	case 0x65735546: return "fuse";
-	default: return "other";
-	}
-}
 
 static void write_policy(const struct policy *p, uint64_t time_ns)
 {
@@ -428,7 +431,6 @@ static void drain_queue(void)
 			write_block(logfmt_encode_event(L.buf, BUF_BYTES, L.seq, &n->event));
 			break;
 		case NOTICE_FILE:
-			n->file.fstype = fstype_name(n->file.path);
 			write_block(logfmt_encode_file(L.buf, BUF_BYTES, L.seq, &n->file));
 			break;
 		case NOTICE_POLICY:

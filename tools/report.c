@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "policy.h"
+
 const double report_pct[REPORT_NPCT] = { 50, 90, 99, 99.9, 99.99 };
 const char *const report_pct_name[REPORT_NPCT] = { "p50", "p90", "p99", "p99.9", "p99.99" };
 
@@ -429,6 +431,13 @@ static void print_files(FILE *out, const struct run *r)
 		return;
 	fprintf(out, "\nfiles %8s %10s %8s %10s %10s %10s %8s  %-8s %-10s %s\n", "writes", "bytes",
 		"syncs", "sync p50", "sync p99", "sync max", "flushes", "fs", "rule", "path");
+	/* Per-file counts come from call records: a summary log has none, and
+	 * zeros would read as "this file was never written". */
+	bool any_records = false;
+	for (size_t l = 0; l < r->nlogs; l++)
+		any_records |= r->logs[l]->log_mode == LOG_CALLS;
+	if (!any_records)
+		fputs("(per-file counts need log_mode = calls; the files are listed only)\n", out);
 	for (size_t i = 0; i < r->nfiles; i++) {
 		const struct run_file *f = v[i];
 		struct file_sum s = file_sum(f);
