@@ -177,8 +177,11 @@ __attribute__((constructor)) static void shim_init(void)
 	char abs[PATH_MAX];
 	if (config && *config && realpath(config, abs) && strlen(abs) < sizeof(shim.config_path))
 		config = abs;
-	if (config)
-		snprintf(shim.config_path, sizeof(shim.config_path), "%s", config);
+	/* Too long a name is still read below; only the reload watcher, which
+	 * needs it stored, goes without. */
+	if (config && snprintf(shim.config_path, sizeof(shim.config_path), "%s", config) >=
+			      (int)sizeof(shim.config_path))
+		shim.config_path[0] = '\0';
 	char err[POLICY_ERR_MAX];
 	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0)
 		shim_say("%s; running as passthrough", err);
