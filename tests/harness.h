@@ -285,35 +285,15 @@ H_FN void h_env(struct h_cmd *c, const char *kv)
 	c->env[c->envc] = NULL;
 }
 
-static void h_envf(struct h_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-H_FN void h_envf(struct h_cmd *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *s = NULL;
-	int r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	cr_assert(r >= 0);
-	h_env(c, s);
-}
+/* h_env/h_arg with a printf format (h_fmt checks it). */
+#define h_envf(c, ...) h_env((c), h_fmt(__VA_ARGS__))
+#define h_argf(c, ...) h_arg((c), h_fmt(__VA_ARGS__))
 
 H_FN void h_arg(struct h_cmd *c, const char *a)
 {
 	cr_assert_lt(c->argc, H_MAX_ARGS - 1);
 	c->argv[c->argc++] = h_strdup(a);
 	c->argv[c->argc] = NULL;
-}
-
-static void h_argf(struct h_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-H_FN void h_argf(struct h_cmd *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *s = NULL;
-	int r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	cr_assert(r >= 0);
-	h_arg(c, s);
 }
 
 /* NULL-terminated list of arguments. */

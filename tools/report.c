@@ -820,6 +820,27 @@ static void cmp_values(const struct op_stats *s, double v[CMP_NMETRIC])
 	v[9] = (double)s->max_ns;
 }
 
+/* One op of a comparison: both sides' stats and their metric values. */
+struct cmp_line {
+	struct cmp_row c;
+	double va[CMP_NMETRIC], vb[CMP_NMETRIC];
+};
+
+/* Advances *op to the next op either side has (from *op on) and fills
+ * line; false when there is none. Every output format walks the ops so. */
+static bool cmp_next(const struct run *a, const struct run *b, unsigned *op, struct cmp_line *line)
+{
+	for (; *op < LOGOP_COUNT; ++*op) {
+		cmp_row(a, b, *op, &line->c);
+		if (!line->c.in_a && !line->c.in_b)
+			continue;
+		cmp_values(&line->c.a, line->va);
+		cmp_values(&line->c.b, line->vb);
+		return true;
+	}
+	return false;
+}
+
 /* Appends to a bounded line without overflowing it. */
 static void cat(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -934,14 +955,10 @@ static void compare_text(FILE *out, const struct run *a, const struct run *b)
 	for (int i = 0; i < CMP_NMETRIC; i++)
 		fprintf(out, " %10s", cmp_head[i]);
 	fputc('\n', out);
-	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
-		struct cmp_row c;
-		cmp_row(a, b, op, &c);
-		if (!c.in_a && !c.in_b)
-			continue;
-		double va[CMP_NMETRIC], vb[CMP_NMETRIC];
-		cmp_values(&c.a, va);
-		cmp_values(&c.b, vb);
+	struct cmp_line line;
+	for (unsigned op = 0; cmp_next(a, b, &op, &line); op++) {
+		const struct cmp_row c = line.c;
+		const double *va = line.va, *vb = line.vb;
 		cmp_text_row(out, logop_name(op), "A", va, c.in_a);
 		cmp_text_row(out, "", "B", vb, c.in_b);
 		cmp_text_ratio(out, va, vb, c.in_a && c.in_b);
@@ -954,14 +971,10 @@ static void compare_text(FILE *out, const struct run *a, const struct run *b)
 static void compare_csv(FILE *out, const struct run *a, const struct run *b)
 {
 	fputs("op,class,metric,a,b,b_over_a\n", out);
-	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
-		struct cmp_row c;
-		cmp_row(a, b, op, &c);
-		if (!c.in_a && !c.in_b)
-			continue;
-		double va[CMP_NMETRIC], vb[CMP_NMETRIC];
-		cmp_values(&c.a, va);
-		cmp_values(&c.b, vb);
+	struct cmp_line line;
+	for (unsigned op = 0; cmp_next(a, b, &op, &line); op++) {
+		const struct cmp_row c = line.c;
+		const double *va = line.va, *vb = line.vb;
 		for (int i = 0; i < CMP_NMETRIC; i++) {
 			fprintf(out, "%s,%s,%s,%.6g,%.6g,", logop_name(op), op_class(op), cmp_metric[i],
 				va[i], vb[i]);
@@ -994,14 +1007,10 @@ static void compare_json(FILE *out, const struct run *a, const struct run *b)
 	json_side(out, "b", b);
 	fputs(",\"ops\":[", out);
 	int n = 0;
-	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
-		struct cmp_row c;
-		cmp_row(a, b, op, &c);
-		if (!c.in_a && !c.in_b)
-			continue;
-		double va[CMP_NMETRIC], vb[CMP_NMETRIC];
-		cmp_values(&c.a, va);
-		cmp_values(&c.b, vb);
+	struct cmp_line line;
+	for (unsigned op = 0; cmp_next(a, b, &op, &line); op++) {
+		const struct cmp_row c = line.c;
+		const double *va = line.va, *vb = line.vb;
 		fprintf(out, "%s{\"op\":\"%s\",\"class\":\"%s\",\"a\":", n++ ? "," : "", logop_name(op),
 			op_class(op));
 		if (c.in_a) {
@@ -1081,14 +1090,10 @@ void compare_html_table(FILE *out, const struct run *a, const struct run *b)
 	for (int i = 0; i < CMP_NMETRIC; i++)
 		fprintf(out, "<th>%s</th>", cmp_head[i]);
 	fputs("</tr>\n", out);
-	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
-		struct cmp_row c;
-		cmp_row(a, b, op, &c);
-		if (!c.in_a && !c.in_b)
-			continue;
-		double va[CMP_NMETRIC], vb[CMP_NMETRIC];
-		cmp_values(&c.a, va);
-		cmp_values(&c.b, vb);
+	struct cmp_line line;
+	for (unsigned op = 0; cmp_next(a, b, &op, &line); op++) {
+		const struct cmp_row c = line.c;
+		const double *va = line.va, *vb = line.vb;
 		html_row(out, logop_name(op), "A", va, c.in_a, "a");
 		html_row(out, "", "B", vb, c.in_b, "b");
 		fputs("<tr class=\"ratio\"><td></td><td>B/A</td>", out);
