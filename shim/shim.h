@@ -8,8 +8,8 @@
  * (dev, inode): that is where the rule, the dirty byte count, sticky sync
  * errors and the flusher live.
  *
- * The write path only reads a slot and does relaxed atomic adds on the
- * file: no lock, no allocation, async-signal-safe. Opens, closes, dups and
+ * The write path only reads a slot (and, for deferred files, adds to the
+ * dirty count atomically): no lock, no allocation, async-signal-safe. Opens, closes, dups and
  * first sight of an unknown descriptor take the registry lock; a thread
  * already inside the shim (shim_busy) or a signal handler interrupting it
  * never waits for that lock, it passes the call straight through.
@@ -79,7 +79,7 @@ struct shim_file {
 	ino_t ino;
 	int rule_index;             /* -1: the [shim] default rule */
 	struct rule rule;           /* copy: a reload rewrites it under the lock */
-	_Atomic uint64_t dirty_bytes;   /* written since the last real sync began */
+	_Atomic uint64_t dirty_bytes;   /* written since the last real sync began (defer files) */
 	_Atomic uint32_t err_seq;       /* failed deferred syncs so far */
 	_Atomic int err_errno;          /* errno of the latest one */
 	_Atomic uint32_t err_seen_seq;  /* newest err_seq some fd has reported */

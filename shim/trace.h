@@ -3,9 +3,8 @@
  *
  * With logging off the cost is one load of a global and a branch. With it
  * on, a call is stamped twice with the cheapest clock there is - the TSC
- * when the CPU says it is invariant, else CLOCK_MONOTONIC - and handed to
- * the logger (log.c), which converts stamps to nanoseconds off the app's
- * path.
+ * when the CPU says it is invariant, else CLOCK_MONOTONIC - and counted
+ * by log.c into the calling thread's own counters.
  */
 #ifndef SYNCSHIM_TRACE_H
 #define SYNCSHIM_TRACE_H
