@@ -36,8 +36,11 @@ LIBDIR := $(shell gcc -print-multiarch 2>/dev/null)
 LIBDIR := /usr/lib/$(if $(LIBDIR),$(LIBDIR),x86_64-linux-gnu)
 # The shim's private allocator and ini parser are linked in statically and
 # kept hidden, so the host's malloc and symbols are never replaced.
-SHIM_STATIC := $(LIBDIR)/libinih.a $(LIBDIR)/libjemalloc_pic.a
-SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=shim/exports.map \
+# The ThreadSanitizer build uses libc's allocator (TSan cannot see
+# jemalloc's own synchronisation): see shim/alloc.c.
+SHIM_ALLOC := $(if $(filter -DSYNCSHIM_TSAN,$(SAN)),,$(B)/jemalloc_private.a)
+SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
+SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
 
 .PHONY: all deps bench-deps test run-tests asan bench demo install clean java
@@ -57,8 +60,26 @@ $(B)/obj/%.o: %.c $(wildcard shim/*.h policy/*.h tools/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
 
-$(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) shim/exports.map
+$(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) $(B)/exports.map $(SHIM_ALLOC)
 	$(CC) $(LDSAN) -o $@ $(SHIM_OBJS) $(PURE_OBJS) $(SHIM_STATIC) $(SHIM_LDFLAGS)
+
+# The export map is made from the one list of interposed calls
+# (SHIM_REAL_FUNCS in shim/real.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
+# never be written and silently left unexported.
+$(B)/exports.map: shim/real.h
+	@mkdir -p $(B)
+	@{ echo '{'; echo '  global:'; \
+	  sed -n 's/^[[:space:]]*X([^,]*, *\([A-Za-z0-9_]*\),.*/    \1;/p' shim/real.h; \
+	  for s in $$(sed -n 's/^#define SHIM_EXTRA_EXPORTS //p' shim/real.h); do echo "    $$s;"; done; \
+	  echo '  local: *;'; echo '};'; } > $@
+
+# The private allocator, deaf to the host's MALLOC_CONF and
+# /etc/malloc.conf, with its fork handlers ours to call (shim/alloc.c).
+$(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a
+	@mkdir -p $(B)
+	objcopy --redefine-sym secure_getenv=syncshim_je_secure_getenv \
+	  --redefine-sym readlink=syncshim_je_readlink \
+	  --redefine-sym pthread_atfork=syncshim_je_atfork $< $@
 
 $(B)/syncshim: $(SYNCSHIM_SRCS) $(PURE_OBJS)
 	$(CC) $(CFLAGS) -o $@ $(SYNCSHIM_SRCS) $(PURE_OBJS) $(LIBDIR)/libinih.a $(LDSAN) -lm

@@ -45,6 +45,7 @@ static const char *const real_sync_names[REAL_SYNC_COUNT] = {
 };
 static const char *const on_close_names[ON_CLOSE_COUNT] = { "async", "sync" };
 static const char *const log_mode_names[LOG_MODE_COUNT] = { "off", "summary", "calls" };
+static const char *const unreported_names[UNREPORTED_COUNT] = { "warn", "exit" };
 
 static int ascii_lower(int c)
 {
@@ -79,12 +80,17 @@ int osync_mode_parse(const char *name) { return name_parse(osync_names, OSYNC_MO
 int real_sync_parse(const char *name) { return name_parse(real_sync_names, REAL_SYNC_COUNT, name); }
 int on_close_parse(const char *name) { return name_parse(on_close_names, ON_CLOSE_COUNT, name); }
 int log_mode_parse(const char *name) { return name_parse(log_mode_names, LOG_MODE_COUNT, name); }
+int unreported_errors_parse(const char *name) { return name_parse(unreported_names, UNREPORTED_COUNT, name); }
 
 const char *sync_policy_name(enum sync_policy s) { return name_of(sync_names, SYNC_POLICY_COUNT, s); }
 const char *osync_mode_name(enum osync_mode m) { return name_of(osync_names, OSYNC_MODE_COUNT, m); }
 const char *real_sync_name(enum real_sync r) { return name_of(real_sync_names, REAL_SYNC_COUNT, r); }
 const char *on_close_name(enum on_close c) { return name_of(on_close_names, ON_CLOSE_COUNT, c); }
 const char *log_mode_name(enum log_mode m) { return name_of(log_mode_names, LOG_MODE_COUNT, m); }
+const char *unreported_errors_name(enum unreported_errors u)
+{
+	return name_of(unreported_names, UNREPORTED_COUNT, u);
+}
 
 enum osync_mode rule_osync(const struct rule *r)
 {
@@ -139,7 +145,7 @@ const struct rule *policy_match(const struct policy *p, const char *abspath)
 /* ---- keys --------------------------------------------------------------- */
 
 enum key_id {
-	K_POLICY, K_LOG, K_LOG_MODE, K_MAX_FLUSHERS, K_RING_RECORDS, K_RELOAD,
+	K_POLICY, K_LOG, K_LOG_MODE, K_MAX_FLUSHERS, K_RING_RECORDS, K_RELOAD, K_UNREPORTED_ERRORS,
 	K_PATH, K_SYNC,
 	K_OSYNC, K_REAL_SYNC, K_ON_CLOSE, K_MAX_DELAY_MS, K_MAX_BYTES, K_MAX_CALLS,
 	K_WRITEBACK_BYTES, K_GROUP_WAIT_US,
@@ -158,6 +164,7 @@ static const struct key_def {
 	[K_MAX_FLUSHERS] = { "max_flushers", IN_SHIM },
 	[K_RING_RECORDS] = { "ring_records", IN_SHIM },
 	[K_RELOAD] = { "reload", IN_SHIM },
+	[K_UNREPORTED_ERRORS] = { "unreported_errors", IN_SHIM },
 	[K_PATH] = { "path", IN_RULE },
 	[K_SYNC] = { "sync", IN_RULE },
 	[K_OSYNC] = { "osync", IN_BOTH },
@@ -440,6 +447,11 @@ static bool set_key(struct parser *ps, int k, const char *v)
 		return true;
 	case K_RELOAD:
 		return set_bool(ps, k, v, &p->reload);
+	case K_UNREPORTED_ERRORS:
+		if (!set_enum(ps, k, v, unreported_names, UNREPORTED_COUNT, &e))
+			return false;
+		p->unreported_errors = (enum unreported_errors)e;
+		return true;
 	case K_LOG:
 		return set_log_path(ps, v);
 	case K_PATH:
@@ -858,6 +870,7 @@ size_t policy_format(const struct policy *p, char *buf, size_t len)
 	put(&o, "max_flushers = %u\n", (unsigned)p->max_flushers);
 	put(&o, "ring_records = %u\n", (unsigned)p->ring_records);
 	put(&o, "reload = %s\n", p->reload ? "true" : "false");
+	put(&o, "unreported_errors = %s\n", unreported_errors_name(p->unreported_errors));
 	put_knobs(&o, &p->deflt);
 	for (int i = 0; i < p->nrules && i < POLICY_MAX_RULES; i++) {
 		const struct rule *r = &p->rules[i];

@@ -53,6 +53,14 @@ enum on_close {
 	ON_CLOSE_COUNT
 };
 
+/* What a sync error that no descriptor can report does at exit (it is
+ * always said on stderr). */
+enum unreported_errors {
+	UNREPORTED_WARN = 0,  /* the line on stderr only */
+	UNREPORTED_EXIT,      /* also exit 74 (EX_IOERR) instead of a successful status */
+	UNREPORTED_COUNT
+};
+
 enum log_mode {
 	LOG_OFF = 0,
 	LOG_SUMMARY,
@@ -86,6 +94,7 @@ struct policy {
 	uint32_t max_flushers;
 	uint32_t ring_records;        /* calls mode: per-thread ring capacity */
 	bool reload;                  /* watch the ini file and apply changes */
+	enum unreported_errors unreported_errors;
 	char source[POLICY_PATH_MAX]; /* file it came from, "" if built-in */
 };
 
@@ -116,6 +125,8 @@ int real_sync_parse(const char *name);
 const char *real_sync_name(enum real_sync r);
 int on_close_parse(const char *name);
 const char *on_close_name(enum on_close c);
+int unreported_errors_parse(const char *name);
+const char *unreported_errors_name(enum unreported_errors u);
 
 /* The O_SYNC handling a rule resolves to once OSYNC_AUTO is applied. */
 enum osync_mode rule_osync(const struct rule *r);

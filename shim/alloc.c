@@ -8,26 +8,122 @@
  * names so no call here can be confused with the host's malloc/free.
  * Rule: memory from libc (strdup, getline, ...) is never freed here, and
  * memory from here is never handed to libc to free.
+ *
+ * The copy is also deaf to the host: the Makefile renames three of its
+ * references (objcopy --redefine-sym) to the functions below, so it never
+ * reads the host's MALLOC_CONF or /etc/malloc.conf (a host tuning or
+ * breaking its own jemalloc must see no difference in ours), and it never
+ * registers fork handlers of its own: init.c calls them, after taking the
+ * shim's locks, so the order of every lock around fork is ours to define.
+ *
+ * An allocation runs with shim_busy raised: jemalloc's own mmap, open and
+ * read reach the shim's interposers, which then pass straight through, and
+ * a signal handler interrupting it never re-enters jemalloc through us.
+ *
+ * The ThreadSanitizer build (SYNCSHIM_TSAN) uses libc's allocator instead:
+ * TSan cannot see jemalloc's internal synchronisation and would report
+ * every recycled block as a race.
  */
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim.h"
 
-void *mallocx(size_t size, int flags);
-void dallocx(void *ptr, int flags);
-#define MALLOCX_ZERO_FLAG 0x40 /* jemalloc's MALLOCX_ZERO */
-
+#ifdef SYNCSHIM_TSAN
 void *shim_alloc(size_t n)
 {
-	return mallocx(n ? n : 1, MALLOCX_ZERO_FLAG);
+	shim_enter();
+	void *p = calloc(1, n ? n : 1);
+	shim_leave();
+	return p;
 }
 
 void shim_free(void *p)
 {
-	if (p)
-		dallocx(p, 0);
+	shim_enter();
+	free(p);
+	shim_leave();
 }
+
+void alloc_atfork_prepare(void) {}
+void alloc_atfork_parent(void) {}
+void alloc_atfork_child(void) {}
+#else
+void *mallocx(size_t size, int flags);
+void dallocx(void *ptr, int flags);
+#define MALLOCX_ZERO_FLAG 0x40 /* jemalloc's MALLOCX_ZERO */
+
+/* One arena and no thread caches: the shim allocates a few small objects
+ * per file, and should cost the host as little memory as it can. */
+__attribute__((used)) const char *malloc_conf = "narenas:1,tcache:false";
+
+static void (*je_prepare)(void), (*je_parent)(void), (*je_child)(void);
+
+/* jemalloc's pthread_atfork, renamed: remember, do not register. */
+int syncshim_je_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+int syncshim_je_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+	je_prepare = prepare;
+	je_parent = parent;
+	je_child = child;
+	return 0;
+}
+
+/* jemalloc's secure_getenv and readlink, renamed: MALLOC_CONF and the
+ * /etc/malloc.conf symlink are the host's settings, not ours. */
+char *syncshim_je_secure_getenv(const char *name);
+char *syncshim_je_secure_getenv(const char *name)
+{
+	(void)name;
+	return NULL;
+}
+
+ssize_t syncshim_je_readlink(const char *path, char *buf, size_t len);
+ssize_t syncshim_je_readlink(const char *path, char *buf, size_t len)
+{
+	(void)path, (void)buf, (void)len;
+	errno = ENOENT;
+	return -1;
+}
+
+void alloc_atfork_prepare(void)
+{
+	if (je_prepare)
+		je_prepare();
+}
+
+void alloc_atfork_parent(void)
+{
+	if (je_parent)
+		je_parent();
+}
+
+void alloc_atfork_child(void)
+{
+	if (je_child)
+		je_child();
+}
+
+void *shim_alloc(size_t n)
+{
+	shim_enter();
+	TEST_POINT("alloc");
+	void *p = mallocx(n ? n : 1, MALLOCX_ZERO_FLAG);
+	shim_leave();
+	return p;
+}
+
+void shim_free(void *p)
+{
+	if (!p)
+		return;
+	shim_enter();
+	dallocx(p, 0);
+	shim_leave();
+}
+#endif
 
 char *shim_strdup(const char *s)
 {

@@ -1,36 +1,76 @@
 /*
- * fdops.c - descriptor lifecycle: close, dup, fcntl(F_DUPFD), rename.
+ * fdops.c - descriptor lifecycle: close, close_range, closefrom, fclose,
+ * dup, dup2, dup3, fcntl(F_DUPFD).
  *
  * A slot is cleared before the real close, so a descriptor number the
- * kernel hands out again never inherits the old file's state. Dups share
- * the file (one shim_file per inode), so a sync on any of them is a sync
- * of the same file.
+ * kernel hands out again never inherits the old file's state. Before
+ * that, the flusher gets its say (flusher_before_close): a sync that is
+ * using the number finishes first, and if syncs are still owed it keeps a
+ * descriptor of its own. Dups share the file (one shim_file per inode), so
+ * a sync on any of them is a sync of the same file.
+ *
+ * close() reports a deferred sync's error the fd has not reported yet, as
+ * close(2) reports write-back errors on NFS; close_range(), closefrom()
+ * and the implicit close of dup2() cannot, so they leave it for another
+ * descriptor, or, when none is left, for stderr (syncerr.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "flusher.h"
+#include "log.h"
 #include "shim.h"
 #include "trace.h"
 
-int fcntl64(int fd, int cmd, ...);
+void fdops_before_implicit_close(int fd);
 
-/* close reports a deferred sync's error the fd has not reported yet, as
- * close(2) reports write-back errors on NFS: the fd is closed either way. */
-static int close_tracked(int fd, int (*do_close)(void *), void *arg)
+/* The file a slot names, with a reference, or NULL. */
+static struct shim_file *slot_file(int fd)
 {
 	struct fd_slot *s = fd_slot(fd);
-	struct shim_file *f = s ? atomic_load_explicit(&s->file, memory_order_acquire) : NULL;
+	if (!s || (atomic_load(&s->state) & SLOT_KIND_MASK) != FD_FILE)
+		return NULL;
+	struct shim_file *f = atomic_load(&s->file);
+	return f && file_tryref(f) ? f : NULL;
+}
+
+/* Everything but the real close: the flusher's say, the slot cleared.
+ * Returns the file (with a reference) and the error sequence the fd saw. */
+static struct shim_file *prepare_close(int fd, uint32_t *seen)
+{
+	struct shim_file *f = slot_file(fd);
+	if (f)
+		flusher_before_close(f, fd);
+	file_put(fd_unbind(fd, seen));
+	return f;
+}
+
+void fdops_before_implicit_close(int fd)
+{
+	int e = errno;
+	uint32_t seen;
+	struct shim_file *f = prepare_close(fd, &seen);
+	if (f) {
+		syncerr_tell_if_orphaned(f);
+		file_put(f);
+	}
+	errno = e;
+}
+
+static int close_tracked(int fd, int (*do_close)(void *), void *arg)
+{
 	int e0 = errno;
-	int sync_err = f && (atomic_load(&s->state) & SLOT_KIND_MASK) == FD_FILE
-			       ? flusher_before_close(f, fd) : 0;
-	f = fd_unbind(fd);
+	uint32_t seen;
+	struct shim_file *f = prepare_close(fd, &seen);
 	errno = e0;
 	if (!f)
 		return do_close(arg);
+	int sync_err = syncerr_take_seen(f, &seen);
+	errno = e0;
 	struct trace_start t;
 	trace_begin(&t);
 	int r = do_close(arg);
@@ -59,7 +99,7 @@ SHIM_API int close(int fd)
 {
 	if (shim_bypass())
 		return REAL(close)(fd);
-	if (flusher_close_private(fd)) {
+	if (shimfd_app_close(fd)) {
 		errno = EBADF; /* not the app's: without the shim it would not exist */
 		return -1;
 	}
@@ -80,44 +120,77 @@ SHIM_API int fclose(FILE *stream)
 	return close_tracked(fd, real_fclose, stream);
 }
 
-/* The range is closed around the flusher's private descriptors, which
- * the app never had: the app sees exactly what it would without us. */
-static int close_range_around_private(unsigned int first, unsigned int last, int flags)
+/* The highest number worth looking at in [first, last]: no slot above
+ * the highest one ever used holds anything. */
+static unsigned range_top(unsigned last)
 {
-	unsigned int top = (unsigned int)atomic_load(&shim.private_fd_max);
-	unsigned int from = first;
-	for (unsigned int fd = first; fd <= last && fd <= top; fd++) {
-		if (!flusher_is_private_fd((int)fd))
+	unsigned top = (unsigned)atomic_load(&shim.fd_hi);
+	return last < top ? last : top;
+}
+
+/* The range is closed around the shim's own descriptors, which the app
+ * never had: the app sees exactly what it would without us. */
+static int close_range_around_ours(unsigned first, unsigned last, int flags)
+{
+	unsigned from = first;
+	for (unsigned fd = first; fd <= range_top(last) && shim.nfds > 0; fd++) {
+		if (!shimfd_is_ours((int)fd))
 			continue;
 		if (fd > from && REAL(close_range)(from, fd - 1, flags) != 0)
 			return -1;
 		from = fd + 1;
-		if (fd == ~0u)
-			return 0;
 	}
 	return from > last ? 0 : REAL(close_range)(from, last, flags);
+}
+
+static void prepare_close_range(unsigned first, unsigned last)
+{
+	for (unsigned fd = first; fd <= range_top(last) && shim.nfds > 0; fd++) {
+		struct fd_slot *s = fd_slot((int)fd);
+		uint32_t k = atomic_load(&s->state) & SLOT_KIND_MASK;
+		if (k == FD_FILE)
+			fdops_before_implicit_close((int)fd);
+		else if (k == FD_PASS)
+			file_put(fd_unbind((int)fd, NULL));
+	}
 }
 
 SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 {
 	if (shim_bypass() || first > last)
 		return REAL(close_range)(first, last, flags);
-	if (!(flags & CLOSE_RANGE_CLOEXEC)) {
-		int e0 = errno;
-		unsigned int end = last < (unsigned int)shim.nfds ? last : (unsigned int)shim.nfds - 1;
-		for (unsigned int fd = first; fd <= end && shim.nfds > 0; fd++) {
-			struct fd_slot *s = fd_slot((int)fd);
-			if ((atomic_load(&s->state) & SLOT_KIND_MASK) == FD_FILE) {
-				struct shim_file *f = atomic_load(&s->file);
-				if (f)
-					flusher_before_close(f, (int)fd);
-				file_put(fd_unbind((int)fd));
-			}
-		}
-		errno = e0;
-	}
-	return close_range_around_private(first, last, flags);
+	int e0 = errno;
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		prepare_close_range(first, last);
+	errno = e0;
+	return close_range_around_ours(first, last, flags);
 }
+
+/* glibc's closefrom closes through an internal close_range: done here
+ * through ours, so the shim's descriptors survive and slots are cleared. */
+SHIM_API void closefrom(int lowfd)
+{
+	if (shim_bypass() || lowfd < 0) {
+		REAL(closefrom)(lowfd);
+		return;
+	}
+	int e0 = errno;
+	if (close_range((unsigned)lowfd, ~0u, 0) != 0 && errno == ENOSYS) {
+		for (int fd = lowfd; fd < shim.nfds; fd++)
+			if (!shimfd_is_ours(fd))
+				REAL(close)(fd);
+	}
+	errno = e0;
+}
+
+/* ---- dups ------------------------------------------------------------------ */
+
+#define RETRY_EMFILE(r, call)                                                        \
+	do {                                                                         \
+		r = call;                                                            \
+		if (r < 0 && errno == EMFILE && !shim_bypass() && shimfd_relieve_emfile()) \
+			r = call;                                                    \
+	} while (0)
 
 static int dup_done(int oldfd, int newfd)
 {
@@ -131,21 +204,31 @@ static int dup_done(int oldfd, int newfd)
 
 SHIM_API int dup(int fd)
 {
-	return dup_done(fd, REAL(dup)(fd));
+	int r;
+	RETRY_EMFILE(r, REAL(dup)(fd));
+	return dup_done(fd, r);
+}
+
+/* dup2/dup3 close newfd first: ours is moved away, the app's prepared like
+ * a close (a failed dup2 leaves the slot for fd_get to re-check). */
+static void before_dup_onto(int oldfd, int newfd)
+{
+	if (oldfd == newfd || shim_bypass())
+		return;
+	shimfd_vacate(newfd);
+	fdops_before_implicit_close(newfd);
 }
 
 SHIM_API int dup2(int oldfd, int newfd)
 {
-	if (oldfd != newfd && !shim_bypass())
-		flusher_vacate(newfd);
+	before_dup_onto(oldfd, newfd);
 	int r = REAL(dup2)(oldfd, newfd);
 	return oldfd == newfd ? r : dup_done(oldfd, r);
 }
 
 SHIM_API int dup3(int oldfd, int newfd, int flags)
 {
-	if (oldfd != newfd && !shim_bypass())
-		flusher_vacate(newfd);
+	before_dup_onto(oldfd, newfd);
 	return dup_done(oldfd, REAL(dup3)(oldfd, newfd, flags));
 }
 
@@ -158,10 +241,11 @@ SHIM_API int dup3(int oldfd, int newfd, int flags)
 		va_start(ap, cmd);                                                   \
 		void *arg = va_arg(ap, void *);                                      \
 		va_end(ap);                                                          \
-		int r = REAL(name)(fd, cmd, arg);                                    \
-		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)                        \
-			return dup_done(fd, r);                                      \
-		return r;                                                            \
+		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)                        \
+			return REAL(name)(fd, cmd, arg);                             \
+		int r;                                                               \
+		RETRY_EMFILE(r, REAL(name)(fd, cmd, arg));                           \
+		return dup_done(fd, r);                                              \
 	}
 
 FCNTL_WRAPPER(fcntl)

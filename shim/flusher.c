@@ -1,69 +1,62 @@
 /*
- * flusher.c - deferred and group-commit syncs, and the flusher threads.
+ * flusher.c - deferred and group-commit syncs of one file.
  *
  * Every file carries its own flusher state (struct flusher in shim.h):
  * numbered requests, the number covered by the last completed real sync,
  * and whether a real sync is running. Whoever needs a sync and finds none
  * running leads one: a group caller, a barrier (rename, close, exec, exit)
- * or a flusher thread acting on a deferred file's deadline. Everyone else
- * waits for the running one and, if it started too early to cover them,
- * for the next. So one file never has two real syncs in flight, and a
- * slow file blocks only its own callers.
+ * or a flusher thread acting on a deferred file's deadline (workers.c).
+ * Everyone else waits for the running one and, if it started too early to
+ * cover them, for the next. So one file never has two real syncs in
+ * flight, and a slow file blocks only its own callers.
  *
- * Flusher threads are a small pool shared by all deferred files: spawned
- * on demand up to max_flushers, each takes the most overdue file, and
- * retires after an idle spell. A file with work is handed to them through
- * a lock-free stack and a futex, so the write path (O_SYNC writes under
- * osync=defer, early writeback) can request work without a lock and from
- * a signal handler.
+ * The descriptor a sync uses. A group caller leads with its own. Anyone
+ * else takes, in order: the shim's private descriptor of the file, if the
+ * app closed its last one while syncs were owed; the last app descriptor
+ * that asked for a sync; or the file opened again by name. Whichever it
+ * is, it is leased (lease_fd) while the sync runs: close(), close_range()
+ * and dup2() of that number wait for the lease, so the number cannot come
+ * to mean another file mid-sync, and it is checked against the file's
+ * (dev, inode) under the lease. A leader whose own descriptor turns out to
+ * be gone did not sync anything: it gets EBADF, and the callers waiting
+ * on it lead again with their own descriptors (never an EIO they did not
+ * earn).
+ *
+ * Locks: fl->mu is taken with shim_busy raised and never held across an
+ * allocation or a log call (errors are logged after it is released).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "flusher.h"
 #include "log.h"
 #include "trace.h"
-
-#define NS_PER_MS 1000000ull
-#define WORKER_IDLE_NS (2000 * NS_PER_MS)
-/* The lowest free number: asking for a high one would grow the kernel's fd
- * table, which in a multithreaded process waits for an RCU grace period
- * (~10 ms) inside the app's open(). close() protects our dups instead. */
-#define PRIVATE_FD_MIN 3
-#define DRAIN_BATCH 128
-
-static pthread_mutex_t sched_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct shim_file *sched_list;            /* sched_mu */
-static _Atomic(struct shim_file *) ready_stack; /* pushes from any thread */
-static _Atomic uint32_t sched_wake;             /* futex word */
-static _Atomic int nworkers;
-static int nidle;                               /* sched_mu */
-
-static uint64_t now_ns(void)
-{
-	return trace_now();
-}
+#include "workers.h"
 
 /* ---- per-file state ------------------------------------------------------ */
 
-void flusher_init_file(struct shim_file *f)
+void flusher_init_locks(struct shim_file *f)
 {
-	struct flusher *fl = &f->fl;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_mutex_init(&fl->mu, NULL);
-	pthread_cond_init(&fl->cv, &ca);
+	pthread_mutex_init(&f->fl.mu, NULL);
+	pthread_cond_init(&f->fl.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	fl->fd = -1;
+}
+
+void flusher_reset(struct shim_file *f)
+{
+	struct flusher *fl = &f->fl;
 	fl->in_flight = false;
+	fl->lease_fd = -1;
+	atomic_store(&fl->req_fd, -1);
+	atomic_store(&fl->priv_fd, -1);
 	atomic_store(&fl->done_seq, 0);
 	fl->nerrs = 0;
 	atomic_store(&fl->req_seq, 0);
@@ -73,192 +66,177 @@ void flusher_init_file(struct shim_file *f)
 	atomic_store(&fl->force, 0);
 	atomic_store(&fl->writeback, 0);
 	atomic_store(&fl->queued, 0);
-	fl->wb_mark = 0;
+	atomic_store(&fl->wb_mark, 0);
 	fl->ready_next = fl->sched_next = NULL;
 }
 
-/* ---- the flusher's private descriptors ------------------------------------ */
-
-/* A descriptor whose inode is no longer the file's cannot sync it. */
-static bool fd_is_file(int fd, const struct shim_file *f)
+static void lock_fl(struct shim_file *f)
 {
-	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
+	pthread_mutex_lock(&f->fl.mu);
+	TEST_POINT("fl_mu");
 }
 
-/* A private slot points back at its file (no reference: the file owns the
- * descriptor), so a dup2 onto the number can move our dup out of the way. */
-static void private_fd_adopt(struct shim_file *f, int fd)
+static void unlock_fl(struct shim_file *f)
 {
-	struct fd_slot *s = fd_slot(fd);
-	if (s) {
-		atomic_store_explicit(&s->file, f, memory_order_relaxed);
-		atomic_store_explicit(&s->state, FD_PRIVATE, memory_order_release);
-	}
-	int top = atomic_load(&shim.private_fd_max);
-	while (fd > top && !atomic_compare_exchange_weak(&shim.private_fd_max, &top, fd))
-		;
-	f->fl.fd = fd;
+	pthread_mutex_unlock(&f->fl.mu);
 }
 
-static void private_fd_forget(int fd)
-{
-	struct fd_slot *s = fd_slot(fd);
-	if (s) {
-		atomic_store_explicit(&s->state, FD_UNKNOWN, memory_order_release);
-		atomic_store_explicit(&s->file, NULL, memory_order_release);
-	}
-}
-
-/* Still ours, as the kernel sees it: the number may have been taken over
- * behind our back (a raw dup2), and then it is the app's, never to close. */
-static bool private_fd_owned(const struct shim_file *f, int fd)
-{
-	struct fd_slot *s = fd_slot(fd);
-	return s && (atomic_load(&s->state) & SLOT_KIND_MASK) == FD_PRIVATE &&
-	       atomic_load(&s->file) == f && fd_is_file(fd, f);
-}
-
-void flusher_release_file(struct shim_file *f)
-{
-	int fd = f->fl.fd;
-	if (fd < 0)
-		return;
-	if (private_fd_owned(f, fd)) {
-		private_fd_forget(fd);
-		REAL(close)(fd);
-	}
-	f->fl.fd = -1;
-}
-
-bool flusher_is_private_fd(int fd)
-{
-	struct fd_slot *s = fd_slot(fd);
-	return s && (atomic_load_explicit(&s->state, memory_order_acquire) & SLOT_KIND_MASK) == FD_PRIVATE;
-}
-
-int flusher_close_private(int fd)
-{
-	struct fd_slot *s = fd_slot(fd);
-	if (!s || (atomic_load(&s->state) & SLOT_KIND_MASK) != FD_PRIVATE)
-		return 0;
-	struct shim_file *f = atomic_load(&s->file);
-	if (f && private_fd_owned(f, fd))
-		return 1;
-	private_fd_forget(fd); /* stale: the number is the app's now */
-	if (f && f->fl.fd == fd)
-		f->fl.fd = -1;
-	return 0;
-}
-
-void flusher_vacate(int fd)
-{
-	struct fd_slot *s = fd_slot(fd);
-	if (!s || (atomic_load(&s->state) & SLOT_KIND_MASK) != FD_PRIVATE)
-		return;
-	struct shim_file *f = atomic_load(&s->file);
-	int e = errno;
-	if (f) {
-		pthread_mutex_lock(&f->fl.mu);
-		if (f->fl.fd == fd) {
-			int d = REAL(fcntl)(fd, F_DUPFD_CLOEXEC, PRIVATE_FD_MIN);
-			private_fd_forget(fd);
-			if (d >= 0)
-				private_fd_adopt(f, d);
-			else
-				f->fl.fd = -1; /* lost: the reopen path takes over */
-		}
-		pthread_mutex_unlock(&f->fl.mu);
-	} else {
-		private_fd_forget(fd);
-	}
-	errno = e;
-}
-
-/* The flusher's own descriptor: a background sync must not depend on the
- * app keeping its descriptor open. Marked private so the app's close()
- * (a daemon closing "all" fds) cannot take it away. */
-static int ensure_private_fd(struct shim_file *f, int appfd)
-{
-	struct flusher *fl = &f->fl;
-	if (fl->fd >= 0)
-		return 0;
-	if (appfd < 0)
-		return -1;
-	pthread_mutex_lock(&fl->mu);
-	if (fl->fd < 0) {
-		int d = REAL(fcntl)(appfd, F_DUPFD_CLOEXEC, PRIVATE_FD_MIN);
-		if (d >= 0)
-			private_fd_adopt(f, d);
-	}
-	pthread_mutex_unlock(&fl->mu);
-	return fl->fd >= 0 ? 0 : -1;
-}
-
-/* Armed: a deferred request waits for its deadline (the scheduler's view). */
-static bool has_pending(const struct shim_file *f)
-{
-	return atomic_load_explicit(&f->fl.first_req_ns, memory_order_acquire) != 0 ||
-	       atomic_load_explicit(&f->fl.force, memory_order_acquire) != 0;
-}
-
-/* Owed: some request is not yet covered by a completed real sync, armed
- * or already in flight (the barriers' view). */
-static bool owes_sync(struct shim_file *f)
+/* Owed: some request is not yet covered by a completed real sync. */
+bool flusher_owes(struct shim_file *f)
 {
 	return atomic_load(&f->fl.req_seq) > atomic_load(&f->fl.done_seq);
 }
 
-/* ---- leading one real sync ------------------------------------------------ */
+static bool is_file(int fd, const struct shim_file *f)
+{
+	dev_t dev;
+	ino_t ino;
+	return fd >= 0 && fd_identity(fd, &dev, &ino, NULL) == 0 && dev == f->dev && ino == f->ino;
+}
 
-static void remember_error(struct shim_file *f, uint64_t lo, uint64_t hi, int err, bool sticky)
+/* mu held: close our private descriptor once nothing is owed. */
+static void drop_priv_if_idle(struct shim_file *f)
+{
+	int p = atomic_load(&f->fl.priv_fd);
+	if (p < 0 || flusher_owes(f) || (f->fl.in_flight && f->fl.lease_fd == p))
+		return;
+	atomic_store(&f->fl.priv_fd, -1);
+	shimfd_close(p);
+}
+
+void flusher_release_file(struct shim_file *f)
+{
+	int p = atomic_exchange(&f->fl.priv_fd, -1);
+	if (p >= 0)
+		shimfd_close(p);
+}
+
+/* ---- the descriptor a sync uses ------------------------------------------ */
+
+enum sfd_kind { SFD_NONE, SFD_APP, SFD_PRIV, SFD_TEMP };
+
+struct sync_fd {
+	int fd;
+	enum sfd_kind kind;
+};
+
+/* The app descriptor fd still names f as far as the slots know, and is
+ * not being closed. */
+static bool app_fd_usable(int fd, const struct shim_file *f, bool allow_closing)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s)
+		return fd >= 0;
+	uint32_t st = atomic_load(&s->state);
+	return (st & SLOT_KIND_MASK) == FD_FILE && atomic_load(&s->file) == f &&
+	       (allow_closing || !(st & SLOT_CLOSING));
+}
+
+/* mu held. own >= 0: the caller's own descriptor (a group caller, a
+ * closer draining its own); else the best the file has. Leases it. */
+static struct sync_fd pick_locked(struct shim_file *f, int own, bool own_closing)
 {
 	struct flusher *fl = &f->fl;
-	fl->errs[fl->nerrs++ % FLUSH_ERR_EPOCHS] = (struct err_epoch){ lo, hi, err };
-	if (!sticky)
-		return;
-	atomic_store_explicit(&f->err_errno, err, memory_order_relaxed);
-	atomic_fetch_add_explicit(&f->err_seq, 1, memory_order_release);
-	log_event(LOGEV_SYNC_ERROR, f, err, "deferred sync of %s failed: %s", f->path ? f->path : "?",
-		  strerror(err));
+	struct sync_fd s = { -1, SFD_NONE };
+	int p = atomic_load(&fl->priv_fd), r = atomic_load(&fl->req_fd);
+	if (own >= 0) {
+		if (app_fd_usable(own, f, own_closing))
+			s = (struct sync_fd){ own, SFD_APP };
+	} else if (p >= 0) {
+		s = (struct sync_fd){ p, SFD_PRIV };
+	} else if (r >= 0 && app_fd_usable(r, f, false)) {
+		s = (struct sync_fd){ r, SFD_APP };
+	}
+	fl->lease_fd = s.fd;
+	return s;
 }
 
-/* The error of the failed sync that covered request seq, else 0. */
-static int error_for(const struct flusher *fl, uint64_t seq)
+/* The file again, by name, when no descriptor of it is left to borrow. */
+static struct sync_fd reopen(struct shim_file *f)
 {
-	unsigned n = fl->nerrs < FLUSH_ERR_EPOCHS ? fl->nerrs : FLUSH_ERR_EPOCHS;
-	for (unsigned i = 0; i < n; i++)
-		if (seq > fl->errs[i].lo && seq <= fl->errs[i].hi)
-			return fl->errs[i].err;
-	return 0;
+	int fd = f->path && f->path[0] ? shimfd_open(f->path, O_RDONLY | O_NOCTTY, OWN_TEMP) : -1;
+	if (fd >= 0 && !is_file(fd, f)) {
+		shimfd_close(fd);
+		fd = -1;
+	}
+	return (struct sync_fd){ fd, fd >= 0 ? SFD_TEMP : SFD_NONE };
 }
 
-static bool use_fsync(const struct shim_file *f, bool asked)
+/* Under the lease: the borrowed number must still be the file. When it is
+ * not, the caller's own descriptor is gone (nothing gets synced: its
+ * EBADF), and anyone else falls back to the file's name. */
+static struct sync_fd confirm(struct shim_file *f, struct sync_fd s, int own)
 {
-	switch (f->rule.real_sync) {
+	if (s.kind != SFD_NONE && is_file(s.fd, f))
+		return s;
+	if (s.kind == SFD_APP && own < 0) {
+		int r = s.fd;
+		atomic_compare_exchange_strong(&f->fl.req_fd, &r, -1);
+	}
+	if (s.kind == SFD_PRIV)
+		shimfd_lost(s.fd); /* taken behind our back: never ours to close now */
+	if (own >= 0)
+		return (struct sync_fd){ -1, SFD_NONE };
+	return reopen(f);
+}
+
+/* ---- leading one real sync ------------------------------------------------ */
+
+struct lead {
+	bool happened;  /* a real sync ran (or failed for a reason that is the file's) */
+	int err;        /* its errno, or the leader's own EBADF when !happened */
+	bool sticky;    /* err was recorded as the file's sticky error */
+};
+
+static bool use_fsync(const struct knobs *k, bool asked)
+{
+	switch (k->real_sync) {
 	case REAL_SYNC_FSYNC:
 		return true;
 	case REAL_SYNC_FDATASYNC:
 		return false;
 	default: /* auto: group keeps what callers asked; defer settles for data */
-		return f->rule.sync == SYNC_GROUP && asked;
+		return k->sync == SYNC_GROUP && asked;
 	}
 }
 
-
-/* The app replaced our private descriptor (dup2 onto it): open the file
- * again by name, if the name still leads to the same inode. */
-static int reopen_private(struct shim_file *f)
+static void linger(const struct knobs *k)
 {
-	int fd = f->path ? REAL(open)(f->path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0)
-		return -1;
-	if (!fd_is_file(fd, f)) {
-		REAL(close)(fd);
-		return -1;
+	if (k->sync != SYNC_GROUP || !k->group_wait_us)
+		return;
+	struct timespec ts = { 0, (long)k->group_wait_us * 1000 };
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+		;
+}
+
+/* The real call; -errno on failure. A descriptor that vanished under a
+ * caller's own sync means nothing was synced: NOT_DONE. */
+#define NOT_DONE 1
+static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, uint64_t bytes)
+{
+	int err;
+	uint64_t t0 = trace_stamp();
+	if (s.fd < 0) {
+		err = own >= 0 ? NOT_DONE : EIO; /* defer with no way to the file: cannot vouch */
+	} else {
+		TEST_POINT("lead");
+		int r = full ? REAL(fsync)(s.fd) : REAL(fdatasync)(s.fd);
+		err = r < 0 ? errno : 0;
+		if (err == EBADF && own >= 0)
+			err = NOT_DONE;
 	}
-	private_fd_adopt(f, fd);
-	return fd;
+	if (err != NOT_DONE)
+		trace_real_sync(full ? OP_REAL_FSYNC : OP_REAL_FDATASYNC, f, t0, trace_stamp(),
+				(int64_t)bytes, err ? -1 : 0, err);
+	return err;
+}
+
+static void remember_error(struct shim_file *f, uint64_t lo, uint64_t hi, int err, bool sticky)
+{
+	struct flusher *fl = &f->fl;
+	fl->errs[fl->nerrs++ % FLUSH_ERR_EPOCHS] = (struct err_epoch){ lo, hi, err };
+	if (sticky)
+		syncerr_record(f, err);
 }
 
 /*
@@ -266,65 +244,102 @@ static int reopen_private(struct shim_file *f)
  * snapshot of req_seq is taken after the counters are reset, so a request
  * racing with the start is either covered or re-arms first_req_ns.
  */
-static void lead_sync_locked(struct shim_file *f, int fd, bool sticky)
+static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closing, bool sticky)
 {
 	struct flusher *fl = &f->fl;
+	struct knobs k;
+	knobs_of(f, &k);
 	fl->in_flight = true;
-	pthread_mutex_unlock(&fl->mu);
+	struct sync_fd s = pick_locked(f, own, own_closing);
+	unlock_fl(f);
 
-	if (f->rule.sync == SYNC_GROUP && f->rule.group_wait_us) {
-		struct timespec ts = { 0, (long)f->rule.group_wait_us * 1000 };
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-			;
-	}
+	linger(&k);
 	atomic_store(&fl->force, 0);
 	atomic_store(&fl->first_req_ns, 0);
 	atomic_store(&fl->pending_calls, 0);
 	uint64_t started = atomic_load(&fl->req_seq);
-	bool full = use_fsync(f, atomic_exchange(&fl->want_fsync, 0));
+	bool full = use_fsync(&k, atomic_exchange(&fl->want_fsync, 0));
 	uint64_t bytes = atomic_exchange(&f->dirty_bytes, 0);
-	fl->wb_mark = 0;
+	atomic_store(&fl->wb_mark, 0);
+	s = confirm(f, s, own);
+	int err = real_sync(f, s, own, full, bytes);
+	if (s.kind == SFD_TEMP)
+		shimfd_close(s.fd);
 
-	int r, err = 0;
-	uint64_t t0 = trace_stamp();
-	if (!fd_is_file(fd, f) && fd == fl->fd)
-		fd = reopen_private(f);
-	if (!fd_is_file(fd, f)) {
-		r = -1;
-		err = EIO; /* our descriptor was taken away: we cannot vouch for the data */
-	} else {
-		r = full ? REAL(fsync)(fd) : REAL(fdatasync)(fd);
-		err = r < 0 ? errno : 0;
-	}
-	trace_real_sync(full ? OP_REAL_FSYNC : OP_REAL_FDATASYNC, f, t0, trace_stamp(), (int64_t)bytes, r, err);
-
-	pthread_mutex_lock(&fl->mu);
+	lock_fl(f);
+	fl->lease_fd = -1;
+	struct lead res = { err != NOT_DONE, err == NOT_DONE ? EBADF : err, false };
 	uint64_t lo = atomic_load(&fl->done_seq);
-	if (started > lo)
+	if (res.happened && started > lo)
 		atomic_store(&fl->done_seq, started);
-	if (r < 0)
+	if (res.happened && err) {
 		remember_error(f, lo, started, err, sticky);
+		res.sticky = sticky;
+	}
+	if (!res.happened && flusher_owes(f))
+		workers_rearm(f); /* the counters were reset for a sync that never ran */
 	fl->in_flight = false;
+	drop_priv_if_idle(f);
 	pthread_cond_broadcast(&fl->cv);
+	return res;
 }
 
-/* Wait (leading syncs as needed) until request target is covered. */
-static int sync_until(struct shim_file *f, int fd, uint64_t target, bool sticky)
+/* After the locks are gone: a sticky error goes into the log, and onto
+ * stderr if no descriptor is left to report it. */
+static void after_sticky(struct shim_file *f, int err)
+{
+	log_event(LOGEV_SYNC_ERROR, f, err, "deferred sync of %s failed: %s", f->path ? f->path : "?",
+		  strerror(err));
+	syncerr_tell_if_orphaned(f);
+}
+
+/*
+ * Wait (leading syncs as needed) until request target is covered. own:
+ * the caller's descriptor (group) or -1. Returns 0, the error of the sync
+ * that covered target (not sticky), or the caller's own EBADF.
+ */
+static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky)
 {
 	struct flusher *fl = &f->fl;
-	int old;
+	int old, err = 0, sticky_err = 0;
+	shim_enter();
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* never leave in_flight set */
-	pthread_mutex_lock(&fl->mu);
+	lock_fl(f);
 	while (atomic_load(&fl->done_seq) < target) {
-		if (!fl->in_flight)
-			lead_sync_locked(f, fd, sticky);
-		else
+		if (fl->in_flight) {
 			pthread_cond_wait(&fl->cv, &fl->mu);
+			continue;
+		}
+		struct lead r = lead_sync_locked(f, own, own_closing, sticky);
+		if (r.sticky)
+			sticky_err = r.err;
+		if (!r.happened) {
+			err = r.err;
+			break;
+		}
 	}
-	int err = sticky ? 0 : error_for(fl, target);
-	pthread_mutex_unlock(&fl->mu);
+	if (!err && !sticky) {
+		unsigned n = fl->nerrs < FLUSH_ERR_EPOCHS ? fl->nerrs : FLUSH_ERR_EPOCHS;
+		for (unsigned i = 0; i < n; i++)
+			if (target > fl->errs[i].lo && target <= fl->errs[i].hi)
+				err = fl->errs[i].err;
+	}
+	unlock_fl(f);
 	pthread_setcancelstate(old, NULL);
+	if (sticky_err)
+		after_sticky(f, sticky_err);
+	shim_leave();
 	return err;
+}
+
+int flusher_drain(struct shim_file *f)
+{
+	uint64_t target = atomic_load(&f->fl.req_seq);
+	if (atomic_load(&f->fl.done_seq) >= target)
+		return 0;
+	uint32_t seq0 = atomic_load(&f->err_seq);
+	sync_until(f, -1, false, target, true);
+	return atomic_load(&f->err_seq) != seq0 ? atomic_load(&f->err_errno) : 0;
 }
 
 /* ---- requests -------------------------------------------------------------- */
@@ -337,98 +352,35 @@ static uint64_t next_request(struct flusher *fl, bool want_fsync)
 	return atomic_fetch_add(&fl->req_seq, 1) + 1;
 }
 
-/* A deferred request also starts the deadline clock, after taking its
- * number; see lead_sync_locked for why that order. Group requests do not:
- * their caller leads or waits, the flusher threads have no part in them. */
-static void arm_deadline(struct flusher *fl)
+static bool over_threshold(struct shim_file *f, const struct knobs *k)
 {
-	uint64_t zero = 0;
-	atomic_compare_exchange_strong(&fl->first_req_ns, &zero, now_ns());
+	return atomic_load(&f->fl.pending_calls) >= k->max_calls ||
+	       atomic_load(&f->dirty_bytes) >= k->max_bytes;
 }
 
-static void wake_flusher(void)
+/* A deferred request: numbered, the deadline armed, the flusher told.
+ * Lock-free. fd is an app descriptor the flusher may borrow. */
+static void defer_request(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
-	atomic_fetch_add_explicit(&sched_wake, 1, memory_order_release);
-	syscall(SYS_futex, &sched_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/* Hand the file to the flusher threads (once; the queue holds a ref). */
-static void schedule(struct shim_file *f, bool urgent)
-{
-	struct flusher *fl = &f->fl;
-	if (atomic_exchange(&fl->queued, 1) == 0) {
-		file_ref(f);
-		struct shim_file *head = atomic_load(&ready_stack);
-		do
-			fl->ready_next = head;
-		while (!atomic_compare_exchange_weak(&ready_stack, &head, f));
-		wake_flusher();
-	} else if (urgent) {
-		wake_flusher();
-	}
-}
-
-static bool over_threshold(struct shim_file *f)
-{
-	return atomic_load(&f->fl.pending_calls) >= f->rule.max_calls ||
-	       atomic_load(&f->dirty_bytes) >= f->rule.max_bytes;
-}
-
-static void defer_request(struct shim_file *f, bool want_fsync)
-{
+	atomic_store(&f->fl.req_fd, fd);
 	next_request(&f->fl, want_fsync);
-	arm_deadline(&f->fl);
+	workers_arm(f);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
 	/* Wake the flusher once per crossing, not once per request after it. */
-	bool urgent = over_threshold(f) && atomic_exchange(&f->fl.force, 1) == 0;
-	schedule(f, urgent);
+	bool urgent = over_threshold(f, k) && atomic_exchange(&f->fl.force, 1) == 0;
+	workers_schedule(f, urgent);
 }
 
-static void *worker_main(void *arg);
-
-/* At least one flusher thread, and another while all are busy and work
- * waits, up to max_flushers. Not for the write path (pthread_create). */
-static int ensure_worker(bool more)
-{
-	int have = atomic_load(&nworkers);
-	if (have > 0 && !more)
-		return 0;
-	uint32_t cap = shim_policy()->max_flushers;
-	int r = 0;
-	pthread_mutex_lock(&sched_mu);
-	have = atomic_load(&nworkers);
-	if (have == 0 || (more && nidle == 0 && (uint32_t)have < cap)) {
-		atomic_fetch_add(&nworkers, 1);
-		if (shim_start_thread(worker_main, 64 * 1024, "syncshim-flush") < 0) {
-			atomic_fetch_sub(&nworkers, 1);
-			r = -1;
-		}
-	}
-	pthread_mutex_unlock(&sched_mu);
-	return atomic_load(&nworkers) > 0 ? 0 : r;
-}
-
-void flusher_prepare(struct shim_file *f, int fd, uint32_t slot_flags)
-{
-	if (f->rule.sync != SYNC_DEFER && !(slot_flags & SLOT_OSYNC_DEFER))
-		return;
-	int e = errno;
-	if (ensure_private_fd(f, fd) == 0)
-		ensure_worker(false);
-	errno = e;
-}
-
-static int defer_sync(struct shim_file *f, int fd, bool want_fsync)
+static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
 	if (atomic_load(&shim.exiting) && fd >= 0)
 		return want_fsync ? REAL(fsync)(fd) : REAL(fdatasync)(fd);
-	if (ensure_private_fd(f, fd) < 0)
-		return fd < 0 ? -1 : (want_fsync ? REAL(fsync)(fd) : REAL(fdatasync)(fd));
-	defer_request(f, want_fsync);
+	defer_request(f, k, fd, want_fsync);
 	/* After queueing, so a thread retiring right now cannot miss it. */
-	if (ensure_worker(false) < 0) {
-		sync_until(f, f->fl.fd, atomic_load(&f->fl.req_seq), true);
-		int err = fd >= 0 ? fd_take_sync_error(fd, f) : 0;
+	if (workers_ensure(false) < 0) {
+		int err = flusher_drain(f);
+		if (fd >= 0)
+			err = syncerr_take(f, fd);
 		if (err) {
 			errno = err;
 			return -1;
@@ -438,268 +390,128 @@ static int defer_sync(struct shim_file *f, int fd, bool want_fsync)
 	return 0;
 }
 
-int flusher_app_sync(struct shim_file *f, int fd, bool want_fsync)
+int flusher_app_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
-	if (fd >= 0) { /* fd_file_checked vouched for fd: never an O_PATH fd */
-		int err = fd_take_sync_error(fd, f);
-		if (err) {
-			errno = err;
-			return -1;
-		}
-	}
-	if (f->rule.sync == SYNC_GROUP && fd >= 0) {
+	if (k->sync == SYNC_GROUP && fd >= 0) {
 		pthread_testcancel();
 		uint64_t seq = next_request(&f->fl, want_fsync);
-		int err = sync_until(f, fd, seq, false);
+		int err = sync_until(f, fd, false, seq, false);
 		if (err) {
 			errno = err;
 			return -1;
 		}
 		return 0;
 	}
-	return defer_sync(f, fd, want_fsync);
+	return defer_sync(f, k, fd, want_fsync);
 }
 
-/* A write to an O_SYNC/O_DSYNC file under osync=defer: each write is a
- * sync request. Runs on the write path: no lock, no allocation. With no
- * flusher thread to hand it to, the write is made durable right here. */
+/* A write to an O_SYNC/O_DSYNC file under osync=defer with no flusher to
+ * hand it to: made durable right here, on the checked descriptor (the
+ * slot may be stale: a socket now holds the number). */
 static void osync_inline(struct shim_file *f, int fd)
 {
-	if (REAL(fdatasync)(fd) < 0) {
-		atomic_store(&f->err_errno, errno);
-		atomic_fetch_add(&f->err_seq, 1);
-	}
-}
-
-void shim_osync_write(struct shim_file *f, int fd, uint32_t slot_state)
-{
-	if (f->fl.fd < 0 || atomic_load(&shim.exiting)) {
-		osync_inline(f, fd);
+	if (!is_file(fd, f))
 		return;
-	}
-	defer_request(f, (slot_state & SLOT_APP_OSYNC) != 0);
-	/* Checked after queueing: a retiring thread either sees our request
-	 * or has already left, and then we cannot spawn one from here. */
-	if (atomic_load(&nworkers) == 0)
-		osync_inline(f, fd);
+	if (REAL(fdatasync)(fd) < 0)
+		syncerr_record(f, errno);
 }
 
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
 {
-	if (slot_state & SLOT_OSYNC_DEFER)
-		shim_osync_write(f, fd, slot_state);
-	if (f->fl.fd < 0)
-		return;
+	struct knobs k;
+	knobs_of(f, &k);
+	if (slot_state & SLOT_OSYNC_DEFER) {
+		if (atomic_load(&shim.exiting) || !workers_running()) {
+			osync_inline(f, fd);
+		} else {
+			defer_request(f, &k, fd, (slot_state & SLOT_APP_OSYNC) != 0);
+			/* Checked after queueing: a retiring thread either sees
+			 * our request or has left, and we cannot spawn one here. */
+			if (!workers_running())
+				osync_inline(f, fd);
+		}
+	}
 	uint64_t dirty = atomic_load_explicit(&f->dirty_bytes, memory_order_relaxed);
-	uint64_t wb = f->rule.writeback_bytes;
-	if (wb && dirty >= f->fl.wb_mark + wb) {
-		f->fl.wb_mark = dirty; /* racy by design: at worst one extra kick */
+	uint64_t mark = atomic_load_explicit(&f->fl.wb_mark, memory_order_relaxed);
+	if (k.writeback_bytes && dirty >= mark + k.writeback_bytes &&
+	    atomic_compare_exchange_strong(&f->fl.wb_mark, &mark, dirty)) {
 		atomic_store(&f->fl.writeback, 1);
-		schedule(f, true);
+		atomic_store(&f->fl.req_fd, fd);
+		workers_schedule(f, true);
 	}
-	if (dirty >= f->rule.max_bytes && atomic_load(&f->fl.first_req_ns) &&
+	if (dirty >= k.max_bytes && atomic_load(&f->fl.first_req_ns) &&
 	    atomic_exchange(&f->fl.force, 1) == 0)
-		schedule(f, true);
+		workers_schedule(f, true);
 }
 
-/* ---- the flusher threads -------------------------------------------------- */
-
-static uint64_t deadline_of(struct shim_file *f)
+/* The flusher thread's early writeback, on a leased descriptor. */
+void flusher_writeback(struct shim_file *f)
 {
-	if (atomic_load(&f->fl.force) || atomic_load(&f->fl.writeback))
-		return 0;
-	uint64_t first = atomic_load(&f->fl.first_req_ns);
-	return first ? first + (uint64_t)f->rule.max_delay_ms * NS_PER_MS : UINT64_MAX;
-}
-
-static void take_ready(void)
-{
-	struct shim_file *f = atomic_exchange(&ready_stack, NULL);
-	while (f) {
-		struct shim_file *next = f->fl.ready_next;
-		f->fl.sched_next = sched_list;
-		sched_list = f;
-		f = next;
-	}
-}
-
-/* sched_mu held. Drop files with nothing left to do; return the most
- * overdue one (unlinked from the list) or NULL and the next deadline. */
-static struct shim_file *pick(uint64_t now, uint64_t *next, struct shim_file **done)
-{
-	struct shim_file *best = NULL, **bestp = NULL;
-	uint64_t best_dl = UINT64_MAX;
-	*next = UINT64_MAX;
-	for (struct shim_file **pp = &sched_list; *pp;) {
-		struct shim_file *f = *pp;
-		uint64_t dl = deadline_of(f);
-		if (dl == UINT64_MAX) {
-			atomic_store(&f->fl.queued, 0);
-			if (has_pending(f) || atomic_load(&f->fl.writeback)) {
-				if (atomic_exchange(&f->fl.queued, 1) == 0) { /* re-armed under us */
-					pp = &f->fl.sched_next;
-					continue;
-				}
-			}
-			*pp = f->fl.sched_next;
-			f->fl.sched_next = *done; /* reference dropped outside the lock */
-			*done = f;
-			continue;
-		}
-		if (dl <= now && dl < best_dl) {
-			best = f;
-			bestp = pp;
-			best_dl = dl;
-		} else if (dl > now && dl < *next) {
-			*next = dl;
-		}
-		pp = &f->fl.sched_next;
-	}
-	if (best)
-		*bestp = best->fl.sched_next;
-	return best;
-}
-
-static void writeback(struct shim_file *f)
-{
-	uint64_t t0 = trace_stamp();
-	int r = REAL(sync_file_range)(f->fl.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	trace_real_sync(OP_REAL_SYNC_FILE_RANGE, f, t0, trace_stamp(), 0, r, r < 0 ? errno : 0);
-}
-
-static void work_on(struct shim_file *f)
-{
-	if (atomic_exchange(&f->fl.writeback, 0) && f->fl.fd >= 0)
-		writeback(f);
-	if (!has_pending(f))
-		return;
-	if (owes_sync(f)) {
-		sync_until(f, f->fl.fd, atomic_load(&f->fl.req_seq), true); /* reopens a lost fd */
+	shim_enter();
+	lock_fl(f);
+	if (f->fl.in_flight) { /* a sync is writing it all anyway */
+		unlock_fl(f);
+		shim_leave();
 		return;
 	}
-	/* Armed by a request a sync had already covered (it took its number
-	 * before that sync began and armed the clock after): disarm, or the
-	 * deadline stays passed and this thread spins. A request racing with
-	 * the disarm is seen by the re-check and re-armed. */
-	atomic_store(&f->fl.force, 0);
-	atomic_store(&f->fl.first_req_ns, 0);
-	if (owes_sync(f))
-		arm_deadline(&f->fl);
+	f->fl.in_flight = true;
+	struct sync_fd s = pick_locked(f, -1, false);
+	unlock_fl(f);
+	if (s.kind != SFD_NONE && is_file(s.fd, f)) {
+		uint64_t t0 = trace_stamp();
+		int r = REAL(sync_file_range)(s.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		trace_real_sync(OP_REAL_SYNC_FILE_RANGE, f, t0, trace_stamp(), 0, r, r < 0 ? errno : 0);
+	}
+	lock_fl(f);
+	f->fl.lease_fd = -1;
+	f->fl.in_flight = false;
+	pthread_cond_broadcast(&f->fl.cv);
+	unlock_fl(f);
+	shim_leave();
 }
 
-static void put_all(struct shim_file *list)
+/* The flusher thread's deferred sync of everything requested so far. */
+void flusher_sync_requested(struct shim_file *f)
 {
-	while (list) {
-		struct shim_file *next = list->fl.sched_next;
-		file_put(list);
-		list = next;
-	}
-}
-
-static void *worker_main(void *arg)
-{
-	(void)arg;
-	shim_busy = 1; /* everything this thread calls is the shim's own */
-	uint64_t idle_since = now_ns();
-	pthread_mutex_lock(&sched_mu);
-	for (;;) {
-		uint32_t seen = atomic_load_explicit(&sched_wake, memory_order_acquire);
-		take_ready();
-		uint64_t now = now_ns(), next;
-		struct shim_file *done = NULL;
-		struct shim_file *f = pick(now, &next, &done);
-		if (done) {
-			pthread_mutex_unlock(&sched_mu);
-			put_all(done);
-			pthread_mutex_lock(&sched_mu);
-		}
-		if (f) {
-			bool more = sched_list != NULL || atomic_load(&ready_stack) != NULL;
-			pthread_mutex_unlock(&sched_mu);
-			if (more)
-				ensure_worker(true); /* a slow file must not hold up the others */
-			work_on(f);
-			pthread_mutex_lock(&sched_mu);
-			f->fl.sched_next = sched_list; /* back on the list; pick() drops it when idle */
-			sched_list = f;
-			idle_since = now_ns();
-			continue;
-		}
-		if (!sched_list && now - idle_since > WORKER_IDLE_NS && !atomic_load(&ready_stack))
-			break;
-		uint64_t wait = next == UINT64_MAX ? WORKER_IDLE_NS : next - now;
-		struct timespec ts = { (time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull) };
-		nidle++;
-		pthread_mutex_unlock(&sched_mu);
-		syscall(SYS_futex, &sched_wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-		pthread_mutex_lock(&sched_mu);
-		nidle--;
-	}
-	atomic_fetch_sub(&nworkers, 1);
-	pthread_mutex_unlock(&sched_mu);
-	/* A request may have slipped in after the last look. */
-	if (atomic_load(&ready_stack) && atomic_load(&nworkers) == 0)
-		ensure_worker(false);
-	return NULL;
+	sync_until(f, -1, false, atomic_load(&f->fl.req_seq), true);
 }
 
 /* ---- barriers -------------------------------------------------------------- */
 
-void flusher_drain(struct shim_file *f)
-{
-	uint64_t target = atomic_load(&f->fl.req_seq);
-	if (atomic_load(&f->fl.done_seq) < target)
-		sync_until(f, f->fl.fd, target, true);
-}
-
-struct pending_batch {
-	struct shim_file *files[DRAIN_BATCH];
-	int n;
+struct drain_batch {
+	struct shim_file *files[128];
 };
 
-static void collect_pending(struct shim_file *f, void *arg)
+static bool owes_any(struct shim_file *f)
 {
-	struct pending_batch *b = arg;
-	if (b->n < DRAIN_BATCH && f->fl.fd >= 0 && owes_sync(f))
-		b->files[b->n++] = file_ref(f);
+	return flusher_owes(f);
 }
 
 void flusher_flush_all(void)
 {
 	if (!atomic_load(&shim.ready))
 		return;
-	struct pending_batch b;
+	struct drain_batch b;
+	uint64_t cursor = 0;
 	do {
-		b.n = 0;
-		registry_each(collect_pending, &b);
-		for (int i = 0; i < b.n; i++) {
+		int n = registry_collect(b.files, 128, owes_any, &cursor);
+		for (int i = 0; i < n; i++) {
 			flusher_drain(b.files[i]);
 			file_put(b.files[i]);
 		}
-	} while (b.n == DRAIN_BATCH);
+	} while (cursor);
 }
 
-/* An error no descriptor has reported yet, now reported (by a rename). */
-static int take_unseen_error(struct shim_file *f)
-{
-	uint32_t seq = atomic_load(&f->err_seq), seen = atomic_load(&f->err_seen_seq);
-	while (seen < seq) {
-		if (atomic_compare_exchange_weak(&f->err_seen_seq, &seen, seq))
-			return atomic_load(&f->err_errno);
-	}
-	return 0;
-}
-
-int flusher_before_rename(int dirfd, const char *path)
+int flusher_before_publish(int dirfd, const char *path, int at_flags)
 {
 	struct stat st;
 	int e = errno, err = 0;
-	if (path && fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+	if (path && fstatat(dirfd, path, &st, at_flags) == 0 && S_ISREG(st.st_mode)) {
 		struct shim_file *f = file_find(st.st_dev, st.st_ino);
 		if (f) {
-			if (f->fl.fd >= 0 && owes_sync(f))
+			if (flusher_owes(f))
 				flusher_drain(f);
-			err = take_unseen_error(f);
+			err = syncerr_take_unseen(f);
 			file_put(f);
 		}
 	}
@@ -707,27 +519,80 @@ int flusher_before_rename(int dirfd, const char *path)
 	return err;
 }
 
-int flusher_before_close(struct shim_file *f, int fd)
+void flusher_before_close(struct shim_file *f, int fd)
 {
-	if (f->rule.on_close == ON_CLOSE_SYNC && f->fl.fd >= 0 && owes_sync(f))
-		flusher_drain(f);
-	return fd_take_sync_error(fd, f);
-}
-
-static void drop_private_in_range(struct shim_file *f, void *arg)
-{
-	const unsigned *r = arg;
-	if (f->fl.fd >= 0 && (unsigned)f->fl.fd >= r[0] && (unsigned)f->fl.fd <= r[1]) {
-		private_fd_forget(f->fl.fd);
-		f->fl.fd = -1; /* the kernel is about to close it */
+	struct knobs k;
+	knobs_of(f, &k);
+	if (k.on_close == ON_CLOSE_SYNC && flusher_owes(f))
+		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
+	struct fd_slot *s = fd_slot(fd);
+	shim_enter();
+	lock_fl(f);
+	if (s)
+		atomic_fetch_or(&s->state, SLOT_CLOSING); /* no new lease on it */
+	while (f->fl.in_flight && f->fl.lease_fd == fd)
+		pthread_cond_wait(&f->fl.cv, &f->fl.mu);
+	int r = fd;
+	atomic_compare_exchange_strong(&f->fl.req_fd, &r, -1);
+	bool inline_sync = false;
+	if (flusher_owes(f) && atomic_load(&f->fl.priv_fd) < 0) {
+		int d = shimfd_dup(fd, OWN_FILE, f);
+		if (d >= 0)
+			atomic_store(&f->fl.priv_fd, d);
+		else
+			inline_sync = true; /* out of descriptors: make it durable now */
 	}
+	unlock_fl(f);
+	shim_leave();
+	if (inline_sync)
+		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
 }
 
-void flusher_before_close_range(unsigned first, unsigned last)
+void flusher_vacate(struct shim_file *f, int fd)
 {
-	flusher_flush_all();
-	unsigned range[2] = { first, last };
-	registry_each(drop_private_in_range, range);
+	shim_enter();
+	lock_fl(f);
+	while (f->fl.in_flight && f->fl.lease_fd == fd)
+		pthread_cond_wait(&f->fl.cv, &f->fl.mu);
+	if (atomic_load(&f->fl.priv_fd) == fd) {
+		int d = flusher_owes(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
+		atomic_store(&f->fl.priv_fd, d);
+	}
+	shimfd_forget(fd); /* the app's dup2 closes it */
+	unlock_fl(f);
+	shim_leave();
+}
+
+void flusher_priv_lost(struct shim_file *f, int fd)
+{
+	int p = fd;
+	atomic_compare_exchange_strong(&f->fl.priv_fd, &p, -1);
+}
+
+static bool has_priv(struct shim_file *f)
+{
+	return atomic_load(&f->fl.priv_fd) >= 0;
+}
+
+bool flusher_release_privs(void)
+{
+	struct shim_file *files[128];
+	uint64_t cursor = 0;
+	bool any = false;
+	do {
+		int n = registry_collect(files, 128, has_priv, &cursor);
+		for (int i = 0; i < n; i++) {
+			any = true;
+			flusher_drain(files[i]);
+			shim_enter();
+			lock_fl(files[i]);
+			drop_priv_if_idle(files[i]);
+			unlock_fl(files[i]);
+			shim_leave();
+			file_put(files[i]);
+		}
+	} while (cursor);
+	return any;
 }
 
 /* ---- fork -------------------------------------------------------------- */
@@ -736,11 +601,13 @@ static void reset_in_child(struct shim_file *f, void *arg)
 {
 	(void)arg;
 	struct flusher *fl = &f->fl;
-	int fd = fl->fd;
+	int priv = atomic_load(&fl->priv_fd), req = atomic_load(&fl->req_fd);
 	uint64_t seq = atomic_load(&fl->req_seq);
 	bool was_queued = atomic_load(&fl->queued);
-	flusher_init_file(f); /* the parent's flusher owns the parent's pending syncs */
-	fl->fd = fd;
+	flusher_init_locks(f); /* a parent thread may have held them */
+	flusher_reset(f);      /* the parent's flusher owns the parent's pending syncs */
+	atomic_store(&fl->priv_fd, priv);
+	atomic_store(&fl->req_fd, req);
 	atomic_store(&fl->req_seq, seq);
 	atomic_store(&fl->done_seq, seq);
 	if (was_queued)
@@ -749,10 +616,6 @@ static void reset_in_child(struct shim_file *f, void *arg)
 
 void flusher_atfork_child(void)
 {
-	pthread_mutex_init(&sched_mu, NULL);
-	sched_list = NULL;
-	atomic_store(&ready_stack, NULL);
-	atomic_store(&nworkers, 0);
-	nidle = 0;
+	workers_atfork_child();
 	registry_each(reset_in_child, NULL);
 }

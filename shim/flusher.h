@@ -6,7 +6,8 @@
  * dirty or max_calls requests pend. group: the caller waits for a real
  * sync that began after its call; concurrent callers share it. Errors of
  * background syncs are sticky per file and reported, errseq style, by the
- * next fsync, fdatasync or close on each descriptor of the file.
+ * next fsync, fdatasync or close on each descriptor of the file
+ * (syncerr.c).
  */
 #ifndef SYNCSHIM_FLUSHER_H
 #define SYNCSHIM_FLUSHER_H
@@ -15,35 +16,46 @@
 
 #include "shim.h"
 
-void flusher_init_file(struct shim_file *f);
-void flusher_release_file(struct shim_file *f);   /* registry lock held */
+/* A new object's mutex and condition variable: once per allocation. */
+void flusher_init_locks(struct shim_file *f);
+/* A (recycled) object starting life as a new file. */
+void flusher_reset(struct shim_file *f);
+/* The file is being recycled (registry lock held): close our descriptor. */
+void flusher_release_file(struct shim_file *f);
 
-/* An app's fsync/fdatasync (fd >= 0) or msync (fd -1) on a defer or
- * group file. Returns 0 or -1 with errno, like the call it stands for. */
-int flusher_app_sync(struct shim_file *f, int fd, bool want_fsync);
-/* Make fd's file ready for background work (defer files, at open and
- * mmap): the flusher's private descriptor and a thread. */
-void flusher_prepare(struct shim_file *f, int fd, uint32_t slot_flags);
-/* Write path, defer files only: thresholds and early writeback. Lock-free. */
+/* An app's fsync/fdatasync (fd >= 0, checked by fd_get) or msync (fd -1)
+ * on a defer or group file. Returns 0 or -1 with errno, like the call it
+ * stands for. */
+int flusher_app_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync);
+/* Write path, defer files only: thresholds, early writeback and O_SYNC
+ * writes under osync=defer. Lock-free, no system call. */
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state);
-/* Complete the file's pending syncs now (barriers). */
-void flusher_drain(struct shim_file *f);
+/* Complete the file's pending syncs now (barriers). Returns 0, or the
+ * errno of a failed sync (also recorded as sticky). */
+int flusher_drain(struct shim_file *f);
 /* Complete every pending deferred sync (sync, syncfs, exec, exit). */
 void flusher_flush_all(void);
-/* Complete the pending syncs of the file at (dirfd, path) before a rename.
- * Returns 0, or the errno of a sync of that file that failed and nobody
- * has been told about: the rename must not replace its target then. */
-int flusher_before_rename(int dirfd, const char *path);
-/* close(): the error to report for fd, after on_close=sync waited. */
-int flusher_before_close(struct shim_file *f, int fd);
-/* Descriptors in [first, last] are about to be closed by close_range. */
-void flusher_before_close_range(unsigned first, unsigned last);
+/* Complete the pending syncs of the file at (dirfd, path, AT_ flags)
+ * before its data is published under a new name (rename, link). Returns
+ * 0, or the errno of a sync of that file that failed and nobody has been
+ * told about: the new name must not be made then. */
+int flusher_before_publish(int dirfd, const char *path, int at_flags);
+/* The app is about to close fd (close, close_range, dup2 onto it, fclose):
+ * wait for a sync that is using it, keep what the flusher still needs.
+ * on_close=sync waits for the pending syncs first. */
+void flusher_before_close(struct shim_file *f, int fd);
+/* dup2/dup3 are about to replace our private descriptor fd. */
+void flusher_vacate(struct shim_file *f, int fd);
+/* Our private descriptor fd of f was closed behind our back. */
+void flusher_priv_lost(struct shim_file *f, int fd);
+/* EMFILE relief: complete owed syncs and close private descriptors.
+ * True if there were any. */
+bool flusher_release_privs(void);
 void flusher_atfork_child(void);
-bool flusher_is_private_fd(int fd);
-/* close() of a private number: 1 if it is really ours (the app gets EBADF),
- * 0 if not (a stale mark is cleared and the app's close goes ahead). */
-int flusher_close_private(int fd);
-/* dup2/dup3 are about to put an app descriptor at fd: move ours away. */
-void flusher_vacate(int fd);
+
+/* For the flusher threads (workers.c). */
+bool flusher_owes(struct shim_file *f);
+void flusher_sync_requested(struct shim_file *f);
+void flusher_writeback(struct shim_file *f);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "flusher.h"
@@ -21,8 +22,6 @@
 #include "shim.h"
 
 #define CONFIG_MAX_BYTES (1 << 20)
-
-static struct policy boot_policy;
 
 void shim_say(const char *fmt, ...)
 {
@@ -133,82 +132,174 @@ static void apply_log_env(struct policy *p)
 		p->log_mode = (enum log_mode)m;
 }
 
-static int atfork_skipped;
+/* ---- test points ------------------------------------------------------- */
+
+/* SYNCSHIM_TEST_SIGNAL_AT=all or a comma-separated list of point names
+ * (alloc, registry, regions, fl_mu, lead, log_queue, policy, write):
+ * the calling thread sends itself SYNCSHIM_TEST_SIGNAL (default SIGUSR1)
+ * there, so a test's handler runs exactly inside that critical section. */
+int shim_test_points;
+static char test_points[256];
+static int test_signal = SIGUSR1;
+
+static void test_points_init(void)
+{
+	const char *at = getenv("SYNCSHIM_TEST_SIGNAL_AT");
+	if (!at || !*at)
+		return;
+	snprintf(test_points, sizeof(test_points), ",%s,", at);
+	const char *sig = getenv("SYNCSHIM_TEST_SIGNAL");
+	if (sig && atoi(sig) > 0)
+		test_signal = atoi(sig);
+	shim_test_points = 1;
+}
+
+void shim_test_point_hit(const char *where)
+{
+	char key[40];
+	snprintf(key, sizeof(key), ",%s,", where);
+	if (!strstr(test_points, ",all,") && !strstr(test_points, key))
+		return;
+	int e = errno;
+	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), test_signal);
+	errno = e;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+/*
+ * The lock order around fork, for every lock a child could otherwise
+ * inherit held: mmap regions, then the registry, then the private
+ * allocator's (taken last, by its own prefork handler, called from here
+ * rather than registered by it: alloc.c). Normal code takes regions before
+ * registry and never holds either across an allocation, and the allocator
+ * never calls into code that takes them, so whoever holds one of them can
+ * always finish. Other locks (a file's flusher lock, the scheduler's, the
+ * logger's) are not held across fork; the child re-initialises them and
+ * rebuilds what they guard.
+ *
+ * A fork from inside the shim's own work (a signal handler's fork while
+ * its thread held a shim lock) cannot take them: the child then stands the
+ * shim aside altogether.
+ */
+static __thread bool atfork_skipped;
 
 static void atfork_prepare(void)
 {
-	atfork_skipped = shim_busy; /* fork from inside our own critical section */
+	atfork_skipped = shim_bypass();
 	if (atfork_skipped)
 		return;
-	log_atfork_prepare();
-	mmap_track_lock();
-	registry_lock();
+	mmap_track_atfork_prepare();
+	registry_atfork_prepare();
+	alloc_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
 	if (atfork_skipped)
 		return;
-	registry_unlock();
-	mmap_track_unlock();
-	log_atfork_parent();
+	alloc_atfork_parent();
+	registry_atfork_parent();
+	mmap_track_atfork_parent();
 }
 
 static void atfork_child(void)
 {
-	if (atfork_skipped)
+	if (atfork_skipped) {
+		atomic_store(&shim.ready, 0);
 		return;
+	}
+	alloc_atfork_child();
 	shim.pid = getpid();
 	registry_atfork_child();
 	mmap_track_atfork_child();
+	policy_atfork_child();
 	flusher_atfork_child();
 	reload_atfork_child();
 	log_atfork_child();
 }
 
+/* ---- load and exit ---------------------------------------------------------- */
+
+/* Absolute (the app may chdir) but with symlinks kept: the reload watcher
+ * follows them on every look. */
+static const char *config_from_env(void)
+{
+	const char *config = getenv("SYNCSHIM_CONFIG");
+	if (!config || !*config)
+		return NULL;
+	char abs[PATH_MAX];
+	if (path_absolute(AT_FDCWD, config, abs, sizeof(abs)) == 0 &&
+	    strlen(abs) < sizeof(shim.config_path))
+		snprintf(shim.config_path, sizeof(shim.config_path), "%s", abs);
+	/* Too long a name is still read; only the reload watcher goes without. */
+	return shim.config_path[0] ? shim.config_path : config;
+}
+
+struct policy *shim_boot_policy;
+static struct policy boot_policy;
+extern void *shim_real_vfork;
+
 __attribute__((constructor)) static void shim_init(void)
 {
-	shim_busy++;
+	shim_enter();
 	shim.pid = getpid();
 	real_resolve_all();
+	shim_real_vfork = (void *)REAL(vfork);
 	fdtable_init();
-	const char *config = getenv("SYNCSHIM_CONFIG");
-	/* Absolute, so the reload watcher still finds it after the app chdirs. */
-	char abs[PATH_MAX];
-	if (config && *config && realpath(config, abs) && strlen(abs) < sizeof(shim.config_path))
-		config = abs;
-	/* Too long a name is still read below; only the reload watcher, which
-	 * needs it stored, goes without. */
-	if (config && snprintf(shim.config_path, sizeof(shim.config_path), "%s", config) >=
-			      (int)sizeof(shim.config_path))
-		shim.config_path[0] = '\0';
+	test_points_init();
+	const char *config = config_from_env();
 	char err[POLICY_ERR_MAX];
 	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0)
 		shim_say("%s; running as passthrough", err);
 	apply_log_env(&boot_policy);
-	shim.boot_policy = &boot_policy;
+	shim_boot_policy = &boot_policy;
 	atomic_store_explicit(&shim.policy, &boot_policy, memory_order_release);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	log_start(&boot_policy);
+	fdtable_scan_inherited();
 	atomic_store_explicit(&shim.ready, 1, memory_order_release);
-	shim_busy--;
+	shim_leave();
 }
 
+/* The status the process asked exit() for; a return from main reaches
+ * exit inside libc, unseen, and counts as 0. */
+static int exit_status;
+
+SHIM_API void exit(int status)
+{
+	exit_status = status;
+	REAL(exit)(status);
+	__builtin_unreachable();
+}
+
+/* After atexit handlers (their syncs are covered too), before the stdio
+ * flush. With unreported_errors = exit and a sync error nobody reported,
+ * the process leaves here with 74, its stdio flushed first. */
 __attribute__((destructor)) static void shim_fini(void)
 {
-	/* Destructors that run after this one may still sync: from here on
-	 * nobody would flush a deferred request, so none is deferred. */
+	if (shim_bypass())
+		return;
 	atomic_store(&shim.exiting, 1);
 	flusher_flush_all();
-	log_stop();
+	bool lost = syncerr_tell_all_unreported();
+	log_stop(exit_status);
+	unsigned ticket;
+	bool strict = policy_enter(&ticket)->unreported_errors == UNREPORTED_EXIT;
+	policy_leave(ticket);
+	if (lost && strict && exit_status == 0) {
+		fflush(NULL);
+		REAL(_exit)(74);
+	}
 }
 
 SHIM_API const char *syncshim_version(void)
 {
-	return "syncshim 0.1";
+	return "syncshim 0.2";
 }
 
 SHIM_API void syncshim_flush(void)
 {
-	flusher_flush_all();
+	if (!shim_bypass())
+		flusher_flush_all();
 }

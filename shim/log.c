@@ -18,9 +18,22 @@
  * a block boundary.
  *
  * Files are announced (FILE blocks) through a queue filled when the shim
- * first meets a file, under the registry lock; the logger drains the
- * rings before the queue, so every record it writes names a file already
- * announced.
+ * first meets a file, under the registry lock (the notice itself is made
+ * before the lock is taken: nothing allocates under it); the logger
+ * drains the queue before the rings, so every record it writes names a
+ * file already announced.
+ *
+ * The log's descriptor is the shim's own (shimfd.c): placed above the
+ * app's numbers, invisible to the app's close/close_range/dup2, and
+ * checked against the log's (dev, inode) before each tick's writes. If the
+ * app took the number behind our back, the log is reopened by name, or
+ * logging stops with one line on stderr: never a block into the app's file.
+ *
+ * A forked child's log starts lazily: the fork handler only resets
+ * counters (no allocation, no file, no thread inside it), calls keep being
+ * counted in memory, and the child's own log is created at its first
+ * write, sync or rename seen from a call that may do so. A child that only
+ * closes descriptors and execs writes none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +52,7 @@
 #include "logfmt.h"
 #include "shim.h"
 #include "trace.h"
+#include <sys/stat.h>
 
 _Static_assert((int)OP_COUNT == (int)LOGOP_COUNT, "trace ops and log ops must match");
 
@@ -113,11 +127,19 @@ static struct {
 	struct logfmt_record *staged; /* calls mode: records drained from rings */
 	uint32_t staged_cap, nstaged;
 	long tick_ns;
-	pthread_mutex_t mu;           /* one writer of blocks at a time */
+	pthread_mutex_t mu;           /* one writer of blocks at a time (not held across fork) */
 	pthread_mutex_t queue_mu;
 	struct notice *queue_head, *queue_tail;
 	_Atomic int stop;
 	bool open;
+	bool configured;              /* this process logs: a log was started (or is pending) */
+	_Atomic int child_pending;    /* a fork child whose log is not created yet */
+	_Atomic int activity;         /* a write, sync or rename was counted */
+	uint32_t child_first_id;      /* files below this id existed at fork */
+	_Atomic int fd_lost;          /* the app got our number: reopen before writing */
+	_Atomic uint64_t ident_dev, ident_ino; /* the log file, for checks of L.fd */
+	_Atomic int ident_ok;
+	char tmpl[POLICY_PATH_MAX];   /* the configured name, %p unexpanded */
 	char path[PATH_MAX];
 } L = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .queue_mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -132,11 +154,11 @@ static bool tsc_is_invariant(void)
 {
 #if defined(__x86_64__)
 	char buf[8192];
-	int fd = REAL(open)("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	int fd = shimfd_open("/proc/cpuinfo", O_RDONLY, OWN_TEMP);
 	if (fd < 0)
 		return false;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	REAL(close)(fd);
+	shimfd_close(fd);
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
@@ -263,10 +285,13 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 {
 	if (!atomic_load_explicit(&trace_on, memory_order_acquire))
 		return;
-	unsigned rule = f && f->rule_index >= 0 && f->rule_index < POLICY_MAX_RULES
-				? (unsigned)f->rule_index + 1 : 0;
+	int ri = f ? file_rule_index(f) : -1;
+	unsigned rule = ri >= 0 && ri < POLICY_MAX_RULES ? (unsigned)ri + 1 : 0;
 	uint64_t ns = ticks_to_ns(s1 > s0 ? s1 - s0 : 0);
 	uint64_t b = bytes > 0 ? (uint64_t)bytes : 0;
+	if (op != OP_OPEN && op != OP_CLOSE &&
+	    unlikely(!atomic_load_explicit(&L.activity, memory_order_relaxed)))
+		atomic_store_explicit(&L.activity, 1, memory_order_relaxed);
 	struct thread_log *t = my_log ? my_log : claim_thread();
 	if (!t) { /* more threads than the pool: shared counters, no record */
 		hist_record(shared_hist(op, rule), ns);
@@ -302,13 +327,16 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 
 static void enqueue(struct notice *n)
 {
+	shim_enter();
 	pthread_mutex_lock(&L.queue_mu);
+	TEST_POINT("log_queue");
 	if (L.queue_tail)
 		L.queue_tail->next = n;
 	else
 		L.queue_head = n;
 	L.queue_tail = n;
 	pthread_mutex_unlock(&L.queue_mu);
+	shim_leave();
 }
 
 static const char *fstype_name(const char *path)
@@ -330,30 +358,40 @@ static const char *fstype_name(const char *path)
 	}
 }
 
-void log_file_created(const struct shim_file *f)
+struct log_notice *log_file_notice_new(const char *path, const char *rule_name)
 {
-	if (!L.open)
-		return;
-	const char *path = f->path ? f->path : "";
-	size_t plen = strlen(path) + 1;
-	const char *rname = f->rule.name;
-	size_t rlen = strlen(rname) + 1;
+	if (!L.configured)
+		return NULL;
+	size_t plen = strlen(path) + 1, rlen = strlen(rule_name) + 1;
 	struct notice *n = shim_alloc(sizeof(*n) + plen + rlen);
 	if (!n)
-		return;
+		return NULL;
 	memcpy(n->text, path, plen);
-	memcpy(n->text + plen, rname, rlen);
+	memcpy(n->text + plen, rule_name, rlen);
 	/* The fs type now: the file may be gone by the time the logger looks. */
-	n->file = (struct logfmt_file){
-		.fstype = fstype_name(path),
-		.id = f->id,
-		.rule = (uint16_t)(f->rule_index + 1),
-		.dev = f->dev,
-		.ino = f->ino,
-		.rule_name = n->text + plen,
-		.path = n->text,
-	};
+	n->file = (struct logfmt_file){ .fstype = fstype_name(path), .rule_name = n->text + plen,
+					.path = n->text };
+	n->kind = NOTICE_FILE;
+	return (struct log_notice *)n;
+}
+
+void log_file_notice_post(struct log_notice *ln, const struct shim_file *f)
+{
+	struct notice *n = (struct notice *)ln;
+	if (!n)
+		return;
+	struct knobs k;
+	knobs_of(f, &k);
+	n->file.id = f->id;
+	n->file.rule = (uint16_t)(k.rule_index + 1);
+	n->file.dev = f->dev;
+	n->file.ino = f->ino;
 	enqueue(n);
+}
+
+void log_notice_free(struct log_notice *n)
+{
+	shim_free(n);
 }
 
 void log_event(int kind, const struct shim_file *f, int err, const char *fmt, ...)
@@ -627,8 +665,12 @@ static uint64_t second_of(uint64_t mono_ns)
 
 /* L.mu held. In calls mode, adapts the drain period to how fast the
  * rings fill. */
+static bool log_fd_usable(void);
+
 static void tick(bool final)
 {
+	if (!log_fd_usable())
+		return;
 	if (trace_use_tsc)
 		calibrate();
 	if (L.mode == LOG_CALLS) {
@@ -691,30 +733,138 @@ static void expand_path(const char *tmpl, char *out, size_t len)
 }
 
 /* Never follow a planted symlink and never truncate an existing file: an
- * existing name gets a numbered sibling instead (an exec'd image of the
- * same pid, a rerun). */
+ * existing name gets a numbered sibling instead, and the user is told
+ * which file to read. A name that exists as something other than a file
+ * or a symlink (/dev/null, a FIFO, a directory) is refused: a numbered
+ * sibling of /dev/null is not what anyone meant. -1 with errno, or -2
+ * when the refusal was already said. */
 static int create_log(const char *path, char *used, size_t len)
 {
-	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND;
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND;
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		shim_say("log %s exists and is not a regular file; logging off", path);
+		return -2;
+	}
 	snprintf(used, len, "%s", path);
 	for (int i = 1; i <= LOG_NAME_TRIES; i++) {
-		int fd = REAL(open)(used, flags, 0600);
-		if (fd >= 0 || errno != EEXIST)
+		int fd = shimfd_open(used, flags, OWN_LOG);
+		if (fd >= 0) {
+			if (i > 1)
+				shim_say("log %s exists; logging to %s", path, used);
 			return fd;
-		snprintf(used, len, "%s.%d", path, i);
+		}
+		if (errno != EEXIST)
+			return -1;
+		if (snprintf(used, len, "%s.%d", path, i) >= (int)len) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
 	}
 	errno = EEXIST;
 	return -1;
 }
 
+/* Above the app's numbers (shimfd_high_base), and remembered by identity. */
+static int adopt_log_fd(int fd)
+{
+	int high = shimfd_dup(fd, OWN_LOG, NULL);
+	if (high >= 0) {
+		shimfd_close(fd);
+		fd = high;
+	}
+	dev_t dev;
+	ino_t ino;
+	if (fd_identity(fd, &dev, &ino, NULL) == 0) {
+		atomic_store(&L.ident_dev, (uint64_t)dev);
+		atomic_store(&L.ident_ino, (uint64_t)ino);
+		atomic_store(&L.ident_ok, 1);
+	}
+	return fd;
+}
+
+bool log_identity(dev_t *dev, ino_t *ino)
+{
+	if (!atomic_load(&L.ident_ok))
+		return false;
+	*dev = (dev_t)atomic_load(&L.ident_dev);
+	*ino = (ino_t)atomic_load(&L.ident_ino);
+	return true;
+}
+
+static void stop_logging(const char *why)
+{
+	shim_say("log %s: %s; logging stopped", L.path, why);
+	atomic_store(&trace_on, 0);
+	atomic_store(&L.stop, 1);
+	L.open = false;
+	atomic_store(&L.ident_ok, 0);
+}
+
+/* L.mu held, before any write of a tick: the descriptor must still be the
+ * log. If the app took the number (a raw close, then an open), reopen the
+ * log by name; at the descriptor limit, wait for the next tick; else stop. */
+static bool log_fd_usable(void)
+{
+	if (L.fd >= 0 && shimfd_is_ours(L.fd))
+		return true;
+	shimfd_forget(L.fd); /* if it was taken, it is someone else's now */
+	L.fd = -1;
+	int fd = shimfd_open(L.path, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_LOG);
+	dev_t dev, want_dev;
+	ino_t ino, want_ino;
+	if (fd >= 0 && log_identity(&want_dev, &want_ino) && fd_identity(fd, &dev, &ino, NULL) == 0 &&
+	    dev == want_dev && ino == want_ino) {
+		L.fd = fd;
+		return true;
+	}
+	int e = errno;
+	shimfd_close(fd);
+	if (fd < 0 && (e == EMFILE || e == ENFILE))
+		return false; /* the app is at its limit: the counts wait in memory */
+	stop_logging("its descriptor was taken behind the shim's back and the file cannot be reopened");
+	return false;
+}
+
+void log_fd_lost(int fd)
+{
+	(void)fd; /* the mark is gone; the next tick's check reopens the log */
+}
+
+void log_vacate(int fd)
+{
+	shim_enter();
+	pthread_mutex_lock(&L.mu);
+	if (L.fd == fd)
+		L.fd = shimfd_dup(fd, OWN_LOG, NULL); /* -1: reopened at the next tick */
+	shimfd_forget(fd);
+	pthread_mutex_unlock(&L.mu);
+	shim_leave();
+}
+
+bool log_release_fd(void)
+{
+	if (!L.open)
+		return false;
+	shim_enter();
+	pthread_mutex_lock(&L.mu);
+	bool had = L.fd >= 0;
+	if (had)
+		shimfd_close(L.fd);
+	L.fd = -1;
+	pthread_mutex_unlock(&L.mu);
+	shim_leave();
+	return had;
+}
+
 static void read_cmdline(char *out, size_t len)
 {
 	out[0] = '\0';
-	int fd = REAL(open)("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = shimfd_open("/proc/self/cmdline", O_RDONLY, OWN_TEMP);
 	if (fd < 0)
 		return;
 	ssize_t n = read(fd, out, len - 1);
-	REAL(close)(fd);
+	shimfd_close(fd);
 	if (n <= 0)
 		return;
 	out[n] = '\0';
@@ -773,7 +923,7 @@ static void write_header(const struct policy *p)
 	struct logfmt_header h = {
 		.pid = (uint32_t)getpid(),
 		.ppid = (uint32_t)getppid(),
-		.log_mode = (uint8_t)p->log_mode,
+		.log_mode = (uint8_t)L.mode,
 		.start_wall_ns = (uint64_t)wall.tv_sec * NS_PER_S + (uint64_t)wall.tv_nsec,
 		.start_mono_ns = L.start_mono,
 		.hostname = u.nodename,
@@ -792,39 +942,57 @@ static void start_thread(void)
 		shim_say("cannot start the logger thread; logging only at exit");
 }
 
-void log_start(const struct policy *p)
+/* Create this process's log and write its header; trace_on after it. */
+static int open_log(const struct policy *p)
 {
-	if (p->log_mode == LOG_OFF || !p->log_path[0])
-		return;
 	char path[PATH_MAX];
-	expand_path(p->log_path, path, sizeof(path));
-	if (alloc_state(p) < 0) {
-		shim_say("cannot allocate the log buffers; logging off");
-		return;
+	expand_path(L.tmpl, path, sizeof(path));
+	int fd = create_log(path, L.path, sizeof(L.path));
+	if (fd < 0) {
+		if (fd == -1)
+			shim_say("cannot create log %s: %s; logging off", path, strerror(errno));
+		return -1;
 	}
-	L.fd = create_log(path, L.path, sizeof(L.path));
-	if (L.fd < 0) {
-		shim_say("cannot create log %s: %s; logging off", path, strerror(errno));
-		return;
-	}
-	L.mode = p->log_mode;
+	L.fd = adopt_log_fd(fd);
 	L.seq = 0;
 	L.tick_ns = TICK_MAX_NS;
-	clock_start();
-	L.start_mono = trace_now();
 	L.next_second = 0;
 	write_header(p);
 	L.open = true;
 	atomic_store(&L.stop, 0);
 	atomic_store_explicit(&trace_on, 1, memory_order_release);
+	return 0;
+}
+
+void log_start(const struct policy *p)
+{
+	if (p->log_mode == LOG_OFF || !p->log_path[0])
+		return;
+	snprintf(L.tmpl, sizeof(L.tmpl), "%s", p->log_path);
+	L.mode = p->log_mode;
+	if (alloc_state(p) < 0) {
+		shim_say("cannot allocate the log buffers; logging off");
+		return;
+	}
+	clock_start();
+	L.start_mono = trace_now();
+	if (open_log(p) < 0)
+		return;
+	L.configured = true;
 	start_thread();
 }
 
 /* Final drain, snapshot and trailer; safe to call twice. */
-static void log_finish(int exit_status)
+void log_stop(int exit_status)
 {
+	if (atomic_load(&L.child_pending)) {
+		if (!atomic_load(&L.activity))
+			return; /* a child that only closed and exec'd: no log */
+		log_maybe_start_child();
+	}
 	if (!L.open)
 		return;
+	shim_enter();
 	atomic_store(&L.stop, 1);
 	pthread_mutex_lock(&L.mu);
 	if (L.open) {
@@ -835,37 +1003,16 @@ static void log_finish(int exit_status)
 					    .end_mono_ns = trace_now(), .exit_status = exit_status };
 		atomic_store(&trace_on, 0);
 		write_block(logfmt_encode_trailer(L.buf, BUF_BYTES, L.seq, &t));
-		atomic_store(&trace_on, 0);
-		REAL(close)(L.fd);
+		shimfd_close(L.fd);
 		L.fd = -1;
 		L.open = false;
+		atomic_store(&L.ident_ok, 0);
 	}
 	pthread_mutex_unlock(&L.mu);
+	shim_leave();
 }
 
-void log_stop(void)
-{
-	log_finish(-1);
-}
-
-void log_before_exec(void)
-{
-	log_finish(-1);
-}
-
-/* ---- fork: the child writes a log of its own ----------------------------- */
-
-/* Only the block writer's lock is held across fork: the queue lock ranks
- * below the registry's, and the child simply abandons the queue. */
-void log_atfork_prepare(void)
-{
-	pthread_mutex_lock(&L.mu);
-}
-
-void log_atfork_parent(void)
-{
-	pthread_mutex_unlock(&L.mu);
-}
+/* ---- fork: the child writes a log of its own, lazily --------------------- */
 
 static void reset_for_child(void)
 {
@@ -885,12 +1032,8 @@ static void reset_for_child(void)
 	L.queue_head = L.queue_tail = NULL; /* may be mid-update: leak, never walk */
 }
 
-static void announce_known_file(struct shim_file *f, void *arg)
-{
-	(void)arg;
-	log_file_created(f);
-}
-
+/* Inside the fork handler: system calls only, no allocation, no file, no
+ * thread. Calls go on being counted in memory. */
 void log_atfork_child(void)
 {
 	pthread_mutex_init(&L.mu, NULL);
@@ -898,26 +1041,65 @@ void log_atfork_child(void)
 	my_log = NULL;
 	my_tid = 0;
 	my_second_end = 0;
-	if (!L.open)
+	if (!L.configured)
 		return;
-	atomic_store(&trace_on, 0);
-	REAL(close)(L.fd); /* the parent's log is the parent's */
+	shimfd_close(L.fd); /* the parent's log is the parent's */
 	L.fd = -1;
 	L.open = false;
+	atomic_store(&L.ident_ok, 0);
 	reset_for_child();
-	const struct policy *p = shim_policy();
-	char path[PATH_MAX];
-	expand_path(p->log_path, path, sizeof(path));
-	L.fd = create_log(path, L.path, sizeof(L.path));
-	if (L.fd < 0)
-		return;
-	L.seq = 0;
+	atomic_store(&L.activity, 0);
+	L.child_first_id = registry_next_id();
 	L.start_mono = trace_now();
 	L.next_second = 0;
-	write_header(p);
-	L.open = true;
-	registry_each(announce_known_file, NULL); /* files the child inherited */
 	atomic_store(&L.stop, 0);
-	atomic_store_explicit(&trace_on, 1, memory_order_release);
-	start_thread();
+	atomic_store(&L.child_pending, 1);
+}
+
+static bool inherited(struct shim_file *f)
+{
+	return f->id < L.child_first_id;
+}
+
+/* L.mu held: announce the files the child inherited (the ones it met since
+ * have their notices queued already). */
+static void announce_inherited(void)
+{
+	struct shim_file *files[64];
+	uint64_t cursor = 0;
+	do {
+		int n = registry_collect(files, 64, inherited, &cursor);
+		for (int i = 0; i < n; i++) {
+			struct log_notice *note = log_file_notice_new(files[i]->path ? files[i]->path : "",
+								      "");
+			log_file_notice_post(note, files[i]);
+			file_put(files[i]);
+		}
+	} while (cursor);
+}
+
+void log_maybe_start_child(void)
+{
+	if (likely(!atomic_load_explicit(&L.child_pending, memory_order_relaxed)) ||
+	    !atomic_load(&L.activity))
+		return;
+	static struct policy snap; /* L.mu: a copy, so no reader section spans file creation */
+	bool started = false;
+	shim_enter();
+	pthread_mutex_lock(&L.mu);
+	if (atomic_load(&L.child_pending)) {
+		atomic_store(&L.child_pending, 0);
+		unsigned ticket;
+		snap = *policy_enter(&ticket);
+		policy_leave(ticket);
+		started = open_log(&snap) == 0;
+		if (started)
+			announce_inherited();
+		else
+			atomic_store(&trace_on, 0);
+	}
+	pthread_mutex_unlock(&L.mu);
+	if (started)
+		start_thread();
+	shim_leave();
 }

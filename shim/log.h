@@ -4,23 +4,41 @@
 #ifndef SYNCSHIM_LOG_H
 #define SYNCSHIM_LOG_H
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include "policy.h"
 
-void log_start(const struct policy *p);
-void log_stop(void);
-/* The image is about to be replaced: finish the log as at exit. */
-void log_before_exec(void);
-void log_atfork_prepare(void);
-void log_atfork_parent(void);
-void log_atfork_child(void);
-/* A timestamped event in the log: kind is a LOGEV_* (logfmt.h), file and
- * err may be 0. */
 struct shim_file;
+
+void log_start(const struct policy *p);
+/* Exit, _exit or exec: final blocks and the trailer (status, or -1 when
+ * unknown). A fork child with nothing logged writes no log at all. */
+void log_stop(int exit_status);
+/* A fork child's log is created here, from a call that may create files
+ * and threads, once the child has done something worth logging. */
+void log_maybe_start_child(void);
+void log_atfork_child(void);
+
+/* A new file's FILE block: made before the registry lock (allocates,
+ * statfs), posted under it (fills in the id, queues; no allocation). NULL
+ * when the process does not log. */
+struct log_notice;
+struct log_notice *log_file_notice_new(const char *path, const char *rule_name);
+void log_file_notice_post(struct log_notice *n, const struct shim_file *f);
+void log_notice_free(struct log_notice *n);
+
+/* A timestamped event in the log: kind is a LOGEV_* (logfmt.h), file and
+ * err may be 0. Allocates: never under the registry or regions lock. */
 void log_event(int kind, const struct shim_file *f, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* A reload swapped in p: its rule table goes into the log. */
 void log_policy_changed(const struct policy *p);
-/* The shim met a new file (registry lock held): announce it in the log. */
-void log_file_created(const struct shim_file *f);
+
+/* The log's descriptor, for shimfd.c. */
+bool log_identity(dev_t *dev, ino_t *ino);
+void log_fd_lost(int fd);
+void log_vacate(int fd);
+bool log_release_fd(void);
 
 #endif

@@ -6,7 +6,8 @@
  * MAP_FIXED mapping on top) trims or drops them. A small fixed table under
  * a mutex: mappings are few and mmap is not a hot path; munmap skips the
  * lock entirely while nothing is tracked (a JVM unmaps a lot of memory).
- * Lock order: this table's lock, then the registry's.
+ * Lock order: this table's lock, then the registry's (dropping a region's
+ * reference may recycle its file); nothing allocates under either.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,12 +27,23 @@ static pthread_mutex_t regions_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct region regions[MAX_REGIONS];
 static _Atomic int nregions;
 
-void mmap_track_lock(void)
+static void regions_lock(void)
+{
+	pthread_mutex_lock(&regions_mu);
+	TEST_POINT("regions");
+}
+
+static void regions_unlock(void)
+{
+	pthread_mutex_unlock(&regions_mu);
+}
+
+void mmap_track_atfork_prepare(void)
 {
 	pthread_mutex_lock(&regions_mu);
 }
 
-void mmap_track_unlock(void)
+void mmap_track_atfork_parent(void)
 {
 	pthread_mutex_unlock(&regions_mu);
 }
@@ -86,28 +98,29 @@ static void regions_cut(uintptr_t start, uintptr_t end)
 void mmap_track_add(void *addr, size_t len, int fd)
 {
 	uint32_t state;
-	struct shim_file *f = fd_file_checked(fd, &state);
+	struct shim_file *f = fd_get(fd, &state); /* the region keeps this reference */
 	if (!f)
 		return;
-	flusher_prepare(f, fd, 0); /* a later msync may have only the mapping */
-	file_ref(f);
-	shim_busy++;
-	mmap_track_lock();
+	int none = -1; /* a later msync may have only the mapping: a descriptor to borrow */
+	if (file_defers(f))
+		atomic_compare_exchange_strong(&f->fl.req_fd, &none, fd);
+	shim_enter();
+	regions_lock();
 	regions_cut((uintptr_t)addr, (uintptr_t)addr + len);
 	region_push((uintptr_t)addr, (uintptr_t)addr + len, f);
-	mmap_track_unlock();
-	shim_busy--;
+	regions_unlock();
+	shim_leave();
 }
 
 void mmap_track_remove(void *addr, size_t len)
 {
 	if (atomic_load_explicit(&nregions, memory_order_acquire) == 0)
 		return;
-	shim_busy++;
-	mmap_track_lock();
+	shim_enter();
+	regions_lock();
 	regions_cut((uintptr_t)addr, (uintptr_t)addr + len);
-	mmap_track_unlock();
-	shim_busy--;
+	regions_unlock();
+	shim_leave();
 }
 
 struct shim_file *mmap_track_find(const void *addr, size_t len)
@@ -115,16 +128,16 @@ struct shim_file *mmap_track_find(const void *addr, size_t len)
 	if (atomic_load_explicit(&nregions, memory_order_acquire) == 0)
 		return NULL;
 	struct shim_file *f = NULL;
-	shim_busy++;
-	mmap_track_lock();
+	shim_enter();
+	regions_lock();
 	for (int i = 0; i < atomic_load_explicit(&nregions, memory_order_relaxed); i++)
 		if ((uintptr_t)addr >= regions[i].start && (uintptr_t)addr < regions[i].end &&
 		    len <= regions[i].end - (uintptr_t)addr) {
 			f = file_ref(regions[i].file);
 			break;
 		}
-	mmap_track_unlock();
-	shim_busy--;
+	regions_unlock();
+	shim_leave();
 	return f;
 }
 

@@ -4,7 +4,10 @@
  * The rule is chosen from the path before the real open, because an
  * O_SYNC open may have to become O_DSYNC or plain before the kernel sees
  * it. After the open, a regular file's descriptor is bound to its
- * shim_file; anything else is marked pass-through with the one fstat.
+ * shim_file; anything else is marked pass-through. Whatever the number
+ * held before (a file closed behind our back, one of the shim's own) is
+ * forgotten first (fd_app_got). An open that fails with EMFILE while the
+ * shim holds descriptors gets them back and is tried once more.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +16,11 @@
 #include <string.h>
 
 #include "flusher.h"
+#include "log.h"
 #include "reload.h"
 #include "shim.h"
 #include "trace.h"
+#include "workers.h"
 
 int __open_2(const char *path, int flags);
 int __open64_2(const char *path, int flags);
@@ -29,7 +34,7 @@ struct open_req {
 	char path[PATH_MAX];
 };
 
-int open_adjust_flags(const struct rule *r, int flags, uint32_t *slot_flags)
+int open_adjust_flags(const struct knobs *k, int flags, uint32_t *slot_flags)
 {
 	if ((flags & O_SYNC) == O_SYNC)
 		*slot_flags = SLOT_APP_OSYNC;
@@ -37,7 +42,7 @@ int open_adjust_flags(const struct rule *r, int flags, uint32_t *slot_flags)
 		*slot_flags = SLOT_APP_ODSYNC;
 	else
 		return flags;
-	switch (rule_osync(r)) {
+	switch (k->osync) {
 	case OSYNC_DSYNC:
 		return (flags & ~O_SYNC) | O_DSYNC; /* O_SYNC contains the O_DSYNC bit */
 	case OSYNC_STRIP:
@@ -67,51 +72,87 @@ static bool names_regular_or_new(int dirfd, const char *path, int flags)
 	return S_ISREG(st.st_mode);
 }
 
+static void knobs_for_path(const char *abspath, struct knobs *k)
+{
+	unsigned ticket;
+	const struct policy *p = policy_enter(&ticket);
+	const struct rule *r = policy_match(p, abspath);
+	knobs_from_rule(k, r, r == &p->deflt ? -1 : (int)(r - p->rules));
+	policy_leave(ticket);
+}
+
 static int open_begin(struct open_req *q, int dirfd, const char *path, int flags)
 {
 	q->track = false;
 	q->slot_flags = 0;
+	q->t.t0 = 0;
 	if (shim_bypass() || !path || (flags & O_PATH))
 		return flags;
 	int e0 = errno;
 	if (path_absolute(dirfd, path, q->path, sizeof(q->path)) == 0) {
 		q->track = true;
-		if ((flags & O_DSYNC) && !names_regular_or_new(dirfd, path, flags))
+		if ((flags & O_DSYNC) && !names_regular_or_new(dirfd, path, flags)) {
 			q->slot_flags = (flags & O_SYNC) == O_SYNC ? SLOT_APP_OSYNC : SLOT_APP_ODSYNC;
-		else
-			flags = open_adjust_flags(policy_match(shim_policy(), q->path), flags, &q->slot_flags);
+		} else {
+			struct knobs k;
+			knobs_for_path(q->path, &k);
+			flags = open_adjust_flags(&k, flags, &q->slot_flags);
+		}
 		trace_begin(&q->t);
 	}
 	errno = e0;
 	return flags;
 }
 
+void open_bind(int fd, const char *abspath, uint32_t slot_flags)
+{
+	dev_t dev;
+	ino_t ino;
+	mode_t mode;
+	if (fd_identity(fd, &dev, &ino, &mode) != 0)
+		return;
+	if (!S_ISREG(mode)) {
+		fd_bind_pass(fd);
+		return;
+	}
+	struct shim_file *f = file_lookup_or_create(dev, ino, abspath);
+	if (!f)
+		return;
+	bool defers = file_defers(f) || (slot_flags & SLOT_OSYNC_DEFER);
+	fd_bind(fd, f, slot_flags);
+	if (defers)
+		workers_ensure(false); /* its writes hand work to a flusher thread */
+	reload_maybe_start();
+	log_maybe_start_child();
+}
+
 static int open_end(struct open_req *q, int fd)
 {
-	if (!q->track) {
-		if (fd >= 0 && !shim_bypass()) /* O_PATH: forget whatever held this number */
-			file_put(fd_unbind(fd));
+	if (shim_bypass())
 		return fd;
-	}
 	int e = errno;
-	struct shim_file *f = NULL;
-	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		if (!S_ISREG(st.st_mode))
-			fd_bind_pass(fd);
-		else if ((f = file_lookup_or_create(&st, q->path))) {
-			reload_maybe_start();
-			fd_bind(fd, f, q->slot_flags);
-			flusher_prepare(f, fd, q->slot_flags);
-		}
-		else
-			file_put(fd_unbind(fd));
+	if (fd >= 0)
+		fd_app_got(fd);
+	if (fd >= 0 && q->track)
+		open_bind(fd, q->path, q->slot_flags);
+	if (q->track) {
+		uint32_t st;
+		struct shim_file *f = fd >= 0 ? fd_peek(fd, &st) : NULL;
+		if (f || fd < 0)
+			trace_end(&q->t, OP_OPEN, f, fd, fd < 0 ? e : 0);
 	}
-	if (f || fd < 0)
-		trace_end(&q->t, OP_OPEN, f, fd, fd < 0 ? e : 0);
 	errno = e;
 	return fd;
 }
+
+/* The real call, and once more if the shim's own descriptors were in the
+ * way of an EMFILE. */
+#define OPEN_CALL(r, call)                                                           \
+	do {                                                                         \
+		r = call;                                                            \
+		if (r < 0 && errno == EMFILE && !shim_bypass() && shimfd_relieve_emfile()) \
+			r = call;                                                    \
+	} while (0)
 
 #define OPEN_PATH_WRAPPER(name)                                                      \
 	SHIM_API int name(const char *path, int flags, ...)                          \
@@ -124,8 +165,9 @@ static int open_end(struct open_req *q, int fd)
 			va_end(ap);                                                  \
 		}                                                                    \
 		struct open_req q;                                                   \
-		int fl = open_begin(&q, AT_FDCWD, path, flags);                      \
-		return open_end(&q, REAL(name)(path, fl, mode));                     \
+		int fl = open_begin(&q, AT_FDCWD, path, flags), r;                   \
+		OPEN_CALL(r, REAL(name)(path, fl, mode));                            \
+		return open_end(&q, r);                                              \
 	}
 
 #define OPENAT_WRAPPER(name)                                                         \
@@ -139,8 +181,9 @@ static int open_end(struct open_req *q, int fd)
 			va_end(ap);                                                  \
 		}                                                                    \
 		struct open_req q;                                                   \
-		int fl = open_begin(&q, dirfd, path, flags);                         \
-		return open_end(&q, REAL(name)(dirfd, path, fl, mode));              \
+		int fl = open_begin(&q, dirfd, path, flags), r;                      \
+		OPEN_CALL(r, REAL(name)(dirfd, path, fl, mode));                     \
+		return open_end(&q, r);                                              \
 	}
 
 /* _FORTIFY_SOURCE variants: called without O_CREAT, so there is no mode. */
@@ -148,16 +191,18 @@ static int open_end(struct open_req *q, int fd)
 	SHIM_API int name(const char *path, int flags)                               \
 	{                                                                            \
 		struct open_req q;                                                   \
-		int fl = open_begin(&q, AT_FDCWD, path, flags);                      \
-		return open_end(&q, REAL(name)(path, fl));                           \
+		int fl = open_begin(&q, AT_FDCWD, path, flags), r;                   \
+		OPEN_CALL(r, REAL(name)(path, fl));                                  \
+		return open_end(&q, r);                                              \
 	}
 
 #define FORTIFY_AT_WRAPPER(name)                                                     \
 	SHIM_API int name(int dirfd, const char *path, int flags)                    \
 	{                                                                            \
 		struct open_req q;                                                   \
-		int fl = open_begin(&q, dirfd, path, flags);                         \
-		return open_end(&q, REAL(name)(dirfd, path, fl));                    \
+		int fl = open_begin(&q, dirfd, path, flags), r;                      \
+		OPEN_CALL(r, REAL(name)(dirfd, path, fl));                           \
+		return open_end(&q, r);                                              \
 	}
 
 /* creat() cannot ask for O_SYNC, but its files still need binding. */
@@ -165,8 +210,10 @@ static int open_end(struct open_req *q, int fd)
 	SHIM_API int name(const char *path, mode_t mode)                             \
 	{                                                                            \
 		struct open_req q;                                                   \
+		int r;                                                               \
 		open_begin(&q, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC);        \
-		return open_end(&q, REAL(name)(path, mode));                         \
+		OPEN_CALL(r, REAL(name)(path, mode));                                \
+		return open_end(&q, r);                                              \
 	}
 
 OPEN_PATH_WRAPPER(open)

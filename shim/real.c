@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -94,6 +96,37 @@ static int fb_fcntl(int fd, int cmd, ...)
 	va_end(ap);
 	return syscall(SYS_fcntl, fd, cmd, arg);
 }
+static void fb_closefrom(int lo) { syscall(SYS_close_range, (unsigned)lo, ~0u, 0); }
+static int fb_socket(int d, int t, int p) { return syscall(SYS_socket, d, t, p); }
+static int fb_socketpair(int d, int t, int p, int *sv) { return syscall(SYS_socketpair, d, t, p, sv); }
+static int fb_accept4(int fd, __SOCKADDR_ARG a, socklen_t *l, int fl)
+{
+	return syscall(SYS_accept4, fd, a.__sockaddr__, l, fl);
+}
+static int fb_accept(int fd, __SOCKADDR_ARG a, socklen_t *l) { return fb_accept4(fd, a, l, 0); }
+static int fb_pipe2(int *p, int fl) { return syscall(SYS_pipe2, p, fl); }
+static int fb_pipe(int *p) { return fb_pipe2(p, 0); }
+static int fb_eventfd(unsigned int v, int fl) { return syscall(SYS_eventfd2, v, fl); }
+static int fb_epoll_create1(int fl) { return syscall(SYS_epoll_create1, fl); }
+static int fb_memfd_create(const char *n, unsigned int fl) { return syscall(SYS_memfd_create, n, fl); }
+static FILE *fb_fopen(const char *p, const char *m)
+{
+	(void)p, (void)m; /* stdio has no raw equivalent */
+	errno = ENOSYS;
+	return NULL;
+}
+static FILE *fb_freopen(const char *p, const char *m, FILE *f)
+{
+	(void)p, (void)m, (void)f;
+	errno = ENOSYS;
+	return NULL;
+}
+static int fb_link(const char *a, const char *b) { return syscall(SYS_linkat, AT_FDCWD, a, AT_FDCWD, b, 0); }
+static int fb_linkat(int da, const char *a, int db, const char *b, int fl)
+{
+	return syscall(SYS_linkat, da, a, db, b, fl);
+}
+static pid_t fb_vfork(void) { return fork(); } /* a valid vfork, if a slower one */
 static int fb_rename(const char *a, const char *b)
 {
 	return syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, 0);
@@ -165,6 +198,24 @@ static void *const fallbacks[REAL_COUNT] = {
 	[REAL_ID_dup3] = fb_dup3,
 	[REAL_ID_fcntl] = fb_fcntl,
 	[REAL_ID_fcntl64] = fb_fcntl,
+	[REAL_ID_closefrom] = fb_closefrom,
+	[REAL_ID_socket] = fb_socket,
+	[REAL_ID_socketpair] = fb_socketpair,
+	[REAL_ID_accept] = fb_accept,
+	[REAL_ID_accept4] = fb_accept4,
+	[REAL_ID_pipe] = fb_pipe,
+	[REAL_ID_pipe2] = fb_pipe2,
+	[REAL_ID_eventfd] = fb_eventfd,
+	[REAL_ID_epoll_create1] = fb_epoll_create1,
+	[REAL_ID_memfd_create] = fb_memfd_create,
+	[REAL_ID_fopen] = fb_fopen,
+	[REAL_ID_fopen64] = fb_fopen,
+	[REAL_ID_freopen] = fb_freopen,
+	[REAL_ID_freopen64] = fb_freopen,
+	[REAL_ID_link] = fb_link,
+	[REAL_ID_linkat] = fb_linkat,
+	[REAL_ID_vfork] = fb_vfork,
+	[REAL_ID_exit] = fb_exit,
 	[REAL_ID_rename] = fb_rename,
 	[REAL_ID_renameat] = fb_renameat,
 	[REAL_ID_renameat2] = fb_renameat2,
@@ -196,7 +247,7 @@ void *real_resolve(enum real_id id)
 		dlerror(); /* don't leave our miss for the host's next dlerror() */
 	errno = saved;
 	if (!p)
-		return fallbacks[id];
+		p = fallbacks[id]; /* stored too: a miss is looked up once, not per call */
 	atomic_store_explicit(&real_table[id], p, memory_order_release);
 	return p;
 }

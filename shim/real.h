@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -53,9 +54,25 @@
 	X(int, dup3, (int, int, int))                                              \
 	X(int, fcntl, (int, int, ...))                                             \
 	X(int, fcntl64, (int, int, ...))                                           \
+	X(void, closefrom, (int))                                                  \
+	X(int, socket, (int, int, int))                                            \
+	X(int, socketpair, (int, int, int, int *))                                 \
+	X(int, accept, (int, __SOCKADDR_ARG, socklen_t *))                         \
+	X(int, accept4, (int, __SOCKADDR_ARG, socklen_t *, int))                   \
+	X(int, pipe, (int *))                                                      \
+	X(int, pipe2, (int *, int))                                                \
+	X(int, eventfd, (unsigned int, int))                                       \
+	X(int, epoll_create1, (int))                                               \
+	X(int, memfd_create, (const char *, unsigned int))                         \
+	X(FILE *, fopen, (const char *, const char *))                             \
+	X(FILE *, fopen64, (const char *, const char *))                           \
+	X(FILE *, freopen, (const char *, const char *, FILE *))                   \
+	X(FILE *, freopen64, (const char *, const char *, FILE *))                 \
 	X(int, rename, (const char *, const char *))                               \
 	X(int, renameat, (int, const char *, int, const char *))                   \
 	X(int, renameat2, (int, const char *, int, const char *, unsigned int))    \
+	X(int, link, (const char *, const char *))                                 \
+	X(int, linkat, (int, const char *, int, const char *, int))                \
 	X(void *, mmap, (void *, size_t, int, int, int, off_t))                    \
 	X(void *, mmap64, (void *, size_t, int, int, int, off64_t))                \
 	X(int, munmap, (void *, size_t))                                           \
@@ -65,6 +82,8 @@
 	X(int, execv, (const char *, char *const[]))                               \
 	X(int, execvp, (const char *, char *const[]))                              \
 	X(int, execvpe, (const char *, char *const[], char *const[]))              \
+	X(pid_t, vfork, (void))                                                    \
+	X(void, exit, (int))                                                       \
 	X(void, _exit, (int))                                                      \
 	X(void, _Exit, (int))
 
@@ -93,5 +112,10 @@ void *real_resolve(enum real_id id);
 
 /* Resolve everything up front (constructor), so later calls never dlsym. */
 void real_resolve_all(void);
+
+/* Also exported, though not in the table: the execl forms (turned into
+ * their execv equivalents) and the shim's own API. The export map is made
+ * from SHIM_REAL_FUNCS and this list (Makefile). */
+#define SHIM_EXTRA_EXPORTS execl execlp execle syncshim_version syncshim_flush
 
 #endif

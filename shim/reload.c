@@ -3,11 +3,15 @@
  *
  * A watcher thread stats the file four times a second (so a change lands
  * within a second) and, when it changed, builds a new snapshot beside the
- * live one and swaps the pointer. Files are matched against it again and
- * pending deferred syncs are completed, so a file that leaves defer owes
- * nothing. A broken edit keeps the old policy and says why, once per edit.
- * Old snapshots are freed two reloads later: readers hold the pointer only
- * for the length of one rule lookup.
+ * live one and publishes it (snapshot.c frees the old one once no reader
+ * can see it). Files are matched against it again and pending deferred
+ * syncs are completed, so a file that leaves defer owes nothing. A broken
+ * edit keeps the old policy and says why, once per edit.
+ *
+ * The path is watched as the user named it, made absolute but with its
+ * symlinks unresolved, and stat() follows them on every look: a config
+ * reached through a symlink that is swapped (a Kubernetes ConfigMap's
+ * ..data) is seen as changed at each swap.
  */
 #include <errno.h>
 #include <string.h>
@@ -23,14 +27,13 @@
 #define POLL_NS 250000000L
 
 static _Atomic int watcher_started;
-static struct policy *retired; /* the snapshot before the live one */
 
 struct file_stamp {
 	bool exists;
 	dev_t dev;
 	ino_t ino;
 	off_t size;
-	struct timespec mtime;
+	struct timespec mtime, ctime;
 };
 
 static struct file_stamp stamp_of(const char *path)
@@ -38,19 +41,26 @@ static struct file_stamp stamp_of(const char *path)
 	struct stat st;
 	struct file_stamp s = { 0 };
 	if (stat(path, &st) == 0)
-		s = (struct file_stamp){ true, st.st_dev, st.st_ino, st.st_size, st.st_mtim };
+		s = (struct file_stamp){ true, st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim };
 	return s;
+}
+
+static bool same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
 static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
 {
 	return a->exists == b->exists && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+	       same_time(a->mtime, b->mtime) && same_time(a->ctime, b->ctime);
 }
 
+/* The watcher thread is the only publisher, so it may read the live
+ * snapshot without a reader section. */
 static void apply(const char *path)
 {
-	const struct policy *live = shim_policy();
+	const struct policy *live = atomic_load(&shim.policy);
 	struct policy *next = shim_alloc(sizeof(*next));
 	if (!next)
 		return;
@@ -64,14 +74,12 @@ static void apply(const char *path)
 	/* The log stays where it is for the life of the process. */
 	memcpy(next->log_path, live->log_path, sizeof(next->log_path));
 	next->log_mode = live->log_mode;
-	atomic_store_explicit(&shim.policy, next, memory_order_release);
-	registry_rematch();
+	policy_publish(next);
+	registry_rematch(next);
 	flusher_flush_all();
 	log_policy_changed(next);
 	log_event(LOGEV_RELOAD, NULL, 0, "policy reloaded from %s: default %s, %d rule(s)", path,
 		  sync_policy_name(next->deflt.sync), next->nrules);
-	shim_free(retired);
-	retired = live == shim.boot_policy ? NULL : (struct policy *)live;
 }
 
 static void *watcher_main(void *arg)
@@ -96,10 +104,12 @@ static void *watcher_main(void *arg)
 
 void reload_maybe_start(void)
 {
-	if (atomic_load_explicit(&watcher_started, memory_order_relaxed) || !shim.config_path[0] ||
-	    !shim_policy()->reload)
+	if (atomic_load_explicit(&watcher_started, memory_order_relaxed) || !shim.config_path[0])
 		return;
-	if (atomic_exchange(&watcher_started, 1))
+	unsigned ticket;
+	bool wanted = policy_enter(&ticket)->reload;
+	policy_leave(ticket);
+	if (!wanted || atomic_exchange(&watcher_started, 1))
 		return;
 	if (shim_start_thread(watcher_main, 64 * 1024, "syncshim-watch") < 0)
 		atomic_store(&watcher_started, 0);

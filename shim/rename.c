@@ -1,19 +1,26 @@
 /*
- * rename.c - rename, renameat, renameat2.
+ * rename.c - rename, renameat, renameat2, link, linkat.
  *
- * A rename is an ordering point: "write tmp, fsync tmp, rename" is only
- * atomic if the fsync is durable before the rename is. Under defer the
- * source's pending syncs are completed first (flusher_before_rename).
+ * Publishing a name for data is an ordering point: "write tmp, fsync tmp,
+ * rename" is only atomic if the fsync is durable before the rename is, and
+ * git's "write object, link it into place" only if the object's sync is.
+ * Under defer the source's pending syncs are completed first
+ * (flusher_before_publish); both files of a RENAME_EXCHANGE are, since
+ * each lands under the other's name. A source whose deferred sync failed
+ * is not published: the call fails with that errno and the target is left
+ * alone.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "flusher.h"
+#include "log.h"
 #include "shim.h"
 #include "trace.h"
 
-static int rename_done(struct trace_start *t, int r)
+static int publish_done(struct trace_start *t, int r)
 {
 	int e = errno;
 	trace_end(t, OP_RENAME, NULL, r, r == 0 ? 0 : e);
@@ -21,33 +28,61 @@ static int rename_done(struct trace_start *t, int r)
 	return r;
 }
 
-/* A source whose deferred sync failed is not renamed: write-tmp, fsync,
- * rename must not replace the target with data that never reached disk. */
+/* 0, or -1 with errno set: the sync behind (dirfd, path) failed. */
+static int publish_barrier(int dirfd, const char *path, int at_flags)
+{
+	log_maybe_start_child();
+	int err = flusher_before_publish(dirfd, path, at_flags);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 #define RENAME_BEGIN(dirfd, path)                                                    \
 	struct trace_start t = { 0 };                                                \
 	if (!shim_bypass()) {                                                        \
-		int err_ = flusher_before_rename(dirfd, path);                       \
-		if (err_) {                                                          \
-			errno = err_;                                                \
+		if (publish_barrier(dirfd, path, AT_SYMLINK_NOFOLLOW) < 0)           \
 			return -1;                                                   \
-		}                                                                    \
 		trace_begin(&t);                                                     \
 	}
 
 SHIM_API int rename(const char *from, const char *to)
 {
 	RENAME_BEGIN(AT_FDCWD, from)
-	return rename_done(&t, REAL(rename)(from, to));
+	return publish_done(&t, REAL(rename)(from, to));
 }
 
 SHIM_API int renameat(int fromdir, const char *from, int todir, const char *to)
 {
 	RENAME_BEGIN(fromdir, from)
-	return rename_done(&t, REAL(renameat)(fromdir, from, todir, to));
+	return publish_done(&t, REAL(renameat)(fromdir, from, todir, to));
 }
 
 SHIM_API int renameat2(int fromdir, const char *from, int todir, const char *to, unsigned int flags)
 {
 	RENAME_BEGIN(fromdir, from)
-	return rename_done(&t, REAL(renameat2)(fromdir, from, todir, to, flags));
+	if (!shim_bypass() && (flags & RENAME_EXCHANGE) &&
+	    publish_barrier(todir, to, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	return publish_done(&t, REAL(renameat2)(fromdir, from, todir, to, flags));
+}
+
+/* link() makes a hard link to a symlink itself, never to its target. */
+SHIM_API int link(const char *from, const char *to)
+{
+	if (!shim_bypass() && publish_barrier(AT_FDCWD, from, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	return REAL(link)(from, to);
+}
+
+/* AT_EMPTY_PATH names the descriptor itself (an O_TMPFILE file being given
+ * its name); AT_SYMLINK_FOLLOW follows, /proc/self/fd/N links included. */
+SHIM_API int linkat(int fromdir, const char *from, int todir, const char *to, int flags)
+{
+	int at = (flags & AT_EMPTY_PATH) | ((flags & AT_SYMLINK_FOLLOW) ? 0 : AT_SYMLINK_NOFOLLOW);
+	if (!shim_bypass() && publish_barrier(fromdir, from, at) < 0)
+		return -1;
+	return REAL(linkat)(fromdir, from, todir, to, flags);
 }

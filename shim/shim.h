@@ -3,16 +3,25 @@
  *
  * Two levels of state. An fd slot (one per descriptor number, in a table
  * mmap'd once) says what the descriptor is: not yet seen, not a regular
- * file (pass straight through), or a tracked regular file. A tracked slot
- * points at the file's shim_file, shared by every descriptor of the same
- * (dev, inode): that is where the rule, the dirty byte count, sticky sync
- * errors and the flusher live.
+ * file (pass straight through), a tracked regular file, or one of the
+ * shim's own descriptors. A tracked slot points at the file's shim_file,
+ * shared by every descriptor of the same (dev, inode): that is where the
+ * rule's knobs, the dirty byte count, sticky sync errors and the flusher
+ * state live.
  *
- * The write path only reads a slot (and, for deferred files, adds to the
- * dirty count atomically): no lock, no allocation, async-signal-safe. Opens, closes, dups and
- * first sight of an unknown descriptor take the registry lock; a thread
- * already inside the shim (shim_busy) or a signal handler interrupting it
- * never waits for that lock, it passes the call straight through.
+ * Rules of the house (docs/ARCHITECTURE.md has the whole picture):
+ *   - The write path only reads a slot and, for deferred files, adds to
+ *     counters atomically: no lock, no allocation, no system call.
+ *   - Every section that takes a lock or allocates runs with shim_busy
+ *     raised, so a signal handler that interrupts it, or an allocator
+ *     calling back into libc, passes straight through instead of waiting
+ *     for a lock its own thread holds.
+ *   - No shim lock is held across a call into the private allocator, and
+ *     the allocator never calls into the shim's locked paths; that is what
+ *     makes the fork handlers' lock order (init.c) deadlock-free.
+ *   - A thread that may block on a file (a sync, a barrier) holds a
+ *     reference to it; file objects are recycled, never freed, so a stale
+ *     lock-free reader touches a valid object.
  */
 #ifndef SYNCSHIM_SHIM_H
 #define SYNCSHIM_SHIM_H
@@ -28,13 +37,19 @@
 #include "real.h"
 
 #define SHIM_API __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
 
-/* fd slot state word: kind in the low bits, open-flag facts above. */
-enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_PRIVATE = 3 /* the shim's own dup */ };
+/* fd slot state word: kind in the low bits, facts above. */
+enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_SHIM = 3 /* the shim's own */ };
 #define SLOT_KIND_MASK 3u
 #define SLOT_APP_OSYNC (1u << 2)   /* the app asked for O_SYNC */
 #define SLOT_APP_ODSYNC (1u << 3)  /* the app asked for O_DSYNC */
 #define SLOT_OSYNC_DEFER (1u << 4) /* we dropped O_(D)SYNC: each write is a deferred sync */
+#define SLOT_CLOSING (1u << 5)     /* the app is closing it: no new sync may use it */
+/* FD_SHIM slots: whose descriptor it is. */
+#define SLOT_OWN_SHIFT 8
+enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3 };
 
 /* Up to this many recent failed real syncs are remembered so every group
  * caller covered by a failed sync gets its error. */
@@ -51,12 +66,21 @@ struct err_epoch {
  * request up to that snapshot is durable (done_seq). Only one real sync
  * per file runs at a time (in_flight): whoever finds none running leads
  * one, everyone else waits for it, which is what batches group commits.
+ *
+ * The sync needs a descriptor. The shim keeps none of its own while the
+ * app has one open: a leader borrows an app descriptor (its own, or the
+ * last one that asked for a sync) and marks it leased, and a close or
+ * dup2 of that number waits for the sync to finish. Only when the app
+ * closes its last descriptor while syncs are still owed does the shim dup
+ * one of its own (priv_fd), closed again once nothing is owed.
  */
 struct flusher {
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;              /* initialised once per allocation (and in a fork child) */
 	pthread_cond_t cv;
-	int fd;                          /* private dup for background syncs, -1 none */
 	bool in_flight;                  /* mu */
+	int lease_fd;                    /* mu: the descriptor the running sync uses, -1 none */
+	_Atomic int req_fd;              /* an app descriptor that asked for a sync, -1 none */
+	_Atomic int priv_fd;             /* the shim's own descriptor of the file, -1 none (mu) */
 	_Atomic uint64_t done_seq;       /* written under mu */
 	struct err_epoch errs[FLUSH_ERR_EPOCHS]; /* mu */
 	unsigned nerrs;                  /* mu, total failures so far */
@@ -67,25 +91,50 @@ struct flusher {
 	_Atomic uint32_t force;          /* sync now: a threshold or a drain */
 	_Atomic uint32_t writeback;      /* start writeback now */
 	_Atomic uint32_t queued;         /* on the scheduler's list (holds a file ref) */
-	uint64_t wb_mark;                /* dirty bytes at the last writeback kick */
+	_Atomic uint64_t wb_mark;        /* dirty bytes at the last writeback kick */
 	struct shim_file *ready_next;    /* lock-free hand-off to the scheduler */
 	struct shim_file *sched_next;    /* scheduler's list, sched lock */
 };
 
+/*
+ * What the file's rule says, as the shim acts on it: a copy of the rule's
+ * knobs kept in the file, so no path ever dereferences a policy snapshot
+ * that a reload may retire. A reload rewrites it under a sequence count;
+ * readers copy it whole (knobs_of) and retry if a rewrite overlapped.
+ * Word-sized fields only, read and written with relaxed atomics.
+ */
+struct knobs {
+	uint64_t max_bytes;
+	uint64_t writeback_bytes;
+	uint32_t max_delay_ms;
+	uint32_t max_calls;
+	uint32_t group_wait_us;
+	int32_t rule_index;   /* -1: the [shim] default rule */
+	uint8_t sync;         /* enum sync_policy */
+	uint8_t osync;        /* enum osync_mode, AUTO already resolved */
+	uint8_t real_sync;    /* enum real_sync */
+	uint8_t on_close;     /* enum on_close */
+	uint32_t pad;
+};
+
 struct shim_file {
-	_Atomic uint32_t refs;      /* fd slots, mmap regions, pending flusher work */
+	_Atomic uint32_t refs;      /* fd slots, mmap regions, queue, threads inside a call */
+	_Atomic uint32_t nfds;      /* app descriptors bound to it */
 	uint32_t id;                /* stable id in logs, never reused in a process */
+	bool dead;                  /* registry lock: recycled, on the free list */
+	bool ghost;                 /* registry lock: no refs, kept for an unreported error */
 	dev_t dev;
 	ino_t ino;
-	int rule_index;             /* -1: the [shim] default rule */
-	struct rule rule;           /* copy: a reload rewrites it under the lock */
+	_Atomic uint32_t knob_seq;  /* odd while a reload rewrites knobs */
+	struct knobs knobs;         /* read through knobs_of() */
+	_Atomic uint8_t defers;     /* knobs.sync == SYNC_DEFER, for the write path's one load */
 	_Atomic uint64_t dirty_bytes;   /* written since the last real sync began (defer files) */
 	_Atomic uint32_t err_seq;       /* failed deferred syncs so far */
 	_Atomic int err_errno;          /* errno of the latest one */
 	_Atomic uint32_t err_seen_seq;  /* newest err_seq some fd has reported */
+	_Atomic uint32_t err_told_seq;  /* newest err_seq said on stderr (nobody left to tell) */
 	struct flusher fl;
-	bool ghost;                     /* no refs, kept for an unreported error (lock) */
-	char *path;                     /* absolute; private allocation, lock-held */
+	char *path;                     /* absolute; private allocation, registry lock */
 	struct shim_file *hash_next;
 	struct shim_file *free_next;
 };
@@ -100,88 +149,199 @@ struct shim_state {
 	_Atomic int ready;                 /* constructor finished */
 	struct fd_slot *fds;               /* mmap'd, nfds entries */
 	int nfds;
-	_Atomic int private_fd_max;        /* highest fd the flusher ever dup'd to */
-	_Atomic(const struct policy *) policy;
-	char config_path[POLICY_PATH_MAX]; /* "" when none */
-	struct policy *boot_policy;        /* the first snapshot, never freed */
+	_Atomic int fd_hi;                 /* highest slot ever given a state */
+	_Atomic(const struct policy *) policy; /* read inside policy_enter/leave only */
+	char config_path[POLICY_PATH_MAX]; /* "" when none; absolute, symlinks kept */
 	pid_t pid;                         /* this process (set at load and in fork children) */
 	_Atomic int exiting;               /* final drain begun: defer no longer defers */
 };
 extern struct shim_state shim;
 
-/* Depth of shim-internal work on this thread: while set, interposed calls
- * (our own, jemalloc's, a signal handler's) go straight to libc. */
+/*
+ * Depth of shim-internal work on this thread: while nonzero, interposed
+ * calls (our own, the allocator's, a signal handler's) go straight to libc.
+ * SHIM_IN_VFORK marks a thread that called vfork(): the child runs on the
+ * same thread memory, and must leave the parent's state alone.
+ */
 extern __thread int shim_busy;
+#define SHIM_IN_VFORK (1 << 30)
+bool shim_vfork_child(void);
 
 static inline bool shim_bypass(void)
 {
-	return shim_busy || !atomic_load_explicit(&shim.ready, memory_order_acquire);
+	int b = shim_busy;
+	if (likely(b == 0))
+		return !atomic_load_explicit(&shim.ready, memory_order_acquire);
+	return (b & ~SHIM_IN_VFORK) != 0 || shim_vfork_child();
 }
 
-static inline const struct policy *shim_policy(void)
+static inline void shim_enter(void)
 {
-	return atomic_load_explicit(&shim.policy, memory_order_acquire);
+	shim_busy++;
 }
 
-/* fdtable.c */
+static inline void shim_leave(void)
+{
+	shim_busy--;
+}
+
+/* ---- knobs.c ------------------------------------------------------------- */
+void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index);
+void knobs_of(const struct shim_file *f, struct knobs *out);
+void knobs_set(struct shim_file *f, const struct knobs *k); /* one writer at a time */
+static inline int file_rule_index(const struct shim_file *f)
+{
+	return __atomic_load_n(&f->knobs.rule_index, __ATOMIC_RELAXED);
+}
+static inline bool file_defers(const struct shim_file *f)
+{
+	return atomic_load_explicit(&f->defers, memory_order_relaxed) != 0;
+}
+
+/* ---- snapshot.c: the live policy ------------------------------------------ */
+/* A reader section: the snapshot stays valid until policy_leave. Short,
+ * never blocking; may nest and may run in a signal handler. */
+const struct policy *policy_enter(unsigned *ticket);
+void policy_leave(unsigned ticket);
+/* Swap in next (the reload watcher, one at a time); frees the old snapshot
+ * once no reader can still see it. */
+void policy_publish(struct policy *next);
+void policy_atfork_child(void);
+extern struct policy *shim_boot_policy; /* the first snapshot, never freed */
+
+/* ---- fdtable.c: descriptor slots ----------------------------------------- */
 void fdtable_init(void);
 struct fd_slot *fd_slot(int fd);   /* NULL when fd is outside the table */
-/* Write path: the tracked file behind fd, resolving an unseen fd without
- * blocking; NULL means pass straight through. Sets *state to the slot word. */
-struct shim_file *fd_file_for_write(int fd, uint32_t *state);
-/* Sync path: verified against fstat (the fd may have been closed behind
- * our back and reused); NULL for bad, O_PATH, non-regular or untracked
- * fds. A non-NULL answer vouches that fd is open and can be synced. */
-struct shim_file *fd_file_checked(int fd, uint32_t *state);
-void fd_bind(int fd, struct shim_file *f, uint32_t flags);
+void fd_note_used(int fd);         /* keeps shim.fd_hi, the top of the used range */
+/* Write path: the tracked file behind fd as the slot says, without a
+ * reference or a check (objects are type-stable). NULL: pass through. */
+struct shim_file *fd_peek(int fd, uint32_t *state);
+/* Everything else: the tracked file behind fd, checked against the kernel
+ * (the number may have been closed behind our back and reused), with a
+ * reference. NULL for bad, O_PATH, non-regular or untracked fds. */
+struct shim_file *fd_get(int fd, uint32_t *state);
+void fd_bind(int fd, struct shim_file *f, uint32_t flags); /* takes f's reference */
 void fd_bind_pass(int fd);
-struct shim_file *fd_unbind(int fd);          /* returns the slot's reference */
+/* Clear the slot; returns its reference and the error sequence this fd
+ * had reported (for close). */
+struct shim_file *fd_unbind(int fd, uint32_t *err_seen);
 void fd_copy(int oldfd, int newfd);           /* dup: newfd shares oldfd's file */
-struct shim_file *file_lookup_or_create(const struct stat *st, const char *abspath);
+/* The kernel just gave fd to the app (an open, a dup, a socket...): if the
+ * shim thought the number was its own, it was closed behind its back. */
+void fd_app_got(int fd);
+/* Bind every regular file the process already has open (inherited, or
+ * opened before we loaded): once, from the first call that may. */
+void fdtable_scan_inherited(void);
+/* (dev, ino) of fd without touching the inode's attributes: statx asks
+ * only for the inode number. 0, or -1 with errno. */
+int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode);
+
+/* ---- files.c: the registry of files --------------------------------------- */
+struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, const char *abspath);
 struct shim_file *file_find(dev_t dev, ino_t ino);  /* with a reference, or NULL */
-/* Call fn on every known file (registry lock held, fn must not block). */
-void registry_each(void (*fn)(struct shim_file *, void *), void *arg);
-/* An error from a deferred sync this fd has not reported yet: returns the
- * errno and marks it reported for this fd, else 0. */
-int fd_take_sync_error(int fd, struct shim_file *f);
-struct shim_file *file_ref(struct shim_file *f);
+struct shim_file *file_ref(struct shim_file *f);    /* caller already holds one */
+bool file_tryref(struct shim_file *f);              /* refs 0 (dying): false */
 void file_put(struct shim_file *f);
-void registry_lock(void);
-void registry_unlock(void);
+/* Call fn on every known file (registry lock held, fn must not block,
+ * allocate or take another lock). */
+void registry_each(void (*fn)(struct shim_file *, void *), void *arg);
+/* Up to max files with a reference each, for work outside the lock;
+ * *cursor starts at 0 and comes back 0 when the walk is done. */
+int registry_collect(struct shim_file **out, int max, bool (*want)(struct shim_file *), uint64_t *cursor);
+/* The id the next new file will get (files below it exist now). */
+uint32_t registry_next_id(void);
+void registry_atfork_prepare(void);
+void registry_atfork_parent(void);
 void registry_atfork_child(void);
 /* Re-apply the live policy to every known file (reload). */
-void registry_rematch(void);
+void registry_rematch(const struct policy *p);
 
-/* paths.c */
+/* ---- syncerr.c: errors of syncs the shim made on the app's behalf -------- */
+/* A deferred sync of f failed with err: sticky until every fd reported it. */
+void syncerr_record(struct shim_file *f, int err);
+/* The error fd has not reported yet (marked reported), else 0. */
+int syncerr_take(struct shim_file *f, int fd);
+/* Same, for a closing fd whose slot is already cleared. */
+int syncerr_take_seen(struct shim_file *f, uint32_t *seen);
+/* An error no descriptor has reported yet (a rename barrier reports it). */
+int syncerr_take_unseen(struct shim_file *f);
+/* Nobody is left to report f's error to (no descriptor, or exiting): one
+ * line on stderr, once per error. */
+void syncerr_tell_if_orphaned(struct shim_file *f);
+/* At exit: say every error no descriptor reported; true if there was one. */
+bool syncerr_tell_all_unreported(void);
+
+/* ---- shimfd.c: the shim's own descriptors ---------------------------------- */
+/* Mark fd as the shim's (owner, and the file for OWN_FILE). */
+void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f);
+/* Drop the mark without closing: the number is about to be the app's. */
+void shimfd_forget(int fd);
+/* Forget the mark and close fd if it is still ours. */
+void shimfd_close(int fd);
+/* open()/dup by the shim for itself: O_CLOEXEC, marked, never on a number
+ * the app is using. -1 with errno. */
+int shimfd_open(const char *path, int flags, enum shim_fd_owner owner);
+int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
+/* close()/close_range() by the app of a number we hold: 1 = it is ours
+ * (the app gets EBADF), 0 = not (a stale mark, now cleared). */
+int shimfd_app_close(int fd);
+bool shimfd_is_ours(int fd);
+/* The app is about to dup2 onto fd: move ours out of the way. */
+void shimfd_vacate(int fd);
+/* The kernel handed fd to the app: ours was closed behind our back. */
+void shimfd_lost(int fd);
+/* Where the shim's long-lived descriptors go: above the numbers the app
+ * is likely to use, so its own numbering is what it would be without us. */
+int shimfd_high_base(void);
+/* The app's open/dup/socket failed with EMFILE: give back what the shim
+ * can; true if the call is worth retrying. */
+bool shimfd_relieve_emfile(void);
+
+/* ---- paths.c ------------------------------------------------------------- */
 /* Absolute, lexically normalised path for (dirfd, path); 0 or -1. */
 int path_absolute(int dirfd, const char *path, char *out, size_t len);
 int path_of_fd(int fd, char *out, size_t len);
 
-/* open.c */
-int open_adjust_flags(const struct rule *r, int flags, uint32_t *slot_flags);
+/* ---- open.c -------------------------------------------------------------- */
+int open_adjust_flags(const struct knobs *k, int flags, uint32_t *slot_flags);
+/* Bind a descriptor the app just got for path (open, fopen): the rule, the
+ * file, the slot. */
+void open_bind(int fd, const char *abspath, uint32_t slot_flags);
 
-/* mmap_track.c */
+/* ---- mmap_track.c -------------------------------------------------------- */
 void mmap_track_add(void *addr, size_t len, int fd);
 void mmap_track_remove(void *addr, size_t len);
 /* The file mapped over all of [addr, addr+len), with a reference; NULL when
  * the range is not inside one tracked mapping. */
 struct shim_file *mmap_track_find(const void *addr, size_t len);
+void mmap_track_atfork_prepare(void);
+void mmap_track_atfork_parent(void);
 void mmap_track_atfork_child(void);
-void mmap_track_lock(void);
-void mmap_track_unlock(void);
 
-/* alloc.c: the private allocator (jemalloc, hidden). */
+/* ---- alloc.c: the private allocator (jemalloc, hidden) --------------------- */
 void *shim_alloc(size_t n);   /* zeroed */
 void shim_free(void *p);
 char *shim_strdup(const char *s);
+void alloc_atfork_prepare(void);
+void alloc_atfork_parent(void);
+void alloc_atfork_child(void);
 
-/* init.c */
+/* ---- init.c -------------------------------------------------------------- */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Start one of the shim's own threads: detached, small stack, every
  * signal blocked (the app's signals are not ours to take), named so top -H
  * and perf tell it from the app's. 0 or -1; errno is left as it was. */
 int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name);
-/* Built-in defaults, then the ini file, then SYNCSHIM_POLICY. */
+/* Built-in defaults, then the ini file, then the environment. */
 int shim_build_policy(const char *config, struct policy *p, char *err, size_t errlen);
+/* Test hook: raise the configured signal at a named critical point
+ * (SYNCSHIM_TEST_SIGNAL_AT), so tests can run handlers exactly there. */
+extern int shim_test_points;
+void shim_test_point_hit(const char *where);
+#define TEST_POINT(where)                                                            \
+	do {                                                                         \
+		if (unlikely(shim_test_points))                                      \
+			shim_test_point_hit(where);                                  \
+	} while (0)
 
 #endif

@@ -2,18 +2,21 @@
  * sync.c - fsync, fdatasync, msync, sync_file_range, syncfs, sync.
  *
  * Each call looks up the file's rule and becomes what the rule says. The
- * fd is always checked with fstat first (a sync is rare next to writes,
- * and the check costs far less than the sync): a descriptor closed behind
- * our back and reused must not inherit the old file's policy. Errors and
- * errno are the real call's; on success errno is left as the app had it.
- * The no-op paths stay cancellation points, as the real calls are.
+ * fd is checked against the kernel first (fd_get: a descriptor closed
+ * behind our back and reused must not inherit the old file's policy), and
+ * the file is held by a reference for the length of the call, so another
+ * thread closing its last descriptor cannot recycle it under us. Errors
+ * and errno are the real call's; on success errno is left as the app had
+ * it. The no-op paths stay cancellation points, as the real calls are.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "flusher.h"
+#include "log.h"
 #include "reload.h"
 #include "shim.h"
 #include "trace.h"
@@ -47,26 +50,33 @@ static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 	return real_sync_call(fd, op);
 }
 
-static int apply_sync_rule(struct shim_file *f, int fd, enum shim_op op)
+static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, enum shim_op op)
 {
 	/* A deferred sync that failed is reported whatever the policy is now. */
-	int err = fd_take_sync_error(fd, f);
+	int err = syncerr_take(f, fd);
 	if (err) {
 		errno = err;
 		return -1;
 	}
-	switch (f->rule.sync) {
+	switch (k->sync) {
 	case SYNC_NOOP:
-		pthread_testcancel(); /* fd_file_checked vouched for fd: fsync(2) would not fail */
+		pthread_testcancel(); /* fd_get vouched for fd: fsync(2) would not fail */
 		return 0;
 	case SYNC_FDATASYNC:
 		return synced_call(f, fd, OP_FDATASYNC);
 	case SYNC_DEFER:
 	case SYNC_GROUP:
-		return flusher_app_sync(f, fd, op == OP_FSYNC);
+		return flusher_app_sync(f, k, fd, op == OP_FSYNC);
 	default:
 		return synced_call(f, fd, op);
 	}
+}
+
+/* The slow-path chores every tracked call may do. */
+static void chores(void)
+{
+	log_maybe_start_child();
+	reload_maybe_start();
 }
 
 static int sync_call(int fd, enum shim_op op)
@@ -75,16 +85,19 @@ static int sync_call(int fd, enum shim_op op)
 		return real_sync_call(fd, op);
 	int e0 = errno;
 	uint32_t state = 0;
-	struct shim_file *f = fd_file_checked(fd, &state);
+	struct shim_file *f = fd_get(fd, &state);
 	errno = e0;
 	if (!f)
 		return real_sync_call(fd, op);
-	reload_maybe_start();
+	chores();
+	struct knobs k;
+	knobs_of(f, &k);
 	struct trace_start t;
 	trace_begin(&t);
-	int r = apply_sync_rule(f, fd, op);
+	int r = apply_sync_rule(f, &k, fd, op);
 	int e = r == 0 ? e0 : errno;
 	trace_end(&t, op, f, r, r == 0 ? 0 : e);
+	file_put(f);
 	errno = e;
 	return r;
 }
@@ -105,10 +118,15 @@ SHIM_API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 		return REAL(sync_file_range)(fd, off, n, flags);
 	int e0 = errno;
 	uint32_t state = 0;
-	struct shim_file *f = fd_file_checked(fd, &state);
+	struct shim_file *f = fd_get(fd, &state);
 	errno = e0;
-	if (!f || f->rule.sync != SYNC_NOOP)
+	struct knobs k = { .sync = SYNC_PASSTHROUGH };
+	if (f)
+		knobs_of(f, &k);
+	if (k.sync != SYNC_NOOP) {
+		file_put(f);
 		return REAL(sync_file_range)(fd, off, n, flags);
+	}
 	struct trace_start t;
 	trace_begin(&t);
 	int r;
@@ -121,12 +139,11 @@ SHIM_API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 	}
 	int e = r == 0 ? e0 : errno;
 	trace_end(&t, OP_SYNC_FILE_RANGE, f, r, r == 0 ? 0 : e);
+	file_put(f);
 	errno = e;
 	return r;
 }
 
-/* On Linux msync(MS_SYNC) already writes data only (it is an fdatasync
- * of the range), so the fdatasync policy leaves it alone. */
 /* Flags the kernel would reject go to the kernel, so the caller gets its
  * EINVAL rather than our success. */
 static bool msync_flags_valid(int flags)
@@ -135,6 +152,26 @@ static bool msync_flags_valid(int flags)
 	       (flags & (MS_SYNC | MS_ASYNC)) != (MS_SYNC | MS_ASYNC);
 }
 
+/* msync under defer: validated with MS_ASYNC (no I/O), then a deferred
+ * request, if the flusher will have a way to the file; else the real one.
+ * An error no descriptor has reported yet is reported here. */
+static int msync_defer(struct shim_file *f, const struct knobs *k, void *addr, size_t len, int flags)
+{
+	if (atomic_load(&f->nfds) == 0 && atomic_load(&f->fl.priv_fd) < 0)
+		return REAL(msync)(addr, len, flags);
+	int r = REAL(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
+	if (r != 0)
+		return r;
+	int err = syncerr_take_unseen(f);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return flusher_app_sync(f, k, -1, false);
+}
+
+/* On Linux msync(MS_SYNC) already writes data only (it is an fdatasync
+ * of the range), so the fdatasync policy leaves it alone. */
 SHIM_API int msync(void *addr, size_t len, int flags)
 {
 	if (shim_bypass() || !(flags & MS_SYNC) || !msync_flags_valid(flags))
@@ -144,23 +181,18 @@ SHIM_API int msync(void *addr, size_t len, int flags)
 	errno = e0;
 	if (!f)
 		return REAL(msync)(addr, len, flags);
+	chores();
+	struct knobs k;
+	knobs_of(f, &k);
 	struct trace_start t;
 	trace_begin(&t);
 	int r;
-	int async_flags = (flags & ~MS_SYNC) | MS_ASYNC; /* validates, no I/O */
-	switch (f->rule.sync) {
+	switch (k.sync) {
 	case SYNC_NOOP:
-		r = REAL(msync)(addr, len, async_flags);
+		r = REAL(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
 		break;
 	case SYNC_DEFER:
-		/* deferred to the file's private descriptor when it has one */
-		if (f->fl.fd < 0) {
-			r = REAL(msync)(addr, len, flags);
-			break;
-		}
-		r = REAL(msync)(addr, len, async_flags);
-		if (r == 0)
-			r = flusher_app_sync(f, -1, false);
+		r = msync_defer(f, &k, addr, len, flags);
 		break;
 	default: /* group: one mapping's msync is not batched; same durability */
 		r = REAL(msync)(addr, len, flags);
@@ -172,6 +204,15 @@ SHIM_API int msync(void *addr, size_t len, int flags)
 	return r;
 }
 
+/* The [shim] default rule's policy, for calls that are not about a file. */
+static enum sync_policy default_sync(void)
+{
+	unsigned ticket;
+	enum sync_policy s = policy_enter(&ticket)->deflt.sync;
+	policy_leave(ticket);
+	return s;
+}
+
 /* syncfs and sync are not about one file: the file's rule (syncfs on a
  * tracked file) or the [shim] default decides. Pending deferred syncs are
  * flushed first so "everything before sync() is durable" still holds. */
@@ -181,13 +222,17 @@ SHIM_API int syncfs(int fd)
 		return REAL(syncfs)(fd);
 	int e0 = errno;
 	uint32_t state = 0;
-	struct shim_file *f = fd_file_checked(fd, &state);
-	const struct rule *r = f ? &f->rule : &shim_policy()->deflt;
+	struct shim_file *f = fd_get(fd, &state);
+	struct knobs k = { .sync = SYNC_PASSTHROUGH };
+	if (f)
+		knobs_of(f, &k);
+	else
+		k.sync = (uint8_t)default_sync();
 	errno = e0;
 	struct trace_start t;
 	trace_begin(&t);
 	int ret;
-	if (r->sync == SYNC_NOOP) {
+	if (k.sync == SYNC_NOOP) {
 		ret = sync_validate_fd(fd);
 	} else {
 		flusher_flush_all();
@@ -195,6 +240,7 @@ SHIM_API int syncfs(int fd)
 	}
 	int e = ret == 0 ? e0 : errno;
 	trace_end(&t, OP_SYNCFS, f, ret, ret == 0 ? 0 : e);
+	file_put(f);
 	errno = e;
 	return ret;
 }
@@ -208,7 +254,7 @@ SHIM_API void sync(void)
 	int e0 = errno;
 	struct trace_start t;
 	trace_begin(&t);
-	if (shim_policy()->deflt.sync != SYNC_NOOP) {
+	if (default_sync() != SYNC_NOOP) {
 		flusher_flush_all();
 		REAL(sync)();
 	}

@@ -1,12 +1,16 @@
 /*
  * write.c - the write family: the hot path.
  *
- * Every write on a tracked regular file costs one slot load, one relaxed
- * atomic add and, when logging is on, two clock reads. No lock, no
- * allocation, nothing a signal handler could deadlock on. Results and
+ * Every write on a tracked regular file costs one slot load and, for
+ * deferred files, a relaxed atomic add; with logging on, two clock reads.
+ * No lock, no allocation, no system call, nothing a signal handler could
+ * deadlock on. A number the shim has not seen opened passes straight
+ * through (it is bound at the next call that may check it). Results and
  * errno are the real call's, untouched.
  */
 #include <errno.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "flusher.h"
 #include "shim.h"
@@ -16,12 +20,13 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 			      ssize_t r, const struct trace_start *t)
 {
 	/* Only the flusher reads the dirty count: other files skip the atomic. */
-	bool deferred = r > 0 && ((state & SLOT_OSYNC_DEFER) || f->rule.sync == SYNC_DEFER);
+	bool deferred = r > 0 && ((state & SLOT_OSYNC_DEFER) || file_defers(f));
 	if (!deferred && !t->t0)
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;
 	if (deferred) {
 		atomic_fetch_add_explicit(&f->dirty_bytes, (uint64_t)r, memory_order_relaxed);
+		TEST_POINT("write");
 		flusher_after_write(f, fd, state);
 	}
 	trace_end(t, op, f, r, r < 0 ? saved : 0);
@@ -32,13 +37,13 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 	SHIM_API ssize_t name params                                                 \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
-		struct shim_file *f = shim_bypass() ? NULL : fd_file_for_write(fd, &state); \
+		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
 		if (!f)                                                              \
 			return REAL(name) args;                                      \
 		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
 		ssize_t r = REAL(name) args;                                         \
-		write_done(f, fd, state, op, r, &t);                                     \
+		write_done(f, fd, state, op, r, &t);                                 \
 		return r;                                                            \
 	}
 
@@ -50,6 +55,7 @@ WRITE_WRAPPER(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, of
 	      (fd, iov, cnt, off))
 WRITE_WRAPPER(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
 	      (fd, iov, cnt, off))
+
 /*
  * pwritev2's RWF_SYNC/RWF_DSYNC make one write an O_SYNC/O_DSYNC write:
  * the rule's osync setting applies to them as it does to opens.
@@ -58,7 +64,9 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 {
 	if (!(flags & (RWF_SYNC | RWF_DSYNC)))
 		return flags;
-	switch (rule_osync(&f->rule)) {
+	struct knobs k;
+	knobs_of(f, &k);
+	switch (k.osync) {
 	case OSYNC_DSYNC:
 		return (flags & ~RWF_SYNC) | RWF_DSYNC;
 	case OSYNC_STRIP:
@@ -75,7 +83,7 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 	SHIM_API ssize_t name(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
-		struct shim_file *f = shim_bypass() ? NULL : fd_file_for_write(fd, &state); \
+		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
 		if (!f)                                                              \
 			return REAL(name)(fd, iov, cnt, off, flags);                 \
 		int fl = rwf_adjust(f, flags, &state);                               \

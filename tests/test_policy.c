@@ -456,7 +456,7 @@ Test(errors, unknown_keys_list_the_valid_ones)
 {
 	expect_err("[shim]\nflush = 1\n", "t.ini:2: ",
 		   "unknown key 'flush' in [shim]; valid keys here: policy, log, log_mode, max_flushers, "
-		   "ring_records, reload, osync, real_sync, on_close, max_delay_ms, max_bytes, max_calls, "
+		   "ring_records, reload, unreported_errors, osync, real_sync, on_close, max_delay_ms, max_bytes, max_calls, "
 		   "writeback_bytes, group_wait_us");
 	expect_err("[rule a]\npath = /a\nPath = /b\n", "t.ini:3: ",
 		   "unknown key 'Path' in [rule a]; valid keys here: path, sync, osync, real_sync, on_close, "

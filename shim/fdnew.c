@@ -1,0 +1,170 @@
+/*
+ * fdnew.c - calls that hand the app a new descriptor without an open():
+ * sockets, pipes, eventfd, epoll, memfd, and stdio's fopen/freopen (whose
+ * open happens inside libc, out of our reach).
+ *
+ * The shim does not track these numbers, but it must see them: a number
+ * the app closed behind the shim's back and gets again here would
+ * otherwise keep its old slot (a stale file whose writes would be counted
+ * and whose O_SYNC deferrals would be synced on a socket), and if it was
+ * one of the shim's own descriptors, its owner must stop using it. And
+ * like every call that makes a descriptor, a failure with EMFILE gets the
+ * shim's own descriptors given back and one retry: the app never runs out
+ * because of us.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "flusher.h"
+#include "shim.h"
+
+/* r = CALL; on EMFILE, relieve and retry once. */
+#define RETRY_EMFILE(r, call)                                                        \
+	do {                                                                         \
+		r = call;                                                            \
+		if (r < 0 && errno == EMFILE && !shim_bypass() && shimfd_relieve_emfile()) \
+			r = call;                                                    \
+	} while (0)
+
+static int got(int fd)
+{
+	if (fd >= 0 && !shim_bypass()) {
+		int e = errno;
+		fd_app_got(fd);
+		fd_bind_pass(fd);
+		errno = e;
+	}
+	return fd;
+}
+
+static int got_pair(int r, int fds[2])
+{
+	if (r == 0) {
+		got(fds[0]);
+		got(fds[1]);
+	}
+	return r;
+}
+
+SHIM_API int socket(int domain, int type, int protocol)
+{
+	int r;
+	RETRY_EMFILE(r, REAL(socket)(domain, type, protocol));
+	return got(r);
+}
+
+SHIM_API int socketpair(int domain, int type, int protocol, int sv[2])
+{
+	int r;
+	RETRY_EMFILE(r, REAL(socketpair)(domain, type, protocol, sv));
+	return got_pair(r, sv);
+}
+
+SHIM_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
+{
+	int r;
+	RETRY_EMFILE(r, REAL(accept)(fd, addr, len));
+	return got(r);
+}
+
+SHIM_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
+{
+	int r;
+	RETRY_EMFILE(r, REAL(accept4)(fd, addr, len, flags));
+	return got(r);
+}
+
+SHIM_API int pipe(int fds[2])
+{
+	int r;
+	RETRY_EMFILE(r, REAL(pipe)(fds));
+	return got_pair(r, fds);
+}
+
+SHIM_API int pipe2(int fds[2], int flags)
+{
+	int r;
+	RETRY_EMFILE(r, REAL(pipe2)(fds, flags));
+	return got_pair(r, fds);
+}
+
+SHIM_API int eventfd(unsigned int initval, int flags)
+{
+	int r;
+	RETRY_EMFILE(r, REAL(eventfd)(initval, flags));
+	return got(r);
+}
+
+SHIM_API int epoll_create1(int flags)
+{
+	int r;
+	RETRY_EMFILE(r, REAL(epoll_create1)(flags));
+	return got(r);
+}
+
+SHIM_API int memfd_create(const char *name, unsigned int flags)
+{
+	int r;
+	RETRY_EMFILE(r, REAL(memfd_create)(name, flags));
+	return got(r);
+}
+
+/* ---- stdio ------------------------------------------------------------- */
+
+/* A stream's descriptor is bound like an open()'s: by its path's rule.
+ * stdio cannot ask for O_SYNC, so there is nothing to rewrite. */
+static FILE *stream_got(FILE *fp, const char *path)
+{
+	if (!fp || shim_bypass())
+		return fp;
+	int e = errno;
+	int fd = fileno(fp);
+	char abs[PATH_MAX];
+	if (fd >= 0) {
+		fd_app_got(fd);
+		if (path && path_absolute(AT_FDCWD, path, abs, sizeof(abs)) == 0)
+			open_bind(fd, abs, 0);
+	}
+	errno = e;
+	return fp;
+}
+
+#define FOPEN_WRAPPER(name)                                                          \
+	SHIM_API FILE *name(const char *path, const char *mode)                      \
+	{                                                                            \
+		FILE *fp = REAL(name)(path, mode);                                   \
+		if (!fp && errno == EMFILE && !shim_bypass() && shimfd_relieve_emfile()) \
+			fp = REAL(name)(path, mode);                                 \
+		return stream_got(fp, path);                                         \
+	}
+
+FOPEN_WRAPPER(fopen)
+FOPEN_WRAPPER(fopen64)
+
+/* freopen closes the stream's descriptor inside libc: that close is
+ * prepared like the app's own (a sync using it finishes first), though
+ * its error, if any, has nowhere to go but the orphan check. */
+void fdops_before_implicit_close(int fd);
+
+#define FREOPEN_WRAPPER(name)                                                        \
+	SHIM_API FILE *name(const char *path, const char *mode, FILE *stream)        \
+	{                                                                            \
+		if (!shim_bypass() && stream) {                                      \
+			int e = errno;                                               \
+			int old = fileno(stream);                                    \
+			errno = e;                                                   \
+			if (old >= 0)                                                \
+				fdops_before_implicit_close(old);                    \
+		}                                                                    \
+		return stream_got(REAL(name)(path, mode, stream), path);             \
+	}
+
+FREOPEN_WRAPPER(freopen)
+FREOPEN_WRAPPER(freopen64)

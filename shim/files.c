@@ -1,0 +1,324 @@
+/*
+ * files.c - the registry of files: one shim_file per (dev, inode).
+ *
+ * Objects are type-stable: once allocated they are recycled through a
+ * free list but never returned to the allocator, so a lock-free reader
+ * holding a stale pointer (an app using an fd while another thread closes
+ * it) touches a valid object, at worst the wrong file's counters, never
+ * freed memory.
+ *
+ * References. Slots, mmap regions, the flusher's queue and every thread
+ * inside a call that may block on the file hold one. Taking one is an
+ * atomic increment; readers that found the object without holding a
+ * reference use file_tryref, which refuses a count of zero, and then check
+ * that the object is still the file they wanted. Dropping the last one
+ * takes the registry lock, and under it the object is recycled only if
+ * its count is still zero and it is not already dead: a lookup under the
+ * lock may have revived it in between, and a second dropper that arrives
+ * late finds it dead (or reused) and leaves it alone.
+ *
+ * Nothing is allocated and nothing is logged under the registry lock (it
+ * is one of the locks held across fork; see init.c): a new file's object,
+ * path copy and log notice are made first, and a lost race gives them
+ * back.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "flusher.h"
+#include "log.h"
+#include "shim.h"
+
+#define HASH_BUCKETS 4096
+#define MAX_GHOSTS 256
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_file *buckets[HASH_BUCKETS];
+static struct shim_file *free_files;
+static int nghosts;
+static uint32_t next_file_id = 1;
+
+static void registry_lock(void)
+{
+	pthread_mutex_lock(&registry_mu);
+	TEST_POINT("registry");
+}
+
+static void registry_unlock(void)
+{
+	pthread_mutex_unlock(&registry_mu);
+}
+
+void registry_atfork_prepare(void)
+{
+	pthread_mutex_lock(&registry_mu);
+}
+
+void registry_atfork_parent(void)
+{
+	pthread_mutex_unlock(&registry_mu);
+}
+
+void registry_atfork_child(void)
+{
+	pthread_mutex_init(&registry_mu, NULL);
+}
+
+static unsigned hash_of(dev_t dev, ino_t ino)
+{
+	uint64_t h = (uint64_t)ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)dev;
+	return (unsigned)(h >> 40) % HASH_BUCKETS;
+}
+
+struct shim_file *file_ref(struct shim_file *f)
+{
+	atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+	return f;
+}
+
+bool file_tryref(struct shim_file *f)
+{
+	uint32_t r = atomic_load_explicit(&f->refs, memory_order_relaxed);
+	do {
+		if (r == 0)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&f->refs, &r, r + 1, memory_order_acquire,
+							memory_order_relaxed));
+	return true;
+}
+
+static struct shim_file *find_locked(dev_t dev, ino_t ino)
+{
+	for (struct shim_file *f = buckets[hash_of(dev, ino)]; f; f = f->hash_next)
+		if (f->dev == dev && f->ino == ino)
+			return f;
+	return NULL;
+}
+
+/* Registry lock held: a found file gets a reference even at zero (a ghost,
+ * or one whose last holder has not reached the lock yet). */
+static struct shim_file *revive_locked(struct shim_file *f)
+{
+	if (f->ghost) {
+		f->ghost = false;
+		nghosts--;
+	}
+	return file_ref(f);
+}
+
+/* What a new file is made of, gathered before taking the lock. */
+struct file_parts {
+	struct shim_file *obj;
+	char *path;
+	struct log_notice *notice;
+	struct knobs knobs;
+};
+
+static void parts_gather(struct file_parts *p, const char *abspath)
+{
+	p->path = shim_strdup(abspath);
+	p->obj = shim_alloc(sizeof(*p->obj));
+	if (p->obj)
+		flusher_init_locks(p->obj);
+	unsigned ticket;
+	const struct policy *pol = policy_enter(&ticket);
+	const struct rule *r = policy_match(pol, abspath);
+	knobs_from_rule(&p->knobs, r, r == &pol->deflt ? -1 : (int)(r - pol->rules));
+	char rule_name[POLICY_NAME_MAX];
+	memcpy(rule_name, r->name, sizeof(rule_name));
+	policy_leave(ticket);
+	p->notice = log_file_notice_new(abspath, rule_name);
+}
+
+static void parts_give_back(struct file_parts *p)
+{
+	shim_free(p->path);
+	log_notice_free(p->notice);
+	if (p->obj) {
+		shim_enter();
+		registry_lock();
+		p->obj->dead = true;
+		p->obj->free_next = free_files;
+		free_files = p->obj;
+		registry_unlock();
+		shim_leave();
+	}
+}
+
+/* Registry lock held. A recycled object or the fresh one from parts. */
+static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts *p)
+{
+	struct shim_file *f = free_files;
+	if (f)
+		free_files = f->free_next;
+	else if (!(f = p->obj))
+		return NULL;
+	else
+		p->obj = NULL;
+	f->id = next_file_id++;
+	f->dev = dev;
+	f->ino = ino;
+	f->path = p->path;
+	p->path = NULL;
+	atomic_store(&f->nfds, 0);
+	atomic_store(&f->dirty_bytes, 0);
+	atomic_store(&f->err_seq, 0);
+	atomic_store(&f->err_errno, 0);
+	atomic_store(&f->err_seen_seq, 0);
+	atomic_store(&f->err_told_seq, 0);
+	knobs_set(f, &p->knobs);
+	flusher_reset(f);
+	f->ghost = f->dead = false;
+	f->free_next = NULL;
+	log_file_notice_post(p->notice, f); /* before any record can name it */
+	p->notice = NULL;
+	unsigned b = hash_of(dev, ino);
+	f->hash_next = buckets[b];
+	buckets[b] = f;
+	atomic_store_explicit(&f->refs, 1, memory_order_release);
+	return f;
+}
+
+struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, const char *abspath)
+{
+	shim_enter();
+	registry_lock();
+	struct shim_file *f = find_locked(dev, ino);
+	if (f)
+		revive_locked(f);
+	registry_unlock();
+	if (f) {
+		shim_leave();
+		return f;
+	}
+	struct file_parts parts;
+	parts_gather(&parts, abspath ? abspath : "");
+	registry_lock();
+	f = find_locked(dev, ino);
+	if (f)
+		revive_locked(f);
+	else if (parts.path)
+		f = file_new_locked(dev, ino, &parts);
+	registry_unlock();
+	parts_give_back(&parts);
+	shim_leave();
+	return f;
+}
+
+/* Registry lock held, refs is zero and f is live. Like the kernel, which
+ * keeps a write-back error on the inode for the next opener, a file whose
+ * deferred sync failed and that no descriptor has reported stays known (a
+ * ghost) until someone is told. Returns the path to free outside the lock. */
+static char *retire_locked(struct shim_file *f)
+{
+	flusher_release_file(f);
+	bool unreported = atomic_load(&f->err_seq) != atomic_load(&f->err_seen_seq);
+	if (unreported && !f->ghost && nghosts < MAX_GHOSTS) {
+		f->ghost = true;
+		nghosts++;
+		return NULL;
+	}
+	if (f->ghost) {
+		f->ghost = false;
+		nghosts--;
+	}
+	struct shim_file **pp = &buckets[hash_of(f->dev, f->ino)];
+	while (*pp && *pp != f)
+		pp = &(*pp)->hash_next;
+	if (*pp)
+		*pp = f->hash_next;
+	char *path = f->path;
+	f->path = NULL;
+	f->dead = true;
+	f->free_next = free_files;
+	free_files = f;
+	return path;
+}
+
+void file_put(struct shim_file *f)
+{
+	if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	shim_enter();
+	registry_lock();
+	char *path = NULL;
+	if (!f->dead && atomic_load(&f->refs) == 0 && !f->ghost)
+		path = retire_locked(f);
+	registry_unlock();
+	shim_free(path);
+	shim_leave();
+}
+
+struct shim_file *file_find(dev_t dev, ino_t ino)
+{
+	shim_enter();
+	registry_lock();
+	struct shim_file *f = find_locked(dev, ino);
+	if (f)
+		revive_locked(f);
+	registry_unlock();
+	shim_leave();
+	return f;
+}
+
+void registry_each(void (*fn)(struct shim_file *, void *), void *arg)
+{
+	shim_enter();
+	registry_lock();
+	for (int b = 0; b < HASH_BUCKETS; b++)
+		for (struct shim_file *f = buckets[b]; f; f = f->hash_next)
+			fn(f, arg);
+	registry_unlock();
+	shim_leave();
+}
+
+/* The cursor is (bucket << 32 | position in it): a walk that stops inside
+ * a long chain picks up there. Files added or dropped meanwhile may be
+ * missed or met twice; callers only need each file that existed
+ * throughout to be met once. */
+int registry_collect(struct shim_file **out, int max, bool (*want)(struct shim_file *), uint64_t *cursor)
+{
+	int n = 0;
+	unsigned b = (unsigned)(*cursor >> 32), skip = (unsigned)*cursor;
+	shim_enter();
+	registry_lock();
+	for (; b < HASH_BUCKETS; b++, skip = 0) {
+		unsigned pos = 0;
+		struct shim_file *f = buckets[b];
+		for (; f && pos < skip; f = f->hash_next)
+			pos++;
+		for (; f && n < max; f = f->hash_next, pos++)
+			if (!want || want(f))
+				out[n++] = revive_locked(f);
+		if (f) { /* full: resume at f */
+			*cursor = (uint64_t)b << 32 | pos;
+			break;
+		}
+	}
+	registry_unlock();
+	shim_leave();
+	if (b == HASH_BUCKETS)
+		*cursor = 0;
+	return n;
+}
+
+void registry_rematch(const struct policy *p)
+{
+	shim_enter();
+	registry_lock();
+	for (int b = 0; b < HASH_BUCKETS; b++)
+		for (struct shim_file *f = buckets[b]; f; f = f->hash_next) {
+			const struct rule *r = policy_match(p, f->path ? f->path : "");
+			struct knobs k;
+			knobs_from_rule(&k, r, r == &p->deflt ? -1 : (int)(r - p->rules));
+			knobs_set(f, &k);
+		}
+	registry_unlock();
+	shim_leave();
+}
+
+uint32_t registry_next_id(void)
+{
+	return next_file_id; /* read in the fork child, where no one else runs */
+}

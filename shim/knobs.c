@@ -1,0 +1,74 @@
+/*
+ * knobs.c - a file's copy of its rule, safe to read from any thread.
+ *
+ * Every path that acts on a file (the write path included) needs a few of
+ * its rule's settings, while a reload may change them at any moment. A
+ * pointer into the policy snapshot would need the snapshot kept alive for
+ * every reader; instead each file keeps its own copy under a sequence
+ * count (a seqlock): the one writer (file creation before the file is
+ * published, or the reload watcher under the registry lock) makes the
+ * count odd, rewrites, makes it even; a reader copies the words and
+ * retries if the count moved. Readers never block and never write, so a
+ * signal handler may read; the writer runs with every signal blocked, so
+ * no handler can spin on a rewrite its own thread left half done, and it
+ * holds the registry lock, which fork's prepare handler takes, so a child
+ * never inherits one either.
+ */
+#include <string.h>
+
+#include "shim.h"
+
+#define KNOB_WORDS (sizeof(struct knobs) / sizeof(uint64_t))
+_Static_assert(sizeof(struct knobs) % sizeof(uint64_t) == 0, "knobs must be whole words");
+
+union knob_words {
+	struct knobs k;
+	uint64_t w[KNOB_WORDS];
+};
+
+void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index)
+{
+	memset(k, 0, sizeof(*k));
+	k->sync = (uint8_t)r->sync;
+	k->osync = (uint8_t)rule_osync(r);
+	k->real_sync = (uint8_t)r->real_sync;
+	k->on_close = (uint8_t)r->on_close;
+	k->max_delay_ms = r->max_delay_ms;
+	k->max_bytes = r->max_bytes;
+	k->max_calls = r->max_calls;
+	k->writeback_bytes = r->writeback_bytes;
+	k->group_wait_us = r->group_wait_us;
+	k->rule_index = rule_index;
+}
+
+void knobs_of(const struct shim_file *f, struct knobs *out)
+{
+	const uint64_t *src = ((const union knob_words *)(const void *)&f->knobs)->w;
+	union knob_words copy;
+	for (;;) {
+		uint32_t s = atomic_load_explicit(&f->knob_seq, memory_order_acquire);
+		if (s & 1) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		for (size_t i = 0; i < KNOB_WORDS; i++)
+			copy.w[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&f->knob_seq, memory_order_relaxed) == s)
+			break;
+	}
+	*out = copy.k;
+}
+
+void knobs_set(struct shim_file *f, const struct knobs *k)
+{
+	uint64_t *dst = ((union knob_words *)(void *)&f->knobs)->w;
+	union knob_words from = { .k = *k };
+	uint32_t s = atomic_load_explicit(&f->knob_seq, memory_order_relaxed);
+	atomic_store_explicit(&f->knob_seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	for (size_t i = 0; i < KNOB_WORDS; i++)
+		__atomic_store_n(&dst[i], from.w[i], __ATOMIC_RELAXED);
+	atomic_store_explicit(&f->knob_seq, s + 2, memory_order_release);
+	atomic_store_explicit(&f->defers, k->sync == SYNC_DEFER, memory_order_relaxed);
+}
