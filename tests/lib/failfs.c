@@ -54,6 +54,20 @@
  * path at the time of the call (a renamed file gets a new line; an open
  * file that was unlinked counts as "(unlinked)"). Both special files are
  * hidden from directory listings.
+ *
+ * What reaches failfs (measured on this machine's kernel, 6.18):
+ *   - every fsync(2) as datasync=0, even with nothing dirty; fdatasync,
+ *     msync(MS_SYNC), O_DSYNC writes and RWF_DSYNC as datasync=1; O_SYNC
+ *     writes as datasync=0 (one request per write);
+ *   - not sync_file_range, syncfs or sync: they never become a request;
+ *   - a flush on every close of a descriptor, including the implicit ones
+ *     of a forked child that exits; close(2) returns the flush's error;
+ *   - with writeback_cache, write(2) succeeds and the write-back fails
+ *     later; the fsync that finds the error returns it without sending
+ *     a request, the next fsync returns 0. A write-back that close(2)
+ *     does itself fails close, and a later opener's first fsync too.
+ *     Without writeback_cache the write(2) itself fails, and the next
+ *     fsync has nothing to report.
  */
 #define FUSE_USE_VERSION 31
 
