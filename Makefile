@@ -13,7 +13,7 @@ CFLAGS  := $(BASE) $(OPT) $(SAN) -fPIC -Ipolicy -Ishim
 LDSAN   := $(SAN)
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
-BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace
+BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
 BENCH_PKGS := eatmydata libactivemq-java fio python3
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
@@ -28,7 +28,10 @@ SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 
 EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
-TEST_LIBS := $(patsubst tests/lib/%.c,$(B)/tests/lib/%.so,$(wildcard tests/lib/*.c))
+# tests/lib/ holds preload libraries, and failfs, the FUSE file system the
+# tests mount to get real I/O errors on demand (a program).
+TEST_FS   := $(B)/tests/lib/failfs
+TEST_LIBS := $(patsubst tests/lib/%.c,$(B)/tests/lib/%.so,$(filter-out tests/lib/failfs.c,$(wildcard tests/lib/*.c)))
 UNIT_TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
 JAVA_SRCS := $(wildcard examples/java/*.java)
 
@@ -99,6 +102,13 @@ $(B)/tests/lib/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) -fPIC -shared -o $@ $< -ldl
 
+# Deferred (=): pkg-config only answers once `make deps` installed libfuse3-dev.
+FUSE_CFLAGS = $(shell pkg-config --cflags fuse3)
+FUSE_LIBS = $(shell pkg-config --libs fuse3)
+$(TEST_FS): tests/lib/failfs.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(OPT) $(FUSE_CFLAGS) -o $@ $< $(FUSE_LIBS)
+
 $(B)/tests/test_%: tests/test_%.c $(PURE_OBJS) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -Itools -o $@ $< $(PURE_OBJS) $(filter-out tools/synclat.c,$(SYNCLAT_SRCS)) \
@@ -112,7 +122,7 @@ java: $(if $(JAVA_SRCS),$(B)/java/.stamp)
 
 # The suite: unit tests, then integration tests that run programs under the
 # shim. Each criterion binary prints its own tally.
-TEST_DEPS := all $(TEST_PROGS) $(TEST_LIBS) java
+TEST_DEPS := all $(TEST_PROGS) $(TEST_LIBS) $(TEST_FS) java
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_DEPS)
 	@$(MAKE) --no-print-directory run-tests

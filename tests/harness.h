@@ -619,4 +619,275 @@ H_FN long h_strace_count(const struct h_cmd *c, const char *name)
 	return calls;
 }
 
+/* ---- failfs: a real file system that fails on demand -------------------- */
+/*
+ * tests/lib/failfs (a FUSE file system) mirrors a backing directory and
+ * makes fsync/fdatasync/msync, write, flush (close) or fsyncdir fail with
+ * a chosen errno when the test says so; the command syntax is at the top
+ * of tests/lib/failfs.c.
+ *
+ *   char *mnt = h_path("mnt");
+ *   h_failfs_mount(h_path("back"), mnt);
+ *   h_failfs_ctl(mnt, "fsync EIO once");
+ *   ... programs work on files under mnt ...
+ *   cr_assert_eq(h_failfs_stat(mnt, "fsync"), 3);
+ *   cr_assert_eq(h_failfs_file_stat(mnt, "/a.log", "injected"), 1);
+ *
+ * A suite that mounts must unmount before h_teardown deletes the test
+ * directory (nftw would walk into the mount): use .fini = h_failfs_fini.
+ * No mount outlives a test, however it ends:
+ *   - fini unmounts lazily when a failed assertion left a descriptor open,
+ *     then stops failfs (SIGTERM, SIGKILL after a deadline);
+ *   - failfs gets SIGTERM when the test process dies (PR_SET_PDEATHSIG),
+ *     as when criterion kills a test that crashed or timed out;
+ *   - failfs mounts with auto_unmount: its fusermount3 watcher unmounts
+ *     as soon as failfs dies, even by SIGKILL.
+ */
+#include <sys/mount.h>
+#include <sys/prctl.h>
+
+#define H_FAILFS_MAX 8
+#define H_FAILFS_DEADLINE_S 10
+
+struct h_failfs {
+	pid_t pid;          /* 0: slot free */
+	char mnt[PATH_MAX]; /* absolute */
+};
+
+static struct h_failfs h_failfs_tab[H_FAILFS_MAX];
+
+H_FN char *h_failfs_bin(void)
+{
+	return h_fmt("%s/tests/lib/failfs", h_ctx.build);
+}
+
+/* Whether a failfs is mounted on mnt (absolute, no escapes: the test
+ * directories have no spaces), by /proc/self/mountinfo: fields 5 (the
+ * mount point) and the first after " - " (the type). */
+H_FN bool h_failfs_mounted(const char *mnt)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	cr_assert_not_null(f, "/proc/self/mountinfo: %s", strerror(errno));
+	char line[4 * PATH_MAX], point[PATH_MAX], type[64];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+		found = sep && sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1 &&
+			sscanf(sep + 3, "%63s", type) == 1 && !strcmp(point, mnt) &&
+			!strcmp(type, "fuse.failfs");
+	}
+	fclose(f);
+	return found;
+}
+
+H_FN struct h_failfs *h_failfs_find(const char *mnt)
+{
+	for (int i = 0; i < H_FAILFS_MAX; i++)
+		if (h_failfs_tab[i].pid && !strcmp(h_failfs_tab[i].mnt, mnt))
+			return &h_failfs_tab[i];
+	return NULL;
+}
+
+/* The child: failfs in the foreground, its output in the test directory.
+ * It must not hold criterion's descriptors, and must die with the test. */
+H_FN void h_failfs_exec(char *const argv[], const char *log, pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+		_exit(125);
+	int in = open("/dev/null", O_RDONLY);
+	int out = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (in < 0 || out < 0)
+		_exit(126);
+	dup2(in, 0);
+	dup2(out, 1);
+	dup2(out, 2);
+	syscall(SYS_close_range, 3, ~0u, 0);
+	execv(argv[0], argv);
+	dprintf(2, "harness: exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Polls until failfs is mounted on mnt; fails the test, with failfs's
+ * output, if it exits or the deadline passes first. */
+H_FN void h_failfs_wait_mounted(pid_t pid, const char *mnt, const char *log)
+{
+	double deadline = h_now() + H_FAILFS_DEADLINE_S;
+	while (!h_failfs_mounted(mnt)) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			cr_assert_fail("failfs on %s exited (status 0x%x) before mounting:\n%s", mnt, st,
+				       h_read_file(log));
+		if (h_now() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			cr_assert_fail("failfs on %s: not mounted after %d s:\n%s", mnt, H_FAILFS_DEADLINE_S,
+				       h_read_file(log));
+		}
+		struct timespec tick = { 0, 2 * 1000 * 1000 }; /* poll interval, not a synchronisation */
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* Mounts failfs on mnt mirroring backing (both created if missing), with
+ * extra -o options (NULL or "" for none; e.g. "writeback_cache"), and
+ * returns once the mount is up. */
+H_FN void h_failfs_mount_opts(const char *backing, const char *mnt, const char *opts)
+{
+	cr_assert(mkdir(backing, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", backing, strerror(errno));
+	cr_assert(mkdir(mnt, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", mnt, strerror(errno));
+	struct h_failfs *slot = NULL;
+	for (int i = 0; !slot && i < H_FAILFS_MAX; i++)
+		if (!h_failfs_tab[i].pid)
+			slot = &h_failfs_tab[i];
+	cr_assert_not_null(slot, "more than %d failfs mounts in one test", H_FAILFS_MAX);
+	cr_assert_not_null(realpath(mnt, slot->mnt), "%s: %s", mnt, strerror(errno));
+	cr_assert(!h_failfs_mounted(slot->mnt), "failfs already mounted on %s", slot->mnt);
+	char *argv[8];
+	int n = 0;
+	argv[n++] = h_failfs_bin();
+	argv[n++] = "-f";
+	if (opts && *opts) {
+		argv[n++] = "-o";
+		argv[n++] = (char *)opts;
+	}
+	argv[n++] = (char *)backing;
+	argv[n++] = slot->mnt;
+	argv[n] = NULL;
+	char *log = h_fmt("%s/failfs.%d.log", h_ctx.dir, ++h_ctx.seq);
+	pid_t parent = getpid();
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
+	if (pid == 0)
+		h_failfs_exec(argv, log, parent);
+	h_failfs_wait_mounted(pid, slot->mnt, log);
+	slot->pid = pid;
+	cr_log_info("failfs pid %d mounted on %s (log %s)", (int)pid, slot->mnt, log);
+}
+
+H_FN void h_failfs_mount(const char *backing, const char *mnt)
+{
+	h_failfs_mount_opts(backing, mnt, NULL);
+}
+
+/* failfs's pid on mnt, e.g. to kill it. */
+H_FN pid_t h_failfs_pid(const char *mnt)
+{
+	char abs[PATH_MAX];
+	struct h_failfs *f = h_failfs_find(realpath(mnt, abs) ? abs : mnt);
+	cr_assert_not_null(f, "no failfs of this test on %s", mnt);
+	return f->pid;
+}
+
+/* Unmounts and stops one failfs; true if that went cleanly (the mount
+ * was not busy and failfs exited on its own terms). Never asserts: it
+ * runs in fini after a failed test too. */
+H_FN bool h_failfs_stop(struct h_failfs *f)
+{
+	bool clean = true;
+	if (umount2(f->mnt, 0) != 0 && errno != EINVAL) {
+		/* Busy: a descriptor is still open (a failed assertion skipped
+		 * its close). Detach the mount now; it goes when they close. */
+		clean = false;
+		umount2(f->mnt, MNT_DETACH);
+	}
+	/* Unmounted, failfs sees its device closed and exits; SIGTERM makes
+	 * it exit in the lazy case too. */
+	kill(f->pid, SIGTERM);
+	int st = 0;
+	if (!h_wait(f->pid, H_FAILFS_DEADLINE_S, &st)) {
+		clean = false;
+		kill(f->pid, SIGKILL); /* aborts the connection: nothing can hang on it */
+		waitpid(f->pid, &st, 0);
+	}
+	if (h_failfs_mounted(f->mnt)) { /* should not happen: auto_unmount */
+		clean = false;
+		umount2(f->mnt, MNT_DETACH);
+	}
+	f->pid = 0;
+	return clean;
+}
+
+/* Unmounts the failfs on mnt; the test fails if the mount was busy. */
+H_FN void h_failfs_umount(const char *mnt)
+{
+	char abs[PATH_MAX];
+	struct h_failfs *f = h_failfs_find(realpath(mnt, abs) ? abs : mnt);
+	cr_assert_not_null(f, "no failfs of this test on %s", mnt);
+	char *what = h_strdup(f->mnt);
+	cr_assert(h_failfs_stop(f), "failfs on %s: busy at unmount (a descriptor left open?) or hung", what);
+	cr_assert(!h_failfs_mounted(what), "failfs still mounted on %s", what);
+}
+
+/* Every failfs this test mounted; for fini. */
+H_FN void h_failfs_umount_all(void)
+{
+	for (int i = 0; i < H_FAILFS_MAX; i++)
+		if (h_failfs_tab[i].pid)
+			h_failfs_stop(&h_failfs_tab[i]);
+}
+
+/* The .fini of a suite that mounts failfs. */
+H_FN void h_failfs_fini(void)
+{
+	h_failfs_umount_all();
+	h_teardown();
+}
+
+/* Sends one command (a line of failfs.c's control syntax); the test fails
+ * if failfs refuses it. */
+H_FN void h_failfs_ctl(const char *mnt, const char *cmd)
+{
+	char *ctl = h_fmt("%s/.failfs", mnt);
+	char *line = h_fmt("%s\n", cmd);
+	int fd = open(ctl, O_WRONLY);
+	cr_assert(fd >= 0, "open %s: %s", ctl, strerror(errno));
+	ssize_t n = write(fd, line, strlen(line));
+	int err = errno;
+	close(fd);
+	cr_assert_eq(n, (ssize_t)strlen(line), "failfs command '%s': %s", cmd, n < 0 ? strerror(err) : "short write");
+}
+
+/* The counters as text (see failfs.c), for messages. */
+H_FN char *h_failfs_stats(const char *mnt)
+{
+	return h_read_file(h_fmt("%s/.failfs-stats", mnt));
+}
+
+/* The value of " key=" in line (up to end). */
+H_FN long long h_failfs_field(const char *line, const char *end, const char *key)
+{
+	char *pat = h_fmt(" %s=", key);
+	const char *p = strstr(line, pat);
+	cr_assert(p && p < end, "failfs stats: no %s in: %.*s", key, (int)(end - line), line);
+	return strtoll(p + strlen(pat), NULL, 10);
+}
+
+/* A total counter: fsync, fdatasync, write, bytes, flush, fsyncdir or
+ * injected (requests that reached failfs, failed ones included). */
+H_FN long long h_failfs_stat(const char *mnt, const char *key)
+{
+	char *text = h_failfs_stats(mnt);
+	cr_assert(!strncmp(text, "total ", 6), "failfs stats of %s: %s", mnt, text);
+	char *nl = strchr(text, '\n');
+	return h_failfs_field(text, nl ? nl : text + strlen(text), key);
+}
+
+/* A counter of one file, by its path from the mount root ("/a.log");
+ * 0 if no request for that path reached failfs. */
+H_FN long long h_failfs_file_stat(const char *mnt, const char *path, const char *key)
+{
+	char *text = h_failfs_stats(mnt);
+	char *tail = h_fmt(" path=%s\n", path);
+	for (char *p = strstr(text, tail); p; p = strstr(p + 1, tail)) {
+		char *start = p;
+		while (start > text && start[-1] != '\n')
+			start--;
+		if (!strncmp(start, "file ", 5))
+			return h_failfs_field(start, p, key);
+	}
+	h_failfs_stat(mnt, key); /* the key itself must exist */
+	return 0;
+}
+
 #endif
