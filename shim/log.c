@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/statfs.h>
+#include <cpuid.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -132,10 +133,12 @@ static struct {
 	struct notice *queue_head, *queue_tail;
 	_Atomic int stop;
 	bool open;
-	bool configured;              /* this process logs: a log was started (or is pending) */
-	_Atomic int child_pending;    /* a fork child whose log is not created yet */
+	bool configured;              /* this process logs (its file may not exist yet) */
+	bool thread_started;          /* mu */
+	bool gave_up;                 /* mu: the file could not be made; logging is off */
+	_Atomic int running;          /* file open and logger thread started: nothing to do */
 	_Atomic int activity;         /* a write, sync or rename was counted */
-	uint32_t child_first_id;      /* files below this id existed at fork */
+	uint32_t first_id;            /* files below this id are announced at open (fork child) */
 	_Atomic int fd_lost;          /* the app got our number: reopen before writing */
 	_Atomic uint64_t ident_dev, ident_ino; /* the log file, for checks of L.fd */
 	_Atomic int ident_ok;
@@ -153,16 +156,8 @@ static __thread uint64_t my_second, my_second_end; /* current second, its end as
 static bool tsc_is_invariant(void)
 {
 #if defined(__x86_64__)
-	char buf[8192];
-	int fd = shimfd_open("/proc/cpuinfo", O_RDONLY, OWN_TEMP);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	shimfd_close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return strstr(buf, " constant_tsc") && strstr(buf, " nonstop_tsc");
+	unsigned a, b, c, d;
+	return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)); /* invariant TSC */
 #else
 	return false;
 #endif
@@ -176,18 +171,14 @@ static void calibrate(void)
 			     (uint64_t)(((unsigned __int128)(m - L.mono0) << 32) / (t - L.tsc0)));
 }
 
+/* Two stamps now; the rate between them is measured by the logger thread
+ * on every tick, over a growing span. Until its first tick, calls count
+ * into second 0. */
 static void clock_start(void)
 {
 	trace_use_tsc = tsc_is_invariant();
 	L.tsc0 = trace_stamp();
 	L.mono0 = trace_now();
-	if (!trace_use_tsc)
-		return;
-	/* A first rate over 2 ms; the logger refines it over a growing span. */
-	struct timespec ts = { 0, 2000000 };
-	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-		;
-	calibrate();
 }
 
 static uint64_t ticks_to_ns(uint64_t ticks)
@@ -212,7 +203,7 @@ static uint64_t ns_to_stamp(uint64_t mono_ns)
 	if (!trace_use_tsc)
 		return mono_ns;
 	uint64_t q = atomic_load(&L.ns_per_tick_q32);
-	return q ? L.tsc0 + (uint64_t)(((unsigned __int128)(mono_ns - L.mono0) << 32) / q) : UINT64_MAX;
+	return q ? L.tsc0 + (uint64_t)(((unsigned __int128)(mono_ns - L.mono0) << 32) / q) : 0;
 }
 
 /* ---- the app side: no locks, no allocation, no system calls ------------- */
@@ -696,15 +687,21 @@ static void tick(bool final)
 	}
 }
 
+static void open_log_now(void);
+
 static void *logger_main(void *arg)
 {
 	(void)arg;
 	shim_busy = 1;
+	if (trace_use_tsc)
+		calibrate();
 	while (!atomic_load(&L.stop)) {
 		struct timespec ts = { 0, L.mode == LOG_CALLS ? L.tick_ns : 4 * TICK_MAX_NS };
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
 		pthread_mutex_lock(&L.mu);
+		if (!L.open && atomic_load(&L.activity) && !L.gave_up)
+			open_log_now();
 		if (L.open && !atomic_load(&L.stop))
 			tick(false);
 		pthread_mutex_unlock(&L.mu);
@@ -942,28 +939,60 @@ static void start_thread(void)
 		shim_say("cannot start the logger thread; logging only at exit");
 }
 
-/* Create this process's log and write its header; trace_on after it. */
-static int open_log(const struct policy *p)
+static bool inherited(struct shim_file *f)
 {
+	return f->id < L.first_id;
+}
+
+/* The files this log must name that have no notice queued: in a fork
+ * child, the ones it inherited. */
+static void announce_inherited(const struct policy *p)
+{
+	struct shim_file *files[64];
+	uint64_t cursor = 0;
+	if (L.first_id <= 1)
+		return;
+	do {
+		int n = registry_collect(files, 64, inherited, &cursor);
+		for (int i = 0; i < n; i++) {
+			int ri = file_rule_index(files[i]);
+			const char *rule = ri >= 0 && ri < p->nrules ? p->rules[ri].name : "";
+			struct log_notice *note = log_file_notice_new(files[i]->path ? files[i]->path : "", rule);
+			log_file_notice_post(note, files[i]);
+			file_put(files[i]);
+		}
+	} while (cursor);
+}
+
+/* L.mu held: create this process's log and write its header. On failure
+ * logging stops for good, with one line. */
+static void open_log_now(void)
+{
+	static struct policy snap; /* L.mu: a copy, so no reader section spans file creation */
+	unsigned ticket;
+	snap = *policy_enter(&ticket);
+	policy_leave(ticket);
 	char path[PATH_MAX];
 	expand_path(L.tmpl, path, sizeof(path));
 	int fd = create_log(path, L.path, sizeof(L.path));
 	if (fd < 0) {
 		if (fd == -1)
 			shim_say("cannot create log %s: %s; logging off", path, strerror(errno));
-		return -1;
+		L.gave_up = true;
+		atomic_store(&trace_on, 0);
+		return;
 	}
 	L.fd = adopt_log_fd(fd);
 	L.seq = 0;
 	L.tick_ns = TICK_MAX_NS;
-	L.next_second = 0;
-	write_header(p);
+	write_header(&snap);
+	announce_inherited(&snap);
 	L.open = true;
-	atomic_store(&L.stop, 0);
-	atomic_store_explicit(&trace_on, 1, memory_order_release);
-	return 0;
+	atomic_store(&L.running, L.thread_started);
 }
 
+/* At load: everything but the file and the thread, which wait until the
+ * process does something worth a log (log_maybe_start). */
 void log_start(const struct policy *p)
 {
 	if (p->log_mode == LOG_OFF || !p->log_path[0])
@@ -975,26 +1004,41 @@ void log_start(const struct policy *p)
 		return;
 	}
 	clock_start();
-	L.start_mono = trace_now();
-	if (open_log(p) < 0)
-		return;
+	L.start_mono = L.mono0;
+	L.next_second = 0;
+	L.first_id = 1;
 	L.configured = true;
-	start_thread();
+	atomic_store_explicit(&trace_on, 1, memory_order_release);
 }
 
-/* Final drain, snapshot and trailer; safe to call twice. */
+void log_maybe_start(void)
+{
+	if (likely(atomic_load_explicit(&L.running, memory_order_relaxed)) || !L.configured)
+		return;
+	shim_enter();
+	pthread_mutex_lock(&L.mu);
+	if (!L.thread_started && !L.gave_up && !atomic_load(&L.stop)) {
+		L.thread_started = true;
+		start_thread();
+	}
+	if (!L.open && atomic_load(&L.activity) && !L.gave_up)
+		open_log_now();
+	atomic_store(&L.running, L.open && L.thread_started);
+	pthread_mutex_unlock(&L.mu);
+	shim_leave();
+}
+
+/* Final drain, snapshot and trailer; safe to call twice. A process that
+ * never did anything worth logging leaves no log at all. */
 void log_stop(int exit_status)
 {
-	if (atomic_load(&L.child_pending)) {
-		if (!atomic_load(&L.activity))
-			return; /* a child that only closed and exec'd: no log */
-		log_maybe_start_child();
-	}
-	if (!L.open)
+	if (!L.configured)
 		return;
 	shim_enter();
 	atomic_store(&L.stop, 1);
 	pthread_mutex_lock(&L.mu);
+	if (!L.open && atomic_load(&L.activity) && !L.gave_up)
+		open_log_now();
 	if (L.open) {
 		tick(true);
 		struct timespec wall;
@@ -1006,6 +1050,7 @@ void log_stop(int exit_status)
 		shimfd_close(L.fd);
 		L.fd = -1;
 		L.open = false;
+		atomic_store(&L.running, 0);
 		atomic_store(&L.ident_ok, 0);
 	}
 	pthread_mutex_unlock(&L.mu);
@@ -1033,7 +1078,8 @@ static void reset_for_child(void)
 }
 
 /* Inside the fork handler: system calls only, no allocation, no file, no
- * thread. Calls go on being counted in memory. */
+ * thread. Calls go on being counted in memory; the child's own log is
+ * made like any process's, at its first write or sync. */
 void log_atfork_child(void)
 {
 	pthread_mutex_init(&L.mu, NULL);
@@ -1041,65 +1087,20 @@ void log_atfork_child(void)
 	my_log = NULL;
 	my_tid = 0;
 	my_second_end = 0;
-	if (!L.configured)
+	if (!L.configured || L.gave_up)
 		return;
-	shimfd_close(L.fd); /* the parent's log is the parent's */
+	if (L.open)
+		shimfd_close(L.fd); /* the parent's log is the parent's */
 	L.fd = -1;
 	L.open = false;
+	L.thread_started = false;
+	atomic_store(&L.running, 0);
 	atomic_store(&L.ident_ok, 0);
 	reset_for_child();
 	atomic_store(&L.activity, 0);
-	L.child_first_id = registry_next_id();
+	L.first_id = registry_next_id();
 	L.start_mono = trace_now();
 	L.next_second = 0;
 	atomic_store(&L.stop, 0);
-	atomic_store(&L.child_pending, 1);
-}
-
-static bool inherited(struct shim_file *f)
-{
-	return f->id < L.child_first_id;
-}
-
-/* L.mu held: announce the files the child inherited (the ones it met since
- * have their notices queued already). */
-static void announce_inherited(void)
-{
-	struct shim_file *files[64];
-	uint64_t cursor = 0;
-	do {
-		int n = registry_collect(files, 64, inherited, &cursor);
-		for (int i = 0; i < n; i++) {
-			struct log_notice *note = log_file_notice_new(files[i]->path ? files[i]->path : "",
-								      "");
-			log_file_notice_post(note, files[i]);
-			file_put(files[i]);
-		}
-	} while (cursor);
-}
-
-void log_maybe_start_child(void)
-{
-	if (likely(!atomic_load_explicit(&L.child_pending, memory_order_relaxed)) ||
-	    !atomic_load(&L.activity))
-		return;
-	static struct policy snap; /* L.mu: a copy, so no reader section spans file creation */
-	bool started = false;
-	shim_enter();
-	pthread_mutex_lock(&L.mu);
-	if (atomic_load(&L.child_pending)) {
-		atomic_store(&L.child_pending, 0);
-		unsigned ticket;
-		snap = *policy_enter(&ticket);
-		policy_leave(ticket);
-		started = open_log(&snap) == 0;
-		if (started)
-			announce_inherited();
-		else
-			atomic_store(&trace_on, 0);
-	}
-	pthread_mutex_unlock(&L.mu);
-	if (started)
-		start_thread();
-	shim_leave();
+	atomic_store_explicit(&trace_on, 1, memory_order_release);
 }

@@ -11,13 +11,15 @@
 
 struct shim_file;
 
+/* At load: counting starts; the file and the logger thread wait. */
 void log_start(const struct policy *p);
 /* Exit, _exit or exec: final blocks and the trailer (status, or -1 when
- * unknown). A fork child with nothing logged writes no log at all. */
+ * unknown). A process that never wrote, synced or renamed a tracked file
+ * writes no log at all (a fork child that only execs, /bin/true). */
 void log_stop(int exit_status);
-/* A fork child's log is created here, from a call that may create files
- * and threads, once the child has done something worth logging. */
-void log_maybe_start_child(void);
+/* From calls that may create files and threads (opens, syncs, renames):
+ * the logger thread, and the log file once there is something to log. */
+void log_maybe_start(void);
 void log_atfork_child(void);
 
 /* A new file's FILE block: made before the registry lock (allocates,

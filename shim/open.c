@@ -123,7 +123,7 @@ void open_bind(int fd, const char *abspath, uint32_t slot_flags)
 	if (defers)
 		workers_ensure(false); /* its writes hand work to a flusher thread */
 	reload_maybe_start();
-	log_maybe_start_child();
+	log_maybe_start();
 }
 
 static int open_end(struct open_req *q, int fd)

@@ -31,7 +31,7 @@ static int publish_done(struct trace_start *t, int r)
 /* 0, or -1 with errno set: the sync behind (dirfd, path) failed. */
 static int publish_barrier(int dirfd, const char *path, int at_flags)
 {
-	log_maybe_start_child();
+	log_maybe_start();
 	int err = flusher_before_publish(dirfd, path, at_flags);
 	if (err) {
 		errno = err;

@@ -75,7 +75,7 @@ static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, e
 /* The slow-path chores every tracked call may do. */
 static void chores(void)
 {
-	log_maybe_start_child();
+	log_maybe_start();
 	reload_maybe_start();
 }
 
