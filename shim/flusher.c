@@ -27,9 +27,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,12 +44,7 @@
 
 void flusher_init_locks(struct shim_file *f)
 {
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&f->fl.mu, NULL);
-	pthread_cond_init(&f->fl.cv, &ca);
-	pthread_condattr_destroy(&ca);
 }
 
 void flusher_reset(struct shim_file *f)
@@ -79,6 +76,28 @@ static void lock_fl(struct shim_file *f)
 static void unlock_fl(struct shim_file *f)
 {
 	pthread_mutex_unlock(&f->fl.mu);
+}
+
+/*
+ * Waiting for a sync (or a lease) to end. Not a condition variable: glibc's
+ * broadcast waits for every waiter it wakes to leave its futex, and a
+ * waiter whose thread is kept inside signal handlers (an interval timer
+ * faster than the handler) would hold the waker, and with it the file's
+ * lock, forever. An event count never makes a waker wait: waiters note
+ * the count under mu, sleep on it unlocked, and re-check under mu.
+ */
+static void wait_locked(struct shim_file *f)
+{
+	uint32_t seen = atomic_load(&f->fl.wake);
+	unlock_fl(f);
+	syscall(SYS_futex, &f->fl.wake, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+	lock_fl(f);
+}
+
+static void wake_all_locked(struct shim_file *f)
+{
+	atomic_fetch_add(&f->fl.wake, 1);
+	syscall(SYS_futex, &f->fl.wake, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 /* Owed: some request is not yet covered by a completed real sync. */
@@ -280,7 +299,7 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 		workers_rearm(f); /* the counters were reset for a sync that never ran */
 	fl->in_flight = false;
 	drop_priv_if_idle(f);
-	pthread_cond_broadcast(&fl->cv);
+	wake_all_locked(f);
 	return res;
 }
 
@@ -307,7 +326,7 @@ static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t t
 	lock_fl(f);
 	while (atomic_load(&fl->done_seq) < target) {
 		if (fl->in_flight) {
-			pthread_cond_wait(&fl->cv, &fl->mu);
+			wait_locked(f);
 			continue;
 		}
 		struct lead r = lead_sync_locked(f, own, own_closing, sticky);
@@ -465,7 +484,7 @@ void flusher_writeback(struct shim_file *f)
 	lock_fl(f);
 	f->fl.lease_fd = -1;
 	f->fl.in_flight = false;
-	pthread_cond_broadcast(&f->fl.cv);
+	wake_all_locked(f);
 	unlock_fl(f);
 	shim_leave();
 }
@@ -531,7 +550,7 @@ void flusher_before_close(struct shim_file *f, int fd)
 	if (s)
 		atomic_fetch_or(&s->state, SLOT_CLOSING); /* no new lease on it */
 	while (f->fl.in_flight && f->fl.lease_fd == fd)
-		pthread_cond_wait(&f->fl.cv, &f->fl.mu);
+		wait_locked(f);
 	int r = fd;
 	atomic_compare_exchange_strong(&f->fl.req_fd, &r, -1);
 	bool inline_sync = false;
@@ -553,7 +572,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 	shim_enter();
 	lock_fl(f);
 	while (f->fl.in_flight && f->fl.lease_fd == fd)
-		pthread_cond_wait(&f->fl.cv, &f->fl.mu);
+		wait_locked(f);
 	if (atomic_load(&f->fl.priv_fd) == fd) {
 		int d = flusher_owes(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
 		atomic_store(&f->fl.priv_fd, d);

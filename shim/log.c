@@ -171,6 +171,17 @@ static void calibrate(void)
 			     (uint64_t)(((unsigned __int128)(m - L.mono0) << 32) / (t - L.tsc0)));
 }
 
+/* The first timed call before the logger thread has measured the rate:
+ * measure it now, over the span since load (one vDSO clock read, no
+ * system call; the logger refines it on every tick). */
+static void calibrate_first(void)
+{
+	uint64_t t = trace_stamp(), m = trace_now(), zero = 0;
+	if (t > L.tsc0 && m > L.mono0)
+		atomic_compare_exchange_strong(&L.ns_per_tick_q32, &zero,
+					       (uint64_t)(((unsigned __int128)(m - L.mono0) << 32) / (t - L.tsc0)));
+}
+
 /* Two stamps now; the rate between them is measured by the logger thread
  * on every tick, over a growing span. Until its first tick, calls count
  * into second 0. */
@@ -278,6 +289,8 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		return;
 	int ri = f ? file_rule_index(f) : -1;
 	unsigned rule = ri >= 0 && ri < POLICY_MAX_RULES ? (unsigned)ri + 1 : 0;
+	if (unlikely(trace_use_tsc && !atomic_load_explicit(&L.ns_per_tick_q32, memory_order_relaxed)))
+		calibrate_first();
 	uint64_t ns = ticks_to_ns(s1 > s0 ? s1 - s0 : 0);
 	uint64_t b = bytes > 0 ? (uint64_t)bytes : 0;
 	if (op != OP_OPEN && op != OP_CLOSE &&
@@ -421,20 +434,39 @@ void log_policy_changed(const struct policy *p)
 
 /* ---- the logger side --------------------------------------------------- */
 
-static void write_block(size_t len)
+static bool log_fd_usable(void);
+
+static int write_all(const uint8_t *buf, size_t len)
 {
-	if (len == 0 || L.fd < 0)
-		return;
 	size_t off = 0;
 	while (off < len) {
-		ssize_t w = REAL(write)(L.fd, L.buf + off, len - off);
+		ssize_t w = REAL(write)(L.fd, buf + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return; /* disk full or similar: the log is best effort */
+			return -1;
 		off += (size_t)w;
 	}
-	L.seq++;
+	return 0;
+}
+
+/* Each block goes to a descriptor checked just before (the app may have
+ * taken the number with a raw close and an open since the last block); one
+ * that vanished under the write is written again after the reopen, so no
+ * FILE block a later record relies on is lost. Disk full and the like lose
+ * the block: the log is best effort. */
+static void write_block(size_t len)
+{
+	for (int attempt = 0; len && attempt < 2; attempt++) {
+		if (!log_fd_usable())
+			return;
+		if (write_all(L.buf, len) == 0) {
+			L.seq++;
+			return;
+		}
+		if (errno != EBADF)
+			return;
+	}
 }
 
 
@@ -656,8 +688,6 @@ static uint64_t second_of(uint64_t mono_ns)
 
 /* L.mu held. In calls mode, adapts the drain period to how fast the
  * rings fill. */
-static bool log_fd_usable(void);
-
 static void tick(bool final)
 {
 	if (!log_fd_usable())
@@ -700,7 +730,7 @@ static void *logger_main(void *arg)
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
 		pthread_mutex_lock(&L.mu);
-		if (!L.open && atomic_load(&L.activity) && !L.gave_up)
+		if (!L.open && atomic_load(&L.activity) && !L.gave_up && !atomic_load(&L.stop))
 			open_log_now();
 		if (L.open && !atomic_load(&L.stop))
 			tick(false);
@@ -795,6 +825,7 @@ static void stop_logging(const char *why)
 	atomic_store(&trace_on, 0);
 	atomic_store(&L.stop, 1);
 	L.open = false;
+	L.gave_up = true;
 	atomic_store(&L.ident_ok, 0);
 }
 
@@ -803,6 +834,8 @@ static void stop_logging(const char *why)
  * log by name; at the descriptor limit, wait for the next tick; else stop. */
 static bool log_fd_usable(void)
 {
+	if (!L.open)
+		return false;
 	if (L.fd >= 0 && shimfd_is_ours(L.fd))
 		return true;
 	shimfd_forget(L.fd); /* if it was taken, it is someone else's now */
@@ -985,9 +1018,9 @@ static void open_log_now(void)
 	L.fd = adopt_log_fd(fd);
 	L.seq = 0;
 	L.tick_ns = TICK_MAX_NS;
+	L.open = true;
 	write_header(&snap);
 	announce_inherited(&snap);
-	L.open = true;
 	atomic_store(&L.running, L.thread_started);
 }
 
@@ -1021,7 +1054,7 @@ void log_maybe_start(void)
 		L.thread_started = true;
 		start_thread();
 	}
-	if (!L.open && atomic_load(&L.activity) && !L.gave_up)
+	if (!L.open && atomic_load(&L.activity) && !L.gave_up && !atomic_load(&L.stop))
 		open_log_now();
 	atomic_store(&L.running, L.open && L.thread_started);
 	pthread_mutex_unlock(&L.mu);
@@ -1053,6 +1086,7 @@ void log_stop(int exit_status)
 		atomic_store(&L.running, 0);
 		atomic_store(&L.ident_ok, 0);
 	}
+	L.gave_up = true; /* finished: nothing may create it again (a late tick, a second stop) */
 	pthread_mutex_unlock(&L.mu);
 	shim_leave();
 }
@@ -1091,6 +1125,8 @@ void log_atfork_child(void)
 		return;
 	if (L.open)
 		shimfd_close(L.fd); /* the parent's log is the parent's */
+	else
+		shimfd_forget(L.fd);
 	L.fd = -1;
 	L.open = false;
 	L.thread_started = false;

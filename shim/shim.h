@@ -76,7 +76,7 @@ struct err_epoch {
  */
 struct flusher {
 	pthread_mutex_t mu;              /* initialised once per allocation (and in a fork child) */
-	pthread_cond_t cv;
+	_Atomic uint32_t wake;           /* event count for waiters: bumped under mu, futex-woken */
 	bool in_flight;                  /* mu */
 	int lease_fd;                    /* mu: the descriptor the running sync uses, -1 none */
 	_Atomic int req_fd;              /* an app descriptor that asked for a sync, -1 none */
