@@ -137,10 +137,15 @@ static void apply_log_env(struct policy *p)
 /* SYNCSHIM_TEST_SIGNAL_AT=all or a comma-separated list of point names
  * (alloc, registry, regions, fl_mu, lead, log_queue, policy, write):
  * the calling thread sends itself SYNCSHIM_TEST_SIGNAL (default SIGUSR1)
- * there, so a test's handler runs exactly inside that critical section. */
+ * there, so a test's handler runs exactly inside that critical section.
+ * At most SYNCSHIM_TEST_SIGNAL_MAX (default 200) signals per thread: a
+ * handler whose own calls pass a point would otherwise re-arm itself
+ * forever. */
 int shim_test_points;
 static char test_points[256];
 static int test_signal = SIGUSR1;
+static int test_budget = 200;
+static __thread int test_sent;
 
 static void test_points_init(void)
 {
@@ -151,6 +156,9 @@ static void test_points_init(void)
 	const char *sig = getenv("SYNCSHIM_TEST_SIGNAL");
 	if (sig && atoi(sig) > 0)
 		test_signal = atoi(sig);
+	const char *max = getenv("SYNCSHIM_TEST_SIGNAL_MAX");
+	if (max && atoi(max) > 0)
+		test_budget = atoi(max);
 	shim_test_points = 1;
 }
 
@@ -158,8 +166,10 @@ void shim_test_point_hit(const char *where)
 {
 	char key[40];
 	snprintf(key, sizeof(key), ",%s,", where);
-	if (!strstr(test_points, ",all,") && !strstr(test_points, key))
-		return;
+	if (!atomic_load(&shim.ready) || test_sent >= test_budget ||
+	    (!strstr(test_points, ",all,") && !strstr(test_points, key)))
+		return; /* the app can have no handler before it runs */
+	test_sent++;
 	int e = errno;
 	syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), test_signal);
 	errno = e;

@@ -78,8 +78,8 @@ static void tell(struct shim_file *f)
 	} while (!atomic_compare_exchange_weak(&f->err_told_seq, &told, seq));
 	int err = atomic_load(&f->err_errno);
 	const char *name = strerrorname_np(err);
-	shim_say("deferred sync of %s failed (%s: %s) and no descriptor is left to report it to; "
-		 "data the app was told is durable may be lost",
+	shim_say("deferred sync of %s failed (%s: %s) with no call left to report it to the app; "
+		 "data it was told is durable may be lost",
 		 f->path && f->path[0] ? f->path : "(unknown file)", name ? name : "?", strerror(err));
 }
 

@@ -34,7 +34,7 @@
  *   op=fsync fn=fsync pid=1 tid=1 fd=3 ino=12 t0=NS t1=NS ret=0 errno=0
  *   flags=0x0 addr=0x0 len=0 off=0 n=0 injected=1 path=/x path2=/y
  * op names: fsync fdatasync sync_file_range msync syncfs sync open close
- * rename write pwrite writev pwritev mmap. fn is the exact libc function
+ * rename link write pwrite writev pwritev mmap. fn is the exact libc function
  * (open64, __openat_2, creat, renameat2, ...). t0/t1 are CLOCK_MONOTONIC
  * ns at entry and return. ino is from fstat on the fd (before the call for
  * close and the syncs, on the result for opens). mmap is recorded only for
@@ -105,6 +105,8 @@ static struct {
 	X(rename, int, (const char *, const char *))                                 \
 	X(renameat, int, (int, const char *, int, const char *))                     \
 	X(renameat2, int, (int, const char *, int, const char *, unsigned int))      \
+	X(link, int, (const char *, const char *))                                   \
+	X(linkat, int, (int, const char *, int, const char *, int))                  \
 	X(write, ssize_t, (int, const void *, size_t))                               \
 	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                       \
 	X(pwrite64, ssize_t, (int, const void *, size_t, off64_t))                   \
@@ -724,6 +726,38 @@ API int renameat(int da, const char *a, int db, const char *b)
 API int renameat2(int da, const char *a, int db, const char *b, unsigned int flags)
 {
 	return rename_common("renameat2", 2, da, a, db, b, flags);
+}
+
+/* link and linkat: op=link, path = the existing name (or "" with
+ * AT_EMPTY_PATH), path2 = the new one, flags = linkat's flags. */
+static int link_common(const char *fn, int da, const char *a, int db, const char *b, int flags)
+{
+	struct rec r;
+	rec_begin(&r, "link", fn, F_FLAGS | F_PATH | F_PATH2);
+	r.path = a;
+	r.path2 = b;
+	r.flags = (unsigned)flags;
+	long ret;
+	if (injected(&r, "link"))
+		ret = -1;
+	else if (!strcmp(fn, "link") && REAL(link))
+		ret = REAL(link)(a, b);
+	else if (REAL(linkat))
+		ret = REAL(linkat)(da, a, db, b, flags);
+	else
+		ret = syscall(SYS_linkat, da, a, db, b, flags);
+	rec_end(&r, ret);
+	return (int)ret;
+}
+
+API int link(const char *a, const char *b)
+{
+	return link_common("link", AT_FDCWD, a, AT_FDCWD, b, 0);
+}
+
+API int linkat(int da, const char *a, int db, const char *b, int flags)
+{
+	return link_common("linkat", da, a, db, b, flags);
 }
 
 /* ---- writes ------------------------------------------------------------- */
