@@ -46,7 +46,7 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
 
-.PHONY: all deps bench-deps test run-tests asan bench demo install clean java
+.PHONY: all deps bench-deps test run-tests asan tsan bench demo install clean java
 all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
 
 deps:
@@ -129,10 +129,12 @@ test: deps
 
 # In a sanitizer build the shim needs the ASan runtime loaded ahead of it
 # in hosts that were not built with it; the tests put this prefix first.
-ASAN_RT := $(if $(SAN),$(shell $(CC) -print-file-name=libasan.so))
-run-tests: $(UNIT_TESTS)
-	@fail=0; for t in $(UNIT_TESTS); do \
-	  SYNCSHIM_BUILD=$(abspath $(B)) SYNCSHIM_PRELOAD_PREFIX=$(ASAN_RT) \
+SAN_RT := $(if $(findstring thread,$(SAN)),$(shell $(CC) -print-file-name=libtsan.so),\
+	  $(if $(SAN),$(shell $(CC) -print-file-name=libasan.so)))
+RUN_TESTS ?= $(UNIT_TESTS)
+run-tests: $(RUN_TESTS)
+	@fail=0; for t in $(RUN_TESTS); do \
+	  SYNCSHIM_BUILD=$(abspath $(B)) SYNCSHIM_PRELOAD_PREFIX=$(SAN_RT) \
 	  SYNCSHIM_ASAN=$(if $(SAN),1,) $$t --jobs 2 || fail=1; done; exit $$fail
 
 # AddressSanitizer + UBSan build of everything, in its own tree, same suite.
@@ -140,6 +142,22 @@ asan: deps
 	@$(MAKE) --no-print-directory B=build-asan OPT=-O1 \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  test
+
+# ThreadSanitizer: the shim (with libc's allocator instead of its private
+# jemalloc, whose synchronisation TSan cannot see) under the multithreaded
+# suites. A program under test that TSan finds a race in exits 66, and the
+# suite fails. Options, each for a reason:
+#   report_signal_unsafe=0  the shim allocates inside signal handlers by
+#     design: it uses its allocator only with shim_busy raised, so a handler
+#     never re-enters it (shim/alloc.c); TSan's own malloc check cannot know.
+#   die_after_fork=0        the tests fork from threaded programs on purpose.
+TSAN_SUITES := $(B)/tests/test_hostile $(B)/tests/test_flusher $(B)/tests/test_shim $(B)/tests/test_log
+tsan: deps
+	@$(MAKE) --no-print-directory B=build-tsan OPT=-O1 \
+	  SAN="-fsanitize=thread -DSYNCSHIM_TSAN" $(TEST_DEPS)
+	@TSAN_OPTIONS="report_signal_unsafe=0 die_after_fork=0 $(TSAN_OPTIONS)" \
+	  $(MAKE) --no-print-directory B=build-tsan OPT=-O1 SAN="-fsanitize=thread -DSYNCSHIM_TSAN" \
+	  RUN_TESTS="$(subst $(B)/,build-tsan/,$(TSAN_SUITES))" run-tests
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/syncshim
@@ -149,7 +167,7 @@ install: all
 	install -m 0644 shim.ini $(DESTDIR)$(PREFIX)/share/syncshim/shim.ini
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
 
 # The main job: a sync-heavy workload (4 KiB append + fsync, KahaDB style)
 # under passthrough and under defer, alternating rounds, compared side by

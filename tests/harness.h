@@ -323,6 +323,9 @@ H_FN void h_cmd_init(struct h_cmd *c, unsigned layers)
 	if (h_ctx.prefix[0] || h_ctx.asan) {
 		const char *ao = getenv("ASAN_OPTIONS");
 		h_envf(c, "ASAN_OPTIONS=%s", ao && *ao ? ao : "detect_leaks=0");
+		const char *to = getenv("TSAN_OPTIONS");
+		if (to && *to)
+			h_envf(c, "TSAN_OPTIONS=%s", to);
 		const char *uo = getenv("UBSAN_OPTIONS");
 		if (uo && *uo)
 			h_envf(c, "UBSAN_OPTIONS=%s", uo);
