@@ -80,6 +80,25 @@ static void warn_if_unreachable(const char *cmd)
 		fprintf(stderr, "syncshim: warning: %s is %s\n", path, why);
 }
 
+/* The shim takes only absolute log paths (it cannot know the directory
+ * the user meant once the program has chdir'ed): -o is relative to here,
+ * and checked by the same rules as SYNCSHIM_LOG. */
+static int absolute_log(const char *log, char *out, size_t len)
+{
+	char cwd[PATH_MAX], err[POLICY_ERR_MAX];
+	static struct policy p;
+	if (log[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(out, len, "%s", log);
+	else if (snprintf(out, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", log) >= (int)len)
+		snprintf(out, len, "%s", log); /* too long: the check below says so */
+	policy_init_defaults(&p);
+	if (policy_apply_env(&p, &(struct policy_env){ .log = out }, err, sizeof(err)) < 0) {
+		fprintf(stderr, "syncshim: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 int shim_prepare_env(const char *config, const char *policy, const char *log, const char *mode)
 {
 	char lib[PATH_MAX];
@@ -115,8 +134,11 @@ int shim_prepare_env(const char *config, const char *policy, const char *log, co
 		if (policy)
 			setenv("SYNCSHIM_POLICY", policy, 1);
 	}
+	char abs_log[PATH_MAX];
+	if (log && absolute_log(log, abs_log, sizeof(abs_log)) < 0)
+		return -1;
 	if (log)
-		setenv("SYNCSHIM_LOG", log, 1);
+		setenv("SYNCSHIM_LOG", abs_log, 1);
 	if (mode)
 		setenv("SYNCSHIM_LOG_MODE", mode, 1);
 	return add_preload(lib);
