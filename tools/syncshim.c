@@ -73,6 +73,13 @@ static int add_preload(const char *lib)
 	return r;
 }
 
+/* As shells do: 127 when the command is not there, 126 when it is but
+ * cannot be run (not executable, a directory, a bad format). */
+int exec_failure_status(int err)
+{
+	return err == ENOENT || err == ENOTDIR ? 127 : 126;
+}
+
 static void warn_if_unreachable(const char *cmd)
 {
 	char path[PATH_MAX], why[256];
@@ -166,8 +173,9 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	warn_if_unreachable(argv[optind]);
 	execvp(argv[optind], argv + optind);
-	fprintf(stderr, "syncshim: cannot run %s: %s\n", argv[optind], strerror(errno));
-	return 127;
+	int e = errno;
+	fprintf(stderr, "syncshim: cannot run %s: %s\n", argv[optind], strerror(e));
+	return exec_failure_status(e);
 }
 
 static int cmd_check(int argc, char **argv)
