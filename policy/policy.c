@@ -851,6 +851,20 @@ static int fail_kind(const char *path, char *err, size_t errlen, const char *wha
 	return fail_file(path, err, errlen, "%s, not a regular file; name an ini file instead", what);
 }
 
+static const char *pseudo_fs_name(const struct statfs *sfs)
+{
+	for (size_t i = 0; i < sizeof(pseudo_fs) / sizeof(pseudo_fs[0]); i++)
+		if ((unsigned long)sfs->f_type == pseudo_fs[i].magic)
+			return pseudo_fs[i].name;
+	return NULL;
+}
+
+static int fail_pseudo(const char *path, char *err, size_t errlen, const char *fs)
+{
+	return fail_file(path, err, errlen, "is on %s, not a config file; "
+			 "copy the settings into an ini file", fs);
+}
+
 /* Opens path for reading if it is a regular file on a real file system;
  * -1 with the message in err otherwise. */
 static int open_config(const char *path, char *err, size_t errlen)
@@ -863,6 +877,8 @@ static int open_config(const char *path, char *err, size_t errlen)
 		return fail_errno(path, err, errlen, errno);
 	if (not_regular(st.st_mode))
 		return fail_kind(path, err, errlen, not_regular(st.st_mode));
+	if (statfs(path, &sfs) == 0 && pseudo_fs_name(&sfs))
+		return fail_pseudo(path, err, errlen, pseudo_fs_name(&sfs));
 	do
 		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
@@ -878,13 +894,10 @@ static int open_config(const char *path, char *err, size_t errlen)
 		close(fd);
 		return fail_kind(path, err, errlen, not_regular(st.st_mode));
 	}
-	if (fstatfs(fd, &sfs) == 0)
-		for (size_t i = 0; i < sizeof(pseudo_fs) / sizeof(pseudo_fs[0]); i++)
-			if ((unsigned long)sfs.f_type == pseudo_fs[i].magic) {
-				close(fd);
-				return fail_file(path, err, errlen, "is on %s, not a config file; "
-						 "copy the settings into an ini file", pseudo_fs[i].name);
-			}
+	if (fstatfs(fd, &sfs) == 0 && pseudo_fs_name(&sfs)) {
+		close(fd);
+		return fail_pseudo(path, err, errlen, pseudo_fs_name(&sfs));
+	}
 	return fd;
 }
 
