@@ -156,3 +156,30 @@ Test(launch, ab_compares_only_its_own_logs)
 	char *html = h_read_file(h_fmt("%s/compare.html", dir));
 	cr_expect(!h_has(html, "A-1.4242.log"), "the page lists the earlier log");
 }
+
+/* syncshim check and run -c read the config with the shim's own reader:
+ * a FIFO is refused at once, not waited on; a NUL byte is refused too. */
+Test(launch, check_and_run_c_refuse_a_fifo_at_once)
+{
+	char *fifo = h_path("config.fifo");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	struct h_cmd c;
+	launcher_cmd(&c);
+	c.timeout_s = 10;
+	h_args(&c, syncshim_bin(), "check", fifo, NULL);
+	struct h_result r = h_run(&c);
+	cr_assert(!r.timed_out, "syncshim check waited on the FIFO");
+	cr_expect_eq(r.code, 2, "check: exit %d\n%s", r.code, r.err);
+	cr_expect(h_has(r.err, "is a FIFO"), "%s", r.err);
+	cr_expect_lt(r.secs, 1.0 + 2.0 * h_ctx.asan);
+
+	launcher_cmd(&c);
+	c.timeout_s = 10;
+	char *f = h_path("run-c.dat");
+	h_args(&c, syncshim_bin(), "run", "-c", fifo, "--", h_prog("syncloop"), "-f", f, "-n", "10", NULL);
+	r = h_run(&c);
+	cr_assert(!r.timed_out, "syncshim run -c waited on the FIFO");
+	cr_expect_eq(r.code, 0, "run -c: exit %d\n%s", r.code, r.err);
+	cr_expect_eq(h_nlines(r.err), 1, "%s", r.err);
+	cr_expect(h_has(r.err, "is a FIFO") && h_has(r.err, "running as passthrough"), "%s", r.err);
+}
