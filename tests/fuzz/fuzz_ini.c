@@ -47,7 +47,7 @@ static void round_trip(const struct policy *p)
 		same_rule(&p->rules[i], &q.rules[i]);
 	die_unless(!strcmp(p->log_path, q.log_path) && p->log_mode == q.log_mode &&
 		   p->max_flushers == q.max_flushers && p->ring_records == q.ring_records &&
-		   p->reload == q.reload, "globals");
+		   p->reload == q.reload && p->unreported_errors == q.unreported_errors, "globals");
 	for (int i = 0; i < p->nrules; i++)
 		die_unless(policy_match(p, p->rules[i].glob) != NULL, "match");
 }
