@@ -1432,7 +1432,7 @@ static const char *sparse_file(const char *name, long long size, const struct lo
 
 /* /dev/zero, a 5 GB sparse file, a FIFO nobody writes to: refused at once
  * with little memory, instead of read whole (or waited on) first. */
-Test(synclat, non_logs_refused_fast_and_small, .timeout = 60)
+Test(synclat, non_logs_refused_fast_and_small)
 {
 	const char *dir = getenv("SYNCSHIM_BUILD");
 	char bin[512];
