@@ -46,7 +46,7 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
 
-.PHONY: all deps bench-deps test run-tests asan tsan bench demo install clean java
+.PHONY: all deps bench-deps test run-tests asan tsan bench demo install clean java fuzz fuzz-deps replay
 all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
 
 deps:
@@ -126,6 +126,7 @@ TEST_DEPS := all $(TEST_PROGS) $(TEST_LIBS) $(TEST_FS) java
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_DEPS)
 	@$(MAKE) --no-print-directory run-tests
+	@$(MAKE) --no-print-directory replay
 
 # In a sanitizer build the shim needs the ASan runtime loaded ahead of it
 # in hosts that were not built with it; the tests put this prefix first.
@@ -181,3 +182,50 @@ demo: deps all
 # Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
 bench: bench-deps all
 	tools/bench.sh $(B) $(SECTIONS)
+
+# ---- fuzzing (see tests/fuzz/) ------------------------------------------
+# libFuzzer targets built with clang: the ini parser and rule loader, the
+# glob matcher against a reference matcher, the log reader with report,
+# compare and the plots. `make fuzz` runs each for FUZZ_SECONDS from its
+# seed corpus (tests/fuzz/corpus/T); what it learns stays in $(B)/fuzz,
+# inputs that crash are written to tests/fuzz/crashes/T/ (commit them with
+# the fix). `make test` replays both directories through the same targets
+# built with $(CC) and no libFuzzer (replay), so no clang is needed there.
+FUZZ_TARGETS := ini glob log
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_PKGS := clang libclang-rt-dev
+FUZZ_SRCS := $(PURE_SRCS) $(filter-out tools/synclat.c,$(SYNCLAT_SRCS))
+FUZZ_CFLAGS := $(BASE) -O1 -fno-omit-frame-pointer -Ipolicy -Ishim -Itools -Itests/fuzz
+REPLAYS := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)
+
+fuzz-deps:
+	@command -v $(FUZZ_CC) >/dev/null 2>&1 && dpkg -s libclang-rt-dev >/dev/null 2>&1 || { \
+	  echo "installing: $(FUZZ_PKGS)"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FUZZ_PKGS) >/dev/null; }
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRCS) tests/fuzz/coverage-ignore.txt $(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt \
+		-o $@ $< $(FUZZ_SRCS) $(LIBDIR)/libinih.a -lm
+
+$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_SRCS) $(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools -Itests/fuzz -DREPLAY_TARGET='"$*"' -o $@ $< tests/fuzz/replay.c \
+		$(FUZZ_SRCS) $(LIBDIR)/libinih.a $(LDSAN) -lm
+
+replay: $(REPLAYS)
+	@for t in $(FUZZ_TARGETS); do \
+	  set -- tests/fuzz/corpus/$$t tests/fuzz/crashes/$$t; \
+	  $(B)/fuzz/replay_$$t "$$@" || { REPLAY_VERBOSE=1 $(B)/fuzz/replay_$$t "$$@" 2>&1 | tail -40; exit 1; }; \
+	done
+
+fuzz: fuzz-deps $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(B)/fuzz/corpus-$$t tests/fuzz/crashes/$$t; \
+	  echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
+	  $(B)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -dict=tests/fuzz/$$t.dict -artifact_prefix=tests/fuzz/crashes/$$t/ \
+	    $(B)/fuzz/corpus-$$t tests/fuzz/corpus/$$t || exit 1; \
+	done

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "policy.h"
@@ -211,7 +212,10 @@ static void vreport(struct parser *ps, int line, const char *fmt, va_list ap)
 
 	if (!ps->err || !ps->errlen)
 		return;
-	n = snprintf(ps->err, ps->errlen, "%s:%d: ", ps->name, line);
+	if (line > 0)
+		n = snprintf(ps->err, ps->errlen, "%s:%d: ", ps->name, line);
+	else /* not from a file: an environment variable */
+		n = snprintf(ps->err, ps->errlen, "%s: ", ps->name);
 	if (n >= 0 && (size_t)n < ps->errlen)
 		vsnprintf(ps->err + n, ps->errlen - n, fmt, ap);
 }
@@ -470,6 +474,46 @@ static bool set_key(struct parser *ps, int k, const char *v)
 	case K_GROUP_WAIT_US: r->group_wait_us = (uint32_t)n; break;
 	}
 	return true;
+}
+
+/* ---- environment overrides --------------------------------------------- */
+
+/* One variable, checked by the same code and with the same messages as
+ * the ini key it overrides; the message names it as "VAR=VALUE". */
+static int env_one(struct policy *p, const char *var, const char *value, int k,
+		   char *err, size_t errlen)
+{
+	char name[160];
+	struct parser ps = {
+		.name = name, .p = p, .section = SECTION_SHIM, .rule = &p->deflt,
+		.err = err, .errlen = errlen,
+	};
+
+	if (!value || !*value)
+		return 0;
+	snprintf(name, sizeof(name), "%s=%.*s%s", var, 100, value, strlen(value) > 100 ? "..." : "");
+	return set_key(&ps, k, value) ? 0 : -1;
+}
+
+int policy_apply_env(struct policy *p, const struct policy_env *env, char *err, size_t errlen)
+{
+	char first[POLICY_ERR_MAX] = "";
+	bool log_set = env->log && *env->log;
+	int bad = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	bad |= env_one(p, "SYNCSHIM_POLICY", env->policy, K_POLICY, first, sizeof(first));
+	if (env_one(p, "SYNCSHIM_LOG", env->log, K_LOG, bad ? NULL : first, sizeof(first)) < 0)
+		bad = -1;
+	else if (log_set && p->log_mode == LOG_OFF)
+		p->log_mode = LOG_SUMMARY; /* asking for a log means wanting one */
+	if (env_one(p, "SYNCSHIM_LOG_MODE", env->log_mode, K_LOG_MODE, bad ? NULL : first,
+		    sizeof(first)) < 0)
+		bad = -1;
+	if (bad && err && errlen)
+		snprintf(err, errlen, "%s", first);
+	return bad ? -1 : 0;
 }
 
 /* ---- the inih handler --------------------------------------------------- */
@@ -741,8 +785,123 @@ int policy_load_string(const char *text, const char *name, struct policy *p, cha
 	return parse_text(text, strnlen(text, CONFIG_MAX_BYTES + 1), name, p, err, errlen);
 }
 
-/* Read the whole file into buf (cap bytes); returns the size, or -1 with
- * errno set. Reads past `max` only to learn that the file is too big. */
+int policy_load_mem(const char *text, size_t len, const char *name, struct policy *p,
+		    char *err, size_t errlen)
+{
+	if (!name)
+		name = "<memory>";
+	if (!text)
+		len = 0;
+	return parse_text(text ? text : "", len, name, p, err, errlen);
+}
+
+/* ---- reading the file ----------------------------------------------------- */
+
+/*
+ * The shim reads the config inside other people's processes, from its
+ * constructor: whatever the path names, the read must neither block nor
+ * touch anything but a plain file. So the path is stat'ed before it is
+ * opened (opening a device can have effects: a tape rewinds, a watchdog
+ * arms), opened non-blocking (a FIFO swapped in after the stat must not
+ * wait for a writer) and checked again on the descriptor.
+ */
+
+/* Pseudo file systems whose "files" are not configs: reads can block,
+ * never end, or have effects. */
+static const struct {
+	unsigned long magic;
+	const char *name;
+} pseudo_fs[] = {
+	{ 0x9fa0, "procfs (/proc)" },
+	{ 0x62656572, "sysfs (/sys)" },
+	{ 0x64626720, "debugfs" },
+	{ 0x74726163, "tracefs" },
+	{ 0x73636673, "securityfs" },
+	{ 0x62656570, "configfs" },
+};
+
+/* "is a FIFO" and so on, or NULL for a regular file. */
+static const char *not_regular(mode_t mode)
+{
+	if (S_ISREG(mode))
+		return NULL;
+	if (S_ISDIR(mode))
+		return "is a directory";
+	if (S_ISFIFO(mode))
+		return "is a FIFO (named pipe)";
+	if (S_ISSOCK(mode))
+		return "is a socket";
+	if (S_ISCHR(mode))
+		return "is a character device";
+	if (S_ISBLK(mode))
+		return "is a block device";
+	return "is not a regular file";
+}
+
+static int fail_errno(const char *path, char *err, size_t errlen, int e)
+{
+	char why[128];
+
+	return fail_file(path, err, errlen, "cannot read: %s; check the path and its permissions",
+			 strerror_r(e, why, sizeof(why)));
+}
+
+static int fail_kind(const char *path, char *err, size_t errlen, const char *what)
+{
+	return fail_file(path, err, errlen, "%s, not a regular file; name an ini file instead", what);
+}
+
+static const char *pseudo_fs_name(const struct statfs *sfs)
+{
+	for (size_t i = 0; i < sizeof(pseudo_fs) / sizeof(pseudo_fs[0]); i++)
+		if ((unsigned long)sfs->f_type == pseudo_fs[i].magic)
+			return pseudo_fs[i].name;
+	return NULL;
+}
+
+static int fail_pseudo(const char *path, char *err, size_t errlen, const char *fs)
+{
+	return fail_file(path, err, errlen, "is on %s, not a config file; "
+			 "copy the settings into an ini file", fs);
+}
+
+/* Opens path for reading if it is a regular file on a real file system;
+ * -1 with the message in err otherwise. */
+static int open_config(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	struct statfs sfs;
+	int fd;
+
+	if (stat(path, &st) < 0)
+		return fail_errno(path, err, errlen, errno);
+	if (not_regular(st.st_mode))
+		return fail_kind(path, err, errlen, not_regular(st.st_mode));
+	if (statfs(path, &sfs) == 0 && pseudo_fs_name(&sfs))
+		return fail_pseudo(path, err, errlen, pseudo_fs_name(&sfs));
+	do
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return fail_errno(path, err, errlen, errno);
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+
+		close(fd);
+		return fail_errno(path, err, errlen, e);
+	}
+	if (not_regular(st.st_mode)) { /* swapped after the stat */
+		close(fd);
+		return fail_kind(path, err, errlen, not_regular(st.st_mode));
+	}
+	if (fstatfs(fd, &sfs) == 0 && pseudo_fs_name(&sfs)) {
+		close(fd);
+		return fail_pseudo(path, err, errlen, pseudo_fs_name(&sfs));
+	}
+	return fd;
+}
+
+/* Reads up to cap bytes; returns the size, or -1 with errno set. */
 static ssize_t read_all(int fd, char *buf, size_t cap)
 {
 	size_t got = 0;
@@ -761,41 +920,49 @@ static ssize_t read_all(int fd, char *buf, size_t cap)
 	return (ssize_t)got;
 }
 
-int policy_load_file(const char *path, struct policy *p, char *err, size_t errlen)
+static int load_fd(int fd, const char *path, struct policy *p, char *err, size_t errlen)
 {
 	/* One byte more than allowed, to tell "exactly 1 MiB" from "too big".
 	 * Anonymous memory, not a file mapping: a config truncated while we
 	 * read it must not SIGBUS the host process. */
 	const size_t cap = CONFIG_MAX_BYTES + 1;
-	char why[128];
-	char *buf;
+	char *buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ssize_t len;
-	int fd, rc, saved;
+	int rc;
+
+	if (buf == MAP_FAILED)
+		return fail_errno(path, err, errlen, errno);
+	len = read_all(fd, buf, cap);
+	if (len < 0)
+		rc = fail_errno(path, err, errlen, errno);
+	else
+		rc = parse_text(buf, (size_t)len, path, p, err, errlen);
+	munmap(buf, cap);
+	return rc;
+}
+
+int policy_load_file(const char *path, struct policy *p, char *err, size_t errlen)
+{
+	int saved_errno = errno; /* in the shim, the host's errno */
+	int fd, rc;
 
 	policy_init_defaults(p);
 	if (err && errlen)
 		err[0] = '\0';
-	if (!path || !*path)
-		return fail_file("(none)", err, errlen, "cannot read: no config file named");
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return fail_file(path, err, errlen, "cannot read: %s", strerror_r(errno, why, sizeof(why)));
-	buf = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (buf == MAP_FAILED) {
-		saved = errno;
+	if (!path || !*path) {
+		rc = fail_file("(none)", err, errlen, "cannot read: no config file named; "
+			       "set SYNCSHIM_CONFIG to the ini file");
+	} else if ((fd = open_config(path, err, errlen)) < 0) {
+		rc = -1;
+	} else {
+		rc = load_fd(fd, path, p, err, errlen);
 		close(fd);
-		return fail_file(path, err, errlen, "cannot read: %s", strerror_r(saved, why, sizeof(why)));
 	}
-	len = read_all(fd, buf, cap);
-	saved = errno;
-	close(fd);
-	if (len < 0)
-		rc = fail_file(path, err, errlen, "cannot read: %s", strerror_r(saved, why, sizeof(why)));
-	else
-		rc = parse_text(buf, (size_t)len, path, p, err, errlen);
-	munmap(buf, cap);
 	if (rc == 0)
 		snprintf(p->source, sizeof(p->source), "%s", path);
+	else
+		policy_init_defaults(p);
+	errno = saved_errno;
 	return rc;
 }
 

@@ -106,10 +106,37 @@ void policy_init_defaults(struct policy *p);
  * On success returns 0 and fills *p. On failure returns -1, leaves *p as
  * built-in defaults, and writes one line "FILE:LINE: what is wrong; how to
  * fix it" (no trailing newline) into err.
+ *
+ * policy_load_file is the one reader of config files, for the shim and the
+ * tools alike. It never blocks and reads nothing but a regular file: a
+ * FIFO, directory, device or socket, and files on /proc, /sys and other
+ * pseudo file systems are refused ("FILE: is a FIFO ..."), before they are
+ * opened when stat can tell. At most 1 MiB (exactly 1 MiB is accepted), no
+ * NUL byte. It leaves errno as it found it.
+ * policy_load_string stops at the first NUL; policy_load_mem takes a
+ * length and rejects a NUL inside it, as a file would.
  */
 int policy_load_file(const char *path, struct policy *p, char *err, size_t errlen);
 int policy_load_string(const char *text, const char *name, struct policy *p,
 		       char *err, size_t errlen);
+int policy_load_mem(const char *text, size_t len, const char *name, struct policy *p,
+		    char *err, size_t errlen);
+
+/* The environment's overrides (NULL or "" = not set). */
+struct policy_env {
+	const char *policy;    /* SYNCSHIM_POLICY: replaces [shim] policy */
+	const char *log;       /* SYNCSHIM_LOG: replaces [shim] log (and turns log_mode off into summary) */
+	const char *log_mode;  /* SYNCSHIM_LOG_MODE: replaces [shim] log_mode */
+};
+
+/*
+ * Applies the overrides that are valid, checked with the ini's rules and
+ * messages (a relative SYNCSHIM_LOG is refused like a relative log = ...).
+ * Returns 0, or -1 and one line "VAR=VALUE: what is wrong; how to fix it"
+ * about the first bad one. The caller decides what a bad one means (the
+ * shim: passthrough, as for a bad ini file).
+ */
+int policy_apply_env(struct policy *p, const struct policy_env *env, char *err, size_t errlen);
 
 /* First rule whose glob matches abspath, else &p->deflt. Never NULL. */
 const struct rule *policy_match(const struct policy *p, const char *abspath);

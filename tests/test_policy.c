@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -597,10 +600,139 @@ Test(files, unreadable_file_uses_lineless_form)
 	struct policy p;
 
 	cr_assert_eq(policy_load_file("/nonexistent/dir/shim.ini", &p, err, sizeof(err)), -1);
-	cr_expect_str_eq(err, "/nonexistent/dir/shim.ini: cannot read: No such file or directory");
+	cr_expect_str_eq(err, "/nonexistent/dir/shim.ini: cannot read: No such file or directory; "
+			 "check the path and its permissions");
 	cr_expect(is_defaults(&p));
 	cr_assert_eq(policy_load_file("tests", &p, err, sizeof(err)), -1);
-	cr_expect_str_eq(err, "tests: cannot read: Is a directory");
+	cr_expect_str_eq(err, "tests: is a directory, not a regular file; name an ini file instead");
+}
+
+/* Whatever the path names, the one reader answers at once with one line
+ * naming what it is, and never opens what is not a plain file. */
+static void expect_refused(const char *path, const char *what)
+{
+	char err[POLICY_ERR_MAX];
+	struct policy p;
+
+	errno = 12345;
+	cr_assert_eq(policy_load_file(path, &p, err, sizeof(err)), -1, "%s accepted", path);
+	cr_expect_eq(errno, 12345, "%s: errno not restored", path);
+	cr_expect(strncmp(err, path, strlen(path)) == 0 && strstr(err, what) && strstr(err, "; "),
+		  "%s: want '%s' in '%s'", path, what, err);
+	cr_expect(!strchr(err, '\n'), "%s: not one line: %s", path, err);
+	cr_expect(is_defaults(&p));
+}
+
+/* alarm() rather than .timeout: criterion (2.4) leaks in its runner when
+ * two tests with timeouts run at once, and LeakSanitizer fails make asan.
+ * A read that hangs ends the test by SIGALRM, which criterion reports. */
+Test(files, fifo_is_refused_without_blocking)
+{
+	char path[128];
+
+	alarm(10);
+
+	temp_path(path, sizeof(path), "fifo");
+	unlink(path);
+	cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo: %s", strerror(errno));
+	expect_refused(path, "is a FIFO");
+	unlink(path);
+}
+
+Test(files, devices_sockets_and_pseudo_files_are_refused)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	alarm(10);
+
+	expect_refused("/dev/null", "is a character device");
+	expect_refused("/dev/zero", "is a character device");
+	expect_refused("/proc/self/status", "is on procfs");
+	if (access("/sys/kernel/address_bits", R_OK) == 0)
+		expect_refused("/sys/kernel/address_bits", "is on sysfs");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/test_policy.%d.sock", (int)getpid());
+	unlink(sa.sun_path);
+	cr_assert(s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0, "socket: %s", strerror(errno));
+	expect_refused(sa.sun_path, "is a socket");
+	close(s);
+	unlink(sa.sun_path);
+}
+
+Test(files, symlink_loop_and_non_directory)
+{
+	char loop[128], through[160];
+
+	temp_path(loop, sizeof(loop), "loop");
+	unlink(loop);
+	cr_assert_eq(symlink(loop, loop), 0);
+	expect_refused(loop, "Too many levels of symbolic links");
+	unlink(loop);
+	snprintf(through, sizeof(through), "%s/x.ini", "/dev/null");
+	expect_refused(through, "Not a directory");
+}
+
+/* What the shim read up to a NUL, the one reader refuses: the noop before
+ * it must not apply without the passthrough rule after it. */
+Test(files, nul_byte_hides_nothing)
+{
+	static const char text[] = "[shim]\npolicy = noop\n\0\n[rule keep]\npath = /**\nsync = passthrough\n";
+	char path[128], err[POLICY_ERR_MAX];
+	struct policy p;
+
+	cr_expect_eq(policy_load_mem(text, sizeof(text) - 1, "m.ini", &p, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "m.ini:3: NUL byte"), "%s", err);
+	temp_path(path, sizeof(path), "nul2");
+	write_file(path, text, sizeof(text) - 1);
+	cr_expect_eq(policy_load_file(path, &p, err, sizeof(err)), -1);
+	cr_expect(strstr(err, ":3: NUL byte"), "%s", err);
+	cr_expect_eq(p.deflt.sync, SYNC_PASSTHROUGH);
+	unlink(path);
+}
+
+/* ---- the environment's overrides ---------------------------------------- */
+
+static void expect_env_err(struct policy_env env, const char *want)
+{
+	char err[POLICY_ERR_MAX];
+	struct policy p;
+
+	policy_init_defaults(&p);
+	cr_assert_eq(policy_apply_env(&p, &env, err, sizeof(err)), -1, "accepted, want '%s'", want);
+	cr_expect(strncmp(err, want, strlen(want)) == 0, "want '%s...', got '%s'", want, err);
+	cr_expect(strstr(err + strlen(want), "; "), "no fix in '%s'", err);
+	cr_expect(!strchr(err, '\n'));
+}
+
+Test(env, bad_values_get_the_ini_messages)
+{
+	expect_env_err((struct policy_env){ .log_mode = "bogus" },
+		       "SYNCSHIM_LOG_MODE=bogus: unknown log_mode 'bogus'");
+	expect_env_err((struct policy_env){ .log = "rel.log" },
+		       "SYNCSHIM_LOG=rel.log: log path 'rel.log' is relative");
+	expect_env_err((struct policy_env){ .log = "/tmp/x.%q" }, "SYNCSHIM_LOG=/tmp/x.%q: bad '%q'");
+	expect_env_err((struct policy_env){ .policy = "sometimes" },
+		       "SYNCSHIM_POLICY=sometimes: unknown policy 'sometimes'");
+	/* the first bad one is named */
+	expect_env_err((struct policy_env){ .policy = "x", .log_mode = "y" }, "SYNCSHIM_POLICY=x:");
+}
+
+Test(env, good_values_apply)
+{
+	char err[POLICY_ERR_MAX];
+	struct policy p;
+
+	policy_init_defaults(&p);
+	p.log_mode = LOG_OFF;
+	cr_assert_eq(policy_apply_env(&p, &(struct policy_env){ .policy = "NOOP", .log = "/tmp/l.%p" },
+				      err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(p.deflt.sync, SYNC_NOOP);
+	cr_expect_str_eq(p.log_path, "/tmp/l.%p");
+	cr_expect_eq(p.log_mode, LOG_SUMMARY, "a log asked for is not off");
+	cr_assert_eq(policy_apply_env(&p, &(struct policy_env){ .log_mode = "calls", .policy = "" },
+				      err, sizeof(err)), 0);
+	cr_expect_eq(p.log_mode, LOG_CALLS);
+	cr_expect_eq(p.deflt.sync, SYNC_NOOP, "empty means unset");
 }
 
 Test(files, error_lines_name_the_file)

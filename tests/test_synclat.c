@@ -8,7 +8,12 @@
  * binary is checked as well when $SYNCSHIM_BUILD/synclat exists.
  */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1284,5 +1289,184 @@ Test(synclat, built_binary_exit_codes)
 	snprintf(cmd, sizeof(cmd), "'%s' report --nope >/dev/null 2>&1", bin);
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	free(b.data);
+}
+
+/* ---- hostile inputs: plots of salvaged logs, files that are not logs ---- */
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", path);
+	char *buf = NULL;
+	size_t cap = 0;
+	FILE *m = open_memstream(&buf, &cap);
+	int c;
+	while ((c = fgetc(f)) != EOF)
+		fputc(c, m);
+	fclose(f);
+	fclose(m);
+	*len = cap;
+	return buf;
+}
+
+/* No NaN or infinity printed as a number: the test's own paths (random
+ * letters) are cut out first so they cannot look like one. */
+static void expect_finite_numbers(const char *path)
+{
+	size_t len;
+	char *text = slurp(path, &len);
+	for (char *at; (at = strstr(text, tmpdir));)
+		memmove(at, at + strlen(tmpdir), strlen(at + strlen(tmpdir)) + 1);
+	cr_expect_null(strstr(text, "nan"), "%s holds a NaN: ...%.80s", path, strstr(text, "nan"));
+	cr_expect_null(strstr(text, "inf"), "%s holds an infinity: ...%.80s", path, strstr(text, "inf"));
+	free(text);
+}
+
+/* A log cut short before its first INTERVAL: salvaged, it has histograms
+ * but no per-second maximum, and the per-second panel's empty range must
+ * not reach the SVG as inf (UB in the int conversion) or y="-nan". */
+Test(synclat, plots_of_salvaged_logs_stay_finite)
+{
+	struct logbuf b;
+	struct hist *h = malloc(sizeof(*h));
+	hist_init(h);
+	for (int i = 1; i <= 50; i++)
+		hist_record(h, 1000u * (uint64_t)i);
+	lb_header(&b, 7, 1, WALL0, MONO0);
+	lb_file(&b, 1, "/data/db.wal", "ext4");
+	const uint8_t ops[] = { LOGOP_FSYNC };
+	lb_hists(&b, 1, MONO0 + SEC / 2, ops, &h, 1);
+	lb_trailer(&b, WALL0 + SEC, MONO0 + SEC);
+	b.len -= 5;  /* the TRAILER cut short: a process killed mid-write */
+	const char *pa = save(&b, "cut-a.log"), *pb = save(&b, "cut-b.log");
+	const char *svg = tmp("cut.svg"), *html = tmp("cut.html");
+
+	struct cli o = run_cli("compare", "--salvage", "--svg", svg, "--html", html, pa, pb, NULL);
+	cr_assert_eq(o.rc, 0, "%s", o.err);
+	cr_assert(strstr(o.err, "reporting the blocks before it"), "%s", o.err);
+	cli_free(&o);
+	expect_finite_numbers(svg);
+	expect_finite_numbers(html);
+	free(h);
+	free(b.data);
+}
+
+struct proc_run {
+	int status;       /* exit status, or 128 + signal */
+	double secs;
+	long maxrss_kb;
+	char *err;
+};
+
+/* Runs the built synclat with argv (stdout discarded, stdin from in_path
+ * or /dev/null); killed after 10 s if it hangs. */
+static struct proc_run run_synclat(const char *in_path, const char *arg, ...)
+{
+	const char *dir = getenv("SYNCSHIM_BUILD");
+	char bin[512], *argv[8];
+	int argc = 0;
+	snprintf(bin, sizeof(bin), "%s/synclat", dir ? dir : "build");
+	argv[argc++] = bin;
+	va_list ap;
+	va_start(ap, arg);
+	for (const char *a = arg; a && argc < 7; a = va_arg(ap, const char *))
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	argv[argc] = NULL;
+	const char *err = tmp("proc.err");
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+		int out = open("/dev/null", O_WRONLY), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (in < 0 || out < 0 || e < 0)
+			_exit(125);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(e, 2);
+		alarm(10);  /* survives exec: a hang ends as SIGALRM */
+		execv(bin, argv);
+		_exit(127);
+	}
+	int st;
+	struct rusage ru;
+	cr_assert_eq(wait4(pid, &st, 0, &ru), pid);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	struct proc_run r = { WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+			      (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+			      ru.ru_maxrss, NULL };
+	size_t len;
+	r.err = slurp(err, &len);
+	return r;
+}
+
+/* The binary's verdict on path: exit 2, one line saying why, within a
+ * second and 50 MB. */
+static void expect_refused_fast(const char *what, const char *path, const char *in_path,
+				const char *words)
+{
+	struct proc_run r = run_synclat(in_path, "report", path, NULL);
+	cr_expect_eq(r.status, 2, "%s: exit %d (%s)", what, r.status, r.err);
+	cr_expect_lt(r.secs, 1.0, "%s: took %.2f s", what, r.secs);
+	cr_expect_lt(r.maxrss_kb, 50 * 1024, "%s: RSS reached %ld KB", what, r.maxrss_kb);
+	cr_expect(strstr(r.err, words), "%s: want '%s' in: %s", what, words, r.err);
+	cr_expect_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "%s: one line: %s", what, r.err);
+	cr_log_info("%s: %.3f s, %ld KB: %s", what, r.secs, r.maxrss_kb, r.err);
+	free(r.err);
+}
+
+static const char *sparse_file(const char *name, long long size, const struct logbuf *head)
+{
+	const char *p = tmp(name);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert(fd >= 0);
+	if (head)
+		cr_assert_eq(write(fd, head->data, head->len), (ssize_t)head->len);
+	cr_assert_eq(ftruncate(fd, size), 0, "ftruncate: %s", strerror(errno));
+	close(fd);
+	return p;
+}
+
+/* /dev/zero, a 5 GB sparse file, a FIFO nobody writes to: refused at once
+ * with little memory, instead of read whole (or waited on) first. */
+Test(synclat, non_logs_refused_fast_and_small)
+{
+	const char *dir = getenv("SYNCSHIM_BUILD");
+	char bin[512];
+	snprintf(bin, sizeof(bin), "%s/synclat", dir ? dir : "build");
+	if (access(bin, X_OK) != 0)
+		cr_skip_test("%s not built", bin);
+	const long long five_gb = 5LL << 30;
+
+	expect_refused_fast("/dev/zero", "/dev/zero", NULL, "a device, not a regular file");
+	expect_refused_fast("sparse 5 GB", sparse_file("sparse.log", five_gb, NULL), NULL,
+			    "not a syncshim log");
+	struct logbuf b = small_log();
+	expect_refused_fast("log + 5 GB of zeros", sparse_file("tail.log", five_gb, &b), NULL,
+			    "corrupt at byte");
+	const char *fifo = tmp("fifo.log");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	expect_refused_fast("FIFO", fifo, NULL, "a FIFO");
+	expect_refused_fast("/dev/zero on stdin", "-", "/dev/zero", "not a syncshim log");
+	unlink(tmp("sparse.log"));
+	unlink(tmp("tail.log"));
+	free(b.data);
+}
+
+/* '-' reads standard input: how a pipe or FIFO is given on purpose. */
+Test(synclat, dash_reads_stdin)
+{
+	const char *dir = getenv("SYNCSHIM_BUILD");
+	char bin[512];
+	snprintf(bin, sizeof(bin), "%s/synclat", dir ? dir : "build");
+	if (access(bin, X_OK) != 0)
+		cr_skip_test("%s not built", bin);
+	struct logbuf b = small_log();
+	struct proc_run r = run_synclat(save(&b, "in.log"), "report", "-", NULL);
+	cr_expect_eq(r.status, 0, "%s", r.err);
+	free(r.err);
 	free(b.data);
 }

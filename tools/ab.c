@@ -6,6 +6,12 @@
  * its own file (%p: a forked child logs beside its parent), all logs are
  * kept, and the merged A runs are compared with the merged B runs by
  * `synclat compare`, which also draws the plot.
+ *
+ * Only this invocation's logs are compared: their names carry a run tag
+ * (A-1.rTAG.PID.log), so logs an earlier run left in -o DIR stay there
+ * untouched and out of the comparison. A command the shim cannot reach
+ * (static, Go, setuid ...) is refused before any round: its A/B would
+ * compare nothing.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elfcheck.h"
 #include "policy.h"
 #include "syncshim_cli.h"
 
@@ -62,11 +69,19 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* ".rTAG." in every log name of this invocation: seconds and pid. */
+static char run_tag[64];
+
+static void make_run_tag(void)
+{
+	snprintf(run_tag, sizeof(run_tag), ".r%lld-%d.", (long long)time(NULL), (int)getpid());
+}
+
 static int run_once(const struct side *s, int round, const char *dir, const char *mode,
 		    char **cmd, double *secs)
 {
 	char log[PATH_MAX];
-	if (snprintf(log, sizeof(log), "%s/%c-%d.%%p.log", dir, s->tag, round) >= (int)sizeof(log))
+	if (snprintf(log, sizeof(log), "%s/%c-%d%s%%p.log", dir, s->tag, round, run_tag) >= (int)sizeof(log))
 		return -1;
 	double t0 = now_s();
 	pid_t pid = fork();
@@ -76,8 +91,9 @@ static int run_once(const struct side *s, int round, const char *dir, const char
 		if (shim_prepare_env(s->config, s->policy, log, mode ? mode : "summary") < 0)
 			_exit(127);
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", cmd[0], strerror(errno));
-		_exit(127);
+		int e = errno;
+		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", cmd[0], strerror(e));
+		_exit(exec_failure_status(e));
 	}
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -104,8 +120,9 @@ static int make_dir(char *dir, size_t len, const char *want)
 	return 0;
 }
 
-/* argv for synclat compare: every log of round files "A-*" and "B-*". */
-static int collect_logs(const char *dir, char **args, int n, int max)
+/* argv for synclat compare: this run's logs "A-*" and "B-*"; older ones
+ * are counted in *older. */
+static int collect_logs(const char *dir, char **args, int n, int max, int *older)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -115,6 +132,10 @@ static int collect_logs(const char *dir, char **args, int n, int max)
 		char tag = e->d_name[0];
 		if ((tag != 'A' && tag != 'B') || e->d_name[1] != '-' || !strstr(e->d_name, ".log"))
 			continue;
+		if (!strstr(e->d_name, run_tag)) {
+			++*older;
+			continue;
+		}
 		size_t len = strlen(dir) + strlen(e->d_name) + 2;
 		char *path = malloc(len);
 		if (!path)
@@ -163,9 +184,13 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	args[n++] = (char *)a->spec; /* the legend says "A: passthrough (3 logs)" */
 	args[n++] = "--name-b";
 	args[n++] = (char *)b->spec;
-	n = collect_logs(dir, args, n, (int)(sizeof(args) / sizeof(args[0])) - 1);
+	int older = 0;
+	n = collect_logs(dir, args, n, (int)(sizeof(args) / sizeof(args[0])) - 1, &older);
 	args[n] = NULL;
 	printf("\nA = %s, B = %s; logs and plots in %s\n", a->spec, b->spec, dir);
+	if (older)
+		printf("(%d log%s of earlier runs in %s left out: only this run's *%s* logs are compared)\n",
+		       older, older == 1 ? "" : "s", dir, run_tag);
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -179,6 +204,32 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		printf("plot: %s (page: %s)\n", svg, html);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+/* 0 if cmd can be run and the shim can reach into it; else the exit
+ * status, after one line saying why. */
+static int check_command(const char *cmd)
+{
+	char path[PATH_MAX], why[256];
+	struct stat st;
+	if (find_in_path(cmd, path, sizeof(path)) < 0 || stat(path, &st) < 0) {
+		int e = errno;
+		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", cmd, strerror(e));
+		return exec_failure_status(e);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "syncshim ab: cannot run %s: not a regular file\n", path);
+		return 126;
+	}
+	int verdict = elf_preload_check(path, why, sizeof(why));
+	if (verdict == PRELOAD_NEVER) {
+		fprintf(stderr, "syncshim ab: %s is %s; both sides would run the same, so there is "
+			"nothing to compare\n", path, why);
+		return 1;
+	}
+	if (verdict == PRELOAD_DOUBT)
+		fprintf(stderr, "syncshim ab: warning: %s is %s\n", path, why);
+	return 0;
 }
 
 int cmd_ab(int argc, char **argv)
@@ -208,9 +259,13 @@ int cmd_ab(int argc, char **argv)
 		ab_usage(stderr);
 		return 1;
 	}
+	int bad = check_command(argv[cmd_at]);
+	if (bad)
+		return bad;
 	char dir[PATH_MAX];
 	if (make_dir(dir, sizeof(dir), outdir) < 0)
 		return 1;
+	make_run_tag();
 	for (int r = 1; r <= rounds; r++) {
 		for (int i = 0; i < 2; i++) {
 			struct side *s = &sides[i];

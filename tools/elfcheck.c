@@ -6,7 +6,8 @@
  * (no PT_INTERP), one that does not link libc.so, or a Go binary (which
  * makes system calls itself even when dynamically linked) would run
  * untouched, and the user should hear that rather than trust numbers that
- * measured nothing.
+ * measured nothing. So would a program whose exec gains privileges: the
+ * loader runs it in secure mode (AT_SECURE) and ignores LD_PRELOAD.
  */
 #include <elf.h>
 #include <errno.h>
@@ -15,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "elfcheck.h"
@@ -39,6 +42,7 @@ int find_in_path(const char *cmd, char *out, size_t len)
 			return 0;
 		path += n + (end ? 1 : 0);
 	}
+	errno = ENOENT;
 	return -1;
 }
 
@@ -107,9 +111,9 @@ static int check_elf(const struct image *im, char *why, size_t whylen)
 {
 	const Elf64_Ehdr *eh = at(im, 0, sizeof(*eh));
 	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
-		return snprintf(why, whylen, "not an ELF executable"), 1;
+		return snprintf(why, whylen, "not an ELF executable"), PRELOAD_DOUBT;
 	if (eh->e_ident[EI_CLASS] != ELFCLASS64)
-		return snprintf(why, whylen, "a 32-bit program: the 64-bit shim cannot load into it"), 1;
+		return snprintf(why, whylen, "a 32-bit program: the 64-bit shim cannot load into it"), PRELOAD_NEVER;
 	const Elf64_Phdr *interp = NULL, *dyn = NULL;
 	for (int i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *ph = at(im, eh->e_phoff + (uint64_t)i * sizeof(*ph), sizeof(*ph));
@@ -119,12 +123,34 @@ static int check_elf(const struct image *im, char *why, size_t whylen)
 			dyn = ph;
 	}
 	if (!interp)
-		return snprintf(why, whylen, "statically linked: LD_PRELOAD cannot load into it, nothing will be intercepted"), 1;
+		return snprintf(why, whylen, "statically linked: LD_PRELOAD cannot load into it, nothing will be intercepted"), PRELOAD_NEVER;
 	if (has_section(im, eh, ".note.go.buildid") || has_section(im, eh, ".go.buildinfo"))
-		return snprintf(why, whylen, "a Go program: Go makes its system calls directly, so file writes and syncs bypass the shim"), 1;
+		return snprintf(why, whylen, "a Go program: Go makes its system calls directly, so file writes and syncs bypass the shim"), PRELOAD_NEVER;
 	if (!dyn || !needs_libc(im, eh, dyn))
-		return snprintf(why, whylen, "does not load libc dynamically: its system calls cannot be intercepted"), 1;
+		return snprintf(why, whylen, "does not load libc dynamically: its system calls cannot be intercepted"), PRELOAD_NEVER;
 	return 0;
+}
+
+/* Would exec'ing path change our credentials? Then the kernel sets
+ * AT_SECURE and the loader drops LD_PRELOAD. (Set-id bits are ignored on
+ * a nosuid mount; setgid needs the group execute bit.) */
+static int check_secure(const char *path, char *why, size_t whylen)
+{
+	struct stat st;
+	struct statvfs vfs;
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)))
+		return PRELOAD_OK;
+	static const char drop[] = "the loader ignores LD_PRELOAD for it, nothing will be intercepted";
+	if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+		return snprintf(why, whylen, "setuid (runs as uid %u): %s", (unsigned)st.st_uid, drop),
+		       PRELOAD_NEVER;
+	if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getgid())
+		return snprintf(why, whylen, "setgid (runs as gid %u): %s", (unsigned)st.st_gid, drop),
+		       PRELOAD_NEVER;
+	if (getxattr(path, "security.capability", NULL, 0) > 0 && getuid() != 0)
+		return snprintf(why, whylen, "given file capabilities: %s", drop), PRELOAD_NEVER;
+	return PRELOAD_OK;
 }
 
 static int check_file(const char *path, char *why, size_t whylen, int depth);
@@ -141,7 +167,8 @@ static int check_file(const char *path, char *why, size_t whylen, int depth)
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > MAX_ELF_BYTES) {
 		if (fd >= 0)
 			close(fd);
-		return 0; /* can't tell: say nothing rather than cry wolf */
+		/* an execute-only setuid binary cannot be read, but its bits say enough */
+		return check_secure(path, why, whylen);
 	}
 	struct image im = { .n = (size_t)st.st_size };
 	unsigned char *buf = malloc(im.n);
@@ -165,8 +192,10 @@ static int check_file(const char *path, char *why, size_t whylen, int depth)
 			interp[k++] = (char)buf[i++];
 		interp[k] = '\0';
 		verdict = k && depth < 4 ? check_file(interp, why, whylen, depth + 1) : 0;
-	} else {
-		verdict = check_elf(&im, why, whylen);
+	} else {  /* set-id bits count on binaries only: the kernel ignores them on scripts */
+		verdict = check_secure(path, why, whylen);
+		if (verdict == PRELOAD_OK)
+			verdict = check_elf(&im, why, whylen);
 	}
 	free(buf);
 	return verdict;

@@ -10,11 +10,13 @@
 #include "logread.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "policy.h"
@@ -163,7 +165,9 @@ static int fail_at(struct lr_parse *ps, enum lr_status st, uint64_t off, const c
 	struct lr_error *e = ps->err;
 	e->status = st;
 	e->offset = off;
-	if (st == LR_FOREIGN)
+	if (st == LR_IOERR && off == 0 && !ps->type)  /* could not even start */
+		snprintf(e->msg, sizeof(e->msg), "%s: %s: %s", ps->name, what[st], why);
+	else if (st == LR_FOREIGN)
 		snprintf(e->msg, sizeof(e->msg), "%s: %s (%s at byte %llu)", ps->name,
 			 what[st], why, (unsigned long long)off);
 	else if (ps->type)
@@ -603,6 +607,14 @@ static int check_set(struct lr_parse *ps, const struct cur *c, const uint8_t *at
 	return 0;
 }
 
+/* The encodings are copies: the block they came from is not kept. */
+static void free_hists(struct lr_hist *h, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free(h[i].enc);
+	*n = 0;
+}
+
 static void add_to_set(struct lr_log *log, struct lr_parse *ps, uint32_t snap, unsigned part,
 		       unsigned nparts, uint64_t t, struct histkey key, struct slice enc)
 {
@@ -612,13 +624,15 @@ static void add_to_set(struct lr_log *log, struct lr_parse *ps, uint32_t snap, u
 		ps->set_nparts = (uint16_t)nparts;
 		ps->set_next = 0;
 		ps->set_time = t;
-		ps->ncur = 0;
+		free_hists(ps->cur, &ps->ncur);
 	}
 	if (key.op < LOGOP_COUNT) {
 		struct lr_hist *h = PUSH(ps->cur, ps->ncur, ps->capcur);
 		*h = (struct lr_hist){ .op = key.op, .rule = key.rule, .file_id = key.file_id,
 				       .count = hist_count(&ps->scratch), .max = hist_max(&ps->scratch),
-				       .enc = enc.p, .enclen = enc.n };
+				       .enc = xrealloc(NULL, enc.n), .enclen = enc.n };
+		if (enc.n)
+			memcpy(h->enc, enc.p, enc.n);
 	}
 	ps->prev_key = key;
 	if (++ps->set_next < ps->set_nparts)
@@ -626,6 +640,7 @@ static void add_to_set(struct lr_log *log, struct lr_parse *ps, uint32_t snap, u
 
 	struct lr_hist *old = log->hists;
 	size_t oldcap = ps->cap_hists;
+	free_hists(log->hists, &log->nhists);
 	log->hists = ps->cur;
 	log->nhists = ps->ncur;
 	ps->cap_hists = ps->capcur;
@@ -769,23 +784,78 @@ static int parse_payload(struct lr_log *log, struct lr_parse *ps, const struct l
 		       b->type);
 }
 
+/* ---- where the bytes come from ---- */
+
+/*
+ * A log is read one block at a time, from memory or from a descriptor.
+ * From a descriptor only the current block is held (24 bytes of header,
+ * then its payload, at most 4 MiB, grown only as bytes arrive), so
+ * memory never follows the file's size or a length field, and a file
+ * that is not a log is refused after its first 24 bytes.
+ */
+struct src {
+	const uint8_t *mem;   /* memory: the whole log */
+	size_t memlen;
+	int fd;               /* descriptor, when mem is NULL */
+	uint8_t *buf;         /* descriptor: bytes of the block at buf_off */
+	size_t have, cap;
+	uint64_t buf_off;
+	int err;              /* errno of a failed read */
+};
+
+#define READ_CHUNK 65536
+
+/* Up to n bytes of the log from offset off (within one block, in order):
+ * sets *p and returns how many there are (fewer only at the end). */
+static size_t src_fetch(struct src *s, uint64_t off, size_t n, const uint8_t **p)
+{
+	if (s->mem) {
+		size_t left = off < s->memlen ? s->memlen - (size_t)off : 0;
+		*p = s->mem + (off < s->memlen ? off : s->memlen);
+		return n < left ? n : left;
+	}
+	if (off != s->buf_off) {  /* the next block: forget the last one */
+		s->buf_off = off;
+		s->have = 0;
+	}
+	while (s->have < n && !s->err) {
+		size_t want = n - s->have < READ_CHUNK ? n - s->have : READ_CHUNK;
+		grow((void **)&s->buf, &s->cap, s->have + want, 1);
+		ssize_t r = read(s->fd, s->buf + s->have, want);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN) {  /* a non-blocking pipe on stdin: wait for it */
+			struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+			if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+				continue;
+		}
+		if (r < 0)
+			s->err = errno;
+		if (r <= 0)
+			break;
+		s->have += (size_t)r;
+	}
+	*p = s->buf;
+	return n < s->have ? n : s->have;
+}
+
 /* ---- blocks ---- */
 
-/* Checks and applies the block at off; *len is its whole length. */
-static int parse_block(struct lr_log *log, struct lr_parse *ps, size_t off, size_t *len)
+/* Checks and applies the block at off, whose first got (<= 24) bytes are
+ * at p; *len is its whole length. */
+static int parse_block(struct lr_log *log, struct lr_parse *ps, struct src *src, size_t off,
+		       const uint8_t *p, size_t got, size_t *len)
 {
-	const uint8_t *p = log->data + off;
-	size_t left = log->size - off;
 	static const uint8_t magic[4] = { 'S', 'S', 'L', 'G' };
 
 	ps->type = 0;
 	if (log->has_trailer)
 		return fail_at(ps, LR_CORRUPT, off, "data after the TRAILER");
-	if (left < LOGFMT_BLOCK_HDR) {
-		if (off == 0 && memcmp(p, magic, left < 4 ? left : 4) != 0)
+	if (got < LOGFMT_BLOCK_HDR) {
+		if (off == 0 && memcmp(p, magic, got < 4 ? got : 4) != 0)
 			return fail_at(ps, LR_FOREIGN, 0, "no SSLG magic");
 		return fail_at(ps, LR_TRUNCATED, off, "partial block header (%zu of %d bytes)",
-			       left, LOGFMT_BLOCK_HDR);
+			       got, LOGFMT_BLOCK_HDR);
 	}
 	struct logfmt_blockhdr b;
 	const char *why = NULL;
@@ -801,10 +871,13 @@ static int parse_block(struct lr_log *log, struct lr_parse *ps, size_t off, size
 		return fail_at(ps, LR_CORRUPT, off + 8,
 			       "sequence number %u where %u was due (a block is missing or repeated)",
 			       b.seq, ps->next_seq);
-	if (b.len > left - LOGFMT_BLOCK_HDR)
+	got = src_fetch(src, off, LOGFMT_BLOCK_HDR + (size_t)b.len, &p);
+	if (src->err)
+		return fail_at(ps, LR_IOERR, off + got, "%s", strerror(src->err));
+	if (got < LOGFMT_BLOCK_HDR + (size_t)b.len)
 		return fail_at(ps, LR_TRUNCATED, off,
 			       "partial block: %u payload bytes announced, %zu present", b.len,
-			       left - LOGFMT_BLOCK_HDR);
+			       got - LOGFMT_BLOCK_HDR);
 	if (!logfmt_block_payload_ok(&b, p + LOGFMT_BLOCK_HDR))
 		return fail_at(ps, LR_CORRUPT, off + 16, "payload CRC mismatch");
 
@@ -814,18 +887,24 @@ static int parse_block(struct lr_log *log, struct lr_parse *ps, size_t off, size
 	return parse_payload(log, ps, &b, &c);
 }
 
-static int parse_all(struct lr_log *log, struct lr_parse *ps)
+static int parse_all(struct lr_log *log, struct lr_parse *ps, struct src *src)
 {
-	if (log->size == 0)
-		return fail_at(ps, LR_TRUNCATED, 0, "empty file (no HEADER block)");
-	for (size_t off = 0, len = 0; off < log->size; off += len) {
-		if (parse_block(log, ps, off, &len))
+	for (size_t off = 0, len = 0;; off += len) {
+		const uint8_t *p;
+		size_t got = src_fetch(src, off, LOGFMT_BLOCK_HDR, &p);
+		if (src->err)
+			return fail_at(ps, LR_IOERR, off + got, "%s", strerror(src->err));
+		if (got == 0 && off == 0)
+			return fail_at(ps, LR_TRUNCATED, 0, "empty file (no HEADER block)");
+		if (got == 0)
+			return 0;
+		if (parse_block(log, ps, src, off, p, got, &len))
 			return -1;
+		log->size = off + len;
 		ps->next_seq++;
 		ps->block++;
 		log->nblocks++;
 	}
-	return 0;
 }
 
 static void finish_warnings(struct lr_log *log)
@@ -846,50 +925,80 @@ static void start(struct lr_log *log, const char *name, struct lr_error *err)
 	log->ps->err = err;
 }
 
-static int finish_read(struct lr_log *log)
+static int finish_read(struct lr_log *log, struct src *src)
 {
-	int rc = parse_all(log, log->ps);
+	int rc = parse_all(log, log->ps, src);
 	log->ps->err = NULL;
 	if (rc == 0)
 		finish_warnings(log);
+	free(src->buf);
 	return rc;
 }
 
 int lr_read_mem(const void *buf, size_t len, const char *name, struct lr_log *log,
 		struct lr_error *err)
 {
+	struct src src = { .mem = buf ? buf : (const void *)"", .memlen = buf ? len : 0, .fd = -1 };
 	start(log, name, err);
-	log->data = xrealloc(NULL, len);
-	if (len)
-		memcpy(log->data, buf, len);
-	log->size = len;
-	return finish_read(log);
+	return finish_read(log, &src);
+}
+
+/* What a path names, if it is not something a log can be read from. */
+static const char *not_a_log_file(mode_t mode)
+{
+	if (S_ISREG(mode))
+		return NULL;
+	if (S_ISFIFO(mode))
+		return "a FIFO, not a regular file (to read a pipe, give '-' and redirect it to standard input)";
+	if (S_ISDIR(mode))
+		return "a directory, not a log";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device, not a regular file";
+	if (S_ISSOCK(mode))
+		return "a socket, not a regular file";
+	return "not a regular file";
+}
+
+/* The descriptor to read path from, or -1 with the error set. "-" is
+ * standard input, whatever it is (a pipe given on purpose); anything
+ * else must be a regular file, checked before it is opened. */
+static int open_log(const char *path, struct lr_parse *ps)
+{
+	struct stat st;
+	int fd;
+
+	if (strcmp(path, "-") == 0) {
+		if (isatty(0))
+			return fail_at(ps, LR_IOERR, 0, "standard input is a terminal; redirect a log to it");
+		return 0;
+	}
+	if (stat(path, &st) < 0)
+		return fail_at(ps, LR_IOERR, 0, "%s", strerror(errno));
+	if (not_a_log_file(st.st_mode))
+		return fail_at(ps, LR_IOERR, 0, "%s", not_a_log_file(st.st_mode));
+	do
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return fail_at(ps, LR_IOERR, 0, "%s", strerror(errno));
+	if (fstat(fd, &st) < 0 || not_a_log_file(st.st_mode)) {  /* swapped since the stat */
+		close(fd);
+		return fail_at(ps, LR_IOERR, 0, "not a regular file");
+	}
+	return fd;
 }
 
 int lr_read_file(const char *path, struct lr_log *log, struct lr_error *err)
 {
-	start(log, path, err);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	start(log, strcmp(path, "-") ? path : "(stdin)", err);
+	int fd = open_log(path, log->ps);
 	if (fd < 0)
-		return fail_at(log->ps, LR_IOERR, 0, "%s", strerror(errno));
-
-	size_t cap = 0;
-	for (;;) {
-		grow((void **)&log->data, &cap, log->size + 65536, 1);
-		ssize_t n = read(fd, log->data + log->size, cap - log->size);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-			close(fd);
-			return fail_at(log->ps, LR_IOERR, log->size, "%s", strerror(e));
-		}
-		if (n == 0)
-			break;
-		log->size += (size_t)n;
-	}
-	close(fd);
-	return finish_read(log);
+		return -1;
+	struct src src = { .fd = fd };
+	int rc = finish_read(log, &src);
+	if (fd > 0)
+		close(fd);
+	return rc;
 }
 
 bool lr_salvage(struct lr_log *log, const struct lr_error *err)
@@ -904,7 +1013,6 @@ bool lr_salvage(struct lr_log *log, const struct lr_error *err)
 void lr_free(struct lr_log *log)
 {
 	free(log->path);
-	free(log->data);
 	free(log->hostname);
 	free(log->kernel);
 	free(log->cmdline);
@@ -918,6 +1026,7 @@ void lr_free(struct lr_log *log)
 	free(log->recs);
 	free(log->secs);
 	free(log->ivents);
+	free_hists(log->hists, &log->nhists);
 	free(log->hists);
 	for (size_t i = 0; i < log->nevents; i++)
 		free(log->events[i].text);
@@ -925,6 +1034,7 @@ void lr_free(struct lr_log *log)
 	if (log->ps) {
 		free(log->ps->ids);
 		free(log->ps->idx);
+		free_hists(log->ps->cur, &log->ps->ncur);
 		free(log->ps->cur);
 		free(log->ps);
 	}

@@ -2,10 +2,12 @@
  * logread.h - strict reader of syncshim latency logs, and the merge of a
  * forked family of logs into one run (what reports are computed from).
  *
- * The reader loads a whole file, checks every block against
- * docs/LOGFORMAT.md and either accepts it or names the first byte that is
- * wrong. Nothing it allocates is sized by a length field alone: every
- * allocation is bounded by bytes actually present in the file.
+ * The reader takes a file one block at a time (the header first, so a
+ * file that is not a log is refused after 24 bytes), checks every block
+ * against docs/LOGFORMAT.md and either accepts it or names the first byte
+ * that is wrong. It holds one block at a time, never the file; nothing it
+ * allocates is sized by a length field alone: every allocation is bounded
+ * by bytes actually present in the file.
  */
 #ifndef SYNCSHIM_LOGREAD_H
 #define SYNCSHIM_LOGREAD_H
@@ -67,7 +69,7 @@ struct lr_hist {
 	uint16_t rule;
 	uint32_t file_id;
 	uint64_t count, max;
-	const uint8_t *enc;
+	uint8_t *enc;                 /* owned copy */
 	size_t enclen;
 };
 
@@ -81,8 +83,7 @@ struct lr_event {
 
 struct lr_log {
 	char *path;
-	uint8_t *data;
-	size_t size;
+	size_t size;                  /* bytes of the blocks read */
 	size_t nblocks;
 	unsigned warnings;            /* LRW_* */
 
@@ -129,7 +130,10 @@ struct lr_log {
  * one (see lr_salvage). Always lr_free() the log afterwards.
  */
 int lr_read_file(const char *path, struct lr_log *log, struct lr_error *err);
-/* Same on bytes in memory (copied); name is used in messages. */
+/* path "-" reads standard input (a pipe given on purpose); any other path
+ * must be a regular file: a FIFO, device, directory or socket is refused
+ * before it is opened (LR_IOERR), so nothing blocks or reads forever. */
+/* Same on bytes in memory (not kept); name is used in messages. */
 int lr_read_mem(const void *buf, size_t len, const char *name, struct lr_log *log,
 		struct lr_error *err);
 /* After a TRUNCATED or CORRUPT error: true if the valid prefix holds a

@@ -27,15 +27,23 @@ struct panel {
 	double ly0, ly1;        /* log10(ns) range on y, whole decades */
 };
 
+/* Coordinates are printed with %f: a NaN or infinity would be written
+ * as "nan" or "inf" and break the picture. The ranges are made finite
+ * where they are fitted (fit_y, sec_panel); this is the last guard. */
+static double finite_or(double v, double fallback)
+{
+	return isfinite(v) ? v : fallback;
+}
+
 static double px(const struct panel *p, double v)
 {
-	return p->x + (v - p->x0) / (p->x1 - p->x0) * p->w;
+	return finite_or(p->x + (v - p->x0) / (p->x1 - p->x0) * p->w, p->x);
 }
 
 static double py(const struct panel *p, double ns)
 {
 	double l = log10(ns < 1 ? 1 : ns);
-	return p->y + p->h - (l - p->ly0) / (p->ly1 - p->ly0) * p->h;
+	return finite_or(p->y + p->h - (l - p->ly0) / (p->ly1 - p->ly0) * p->h, p->y + p->h);
 }
 
 static void xml_text(FILE *out, const char *s)
@@ -58,12 +66,14 @@ static double nines_to_pct(double x)
 	return 100.0 * (1.0 - pow(10.0, -x));
 }
 
-/* Fits the y range to [lo, hi] ns, widened to whole decades. */
+/* Fits the y range to [lo, hi] ns, widened to whole decades. No data
+ * (lo still +inf, hi 0: a run without a non-empty INTERVAL, such as a
+ * log salvaged before its first second ended) gets one decade from 1 ns. */
 static void fit_y(struct panel *p, double lo, double hi)
 {
-	if (!(lo >= 1))
+	if (!(lo >= 1) || !isfinite(lo))
 		lo = 1;
-	if (!(hi >= lo))
+	if (!(hi >= lo) || !isfinite(hi))
 		hi = lo;
 	p->ly0 = floor(log10(lo));
 	p->ly1 = ceil(log10(hi));

@@ -33,6 +33,7 @@ static const char usage_text[] =
 	"       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]\n"
 	"\n"
 	"Several logs on one side (a forked family: parent and children) are merged.\n"
+	"A LOG is a regular file, or '-' for standard input (to read a pipe or FIFO).\n"
 	"  --csv, --json   machine-readable output instead of text\n"
 	"  --per-second    report: add the per-second table\n"
 	"  --files         report: add the per-file table\n"

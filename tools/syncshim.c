@@ -73,11 +73,37 @@ static int add_preload(const char *lib)
 	return r;
 }
 
+/* As shells do: 127 when the command is not there, 126 when it is but
+ * cannot be run (not executable, a directory, a bad format). */
+int exec_failure_status(int err)
+{
+	return err == ENOENT || err == ENOTDIR ? 127 : 126;
+}
+
 static void warn_if_unreachable(const char *cmd)
 {
 	char path[PATH_MAX], why[256];
 	if (find_in_path(cmd, path, sizeof(path)) == 0 && elf_preload_check(path, why, sizeof(why)))
 		fprintf(stderr, "syncshim: warning: %s is %s\n", path, why);
+}
+
+/* The shim takes only absolute log paths (it cannot know the directory
+ * the user meant once the program has chdir'ed): -o is relative to here,
+ * and checked by the same rules as SYNCSHIM_LOG. */
+static int absolute_log(const char *log, char *out, size_t len)
+{
+	char cwd[PATH_MAX], err[POLICY_ERR_MAX];
+	static struct policy p;
+	if (log[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(out, len, "%s", log);
+	else if (snprintf(out, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", log) >= (int)len)
+		snprintf(out, len, "%s", log); /* too long: the check below says so */
+	policy_init_defaults(&p);
+	if (policy_apply_env(&p, &(struct policy_env){ .log = out }, err, sizeof(err)) < 0) {
+		fprintf(stderr, "syncshim: %s\n", err);
+		return -1;
+	}
+	return 0;
 }
 
 int shim_prepare_env(const char *config, const char *policy, const char *log, const char *mode)
@@ -115,8 +141,11 @@ int shim_prepare_env(const char *config, const char *policy, const char *log, co
 		if (policy)
 			setenv("SYNCSHIM_POLICY", policy, 1);
 	}
+	char abs_log[PATH_MAX];
+	if (log && absolute_log(log, abs_log, sizeof(abs_log)) < 0)
+		return -1;
 	if (log)
-		setenv("SYNCSHIM_LOG", log, 1);
+		setenv("SYNCSHIM_LOG", abs_log, 1);
 	if (mode)
 		setenv("SYNCSHIM_LOG_MODE", mode, 1);
 	return add_preload(lib);
@@ -144,8 +173,9 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	warn_if_unreachable(argv[optind]);
 	execvp(argv[optind], argv + optind);
-	fprintf(stderr, "syncshim: cannot run %s: %s\n", argv[optind], strerror(errno));
-	return 127;
+	int e = errno;
+	fprintf(stderr, "syncshim: cannot run %s: %s\n", argv[optind], strerror(e));
+	return exec_failure_status(e);
 }
 
 static int cmd_check(int argc, char **argv)
