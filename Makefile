@@ -46,7 +46,7 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
 
-.PHONY: all deps bench-deps test run-tests asan tsan bench demo install clean java fuzz fuzz-deps replay
+.PHONY: all deps bench-deps test test-deps run-tests asan tsan bench demo install clean java fuzz fuzz-deps replay
 all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
 
 deps:
@@ -100,7 +100,7 @@ $(B)/tests/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h)
 
 $(B)/tests/lib/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) -fPIC -shared -o $@ $< -ldl
+	$(CC) $(BASE) $(OPT) -fPIC -shared -ftls-model=initial-exec -o $@ $< -ldl
 
 # Deferred (=): pkg-config only answers once `make deps` installed libfuse3-dev.
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3)
@@ -123,6 +123,7 @@ java: $(if $(JAVA_SRCS),$(B)/java/.stamp)
 # The suite: unit tests, then integration tests that run programs under the
 # shim. Each criterion binary prints its own tally.
 TEST_DEPS := all $(TEST_PROGS) $(TEST_LIBS) $(TEST_FS) java
+test-deps: $(TEST_DEPS)
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_DEPS)
 	@$(MAKE) --no-print-directory run-tests
@@ -130,8 +131,7 @@ test: deps
 
 # In a sanitizer build the shim needs the ASan runtime loaded ahead of it
 # in hosts that were not built with it; the tests put this prefix first.
-SAN_RT := $(if $(findstring thread,$(SAN)),$(shell $(CC) -print-file-name=libtsan.so),\
-	  $(if $(SAN),$(shell $(CC) -print-file-name=libasan.so)))
+SAN_RT := $(if $(SAN),$(shell $(CC) -print-file-name=libasan.so))
 RUN_TESTS ?= $(UNIT_TESTS)
 run-tests: $(RUN_TESTS)
 	@fail=0; for t in $(RUN_TESTS); do \
@@ -144,21 +144,38 @@ asan: deps
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  test
 
-# ThreadSanitizer: the shim (with libc's allocator instead of its private
-# jemalloc, whose synchronisation TSan cannot see) under the multithreaded
-# suites. A program under test that TSan finds a race in exits 66, and the
-# suite fails. Options, each for a reason:
+# ThreadSanitizer: the shim alone is built with it (and with libc's
+# allocator instead of its private jemalloc, whose synchronisation TSan
+# cannot see), into build-tsan/tsan/libsyncshim.so; the hosts, the tests
+# and criterion stay plain (criterion's runner cannot live under TSan), and
+# the threaded suites run with libtsan preloaded ahead of the shim. A host
+# in which TSan finds a race exits 66 and its test fails. Options, each
+# for a reason:
 #   report_signal_unsafe=0  the shim allocates inside signal handlers by
 #     design: it uses its allocator only with shim_busy raised, so a handler
 #     never re-enters it (shim/alloc.c); TSan's own malloc check cannot know.
 #   die_after_fork=0        the tests fork from threaded programs on purpose.
-TSAN_SUITES := $(B)/tests/test_hostile $(B)/tests/test_flusher $(B)/tests/test_shim $(B)/tests/test_log
+TSAN_DIR := build-tsan
+TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC -Ipolicy -Ishim
+TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS))
+TSAN_SUITES := test_hostile test_flusher test_shim test_log
+
+$(TSAN_DIR)/tsan/obj/%.o: %.c $(wildcard shim/*.h policy/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
+
+$(TSAN_DIR)/tsan/libsyncshim.so: $(TSAN_OBJS) $(TSAN_DIR)/exports.map
+	$(CC) -fsanitize=thread -o $@ $(TSAN_OBJS) $(LIBDIR)/libinih.a \
+	  $(subst $(B)/exports.map,$(TSAN_DIR)/exports.map,$(SHIM_LDFLAGS))
+
 tsan: deps
-	@$(MAKE) --no-print-directory B=build-tsan OPT=-O1 \
-	  SAN="-fsanitize=thread -DSYNCSHIM_TSAN" $(TEST_DEPS)
-	@TSAN_OPTIONS="report_signal_unsafe=0 die_after_fork=0 $(TSAN_OPTIONS)" \
-	  $(MAKE) --no-print-directory B=build-tsan OPT=-O1 SAN="-fsanitize=thread -DSYNCSHIM_TSAN" \
-	  RUN_TESTS="$(subst $(B)/,build-tsan/,$(TSAN_SUITES))" run-tests
+	@$(MAKE) --no-print-directory B=$(TSAN_DIR) test-deps $(TSAN_SUITES:%=$(TSAN_DIR)/tests/%) \
+	  $(TSAN_DIR)/tsan/libsyncshim.so
+	@fail=0; for t in $(TSAN_SUITES); do \
+	  TSAN_OPTIONS="report_signal_unsafe=0 die_after_fork=0 suppressions=$(abspath tests/tsan.supp) $(TSAN_OPTIONS)" \
+	  SYNCSHIM_BUILD=$(abspath $(TSAN_DIR)) SYNCSHIM_LIB=$(abspath $(TSAN_DIR))/tsan/libsyncshim.so \
+	  SYNCSHIM_PRELOAD_PREFIX=$$($(CC) -print-file-name=libtsan.so) SYNCSHIM_ASAN=1 \
+	  $(TSAN_DIR)/tests/$$t --jobs 2 || fail=1; done; exit $$fail
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/syncshim

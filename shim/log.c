@@ -127,7 +127,7 @@ static struct {
 	struct hist *scratch;         /* one histogram being summed */
 	struct logfmt_record *staged; /* calls mode: records drained from rings */
 	uint32_t staged_cap, nstaged;
-	long tick_ns;
+	_Atomic long tick_ns;         /* calls mode drain period; the logger reads it unlocked */
 	pthread_mutex_t mu;           /* one writer of blocks at a time (not held across fork) */
 	pthread_mutex_t queue_mu;
 	struct notice *queue_head, *queue_tail;
@@ -697,10 +697,11 @@ static void tick(bool final)
 	if (L.mode == LOG_CALLS) {
 		uint64_t fullest = drain_rings();
 		write_records_staged();
-		if (fullest > L.ring_cap / 4 && L.tick_ns > TICK_MIN_NS)
-			L.tick_ns /= 2;
-		else if (fullest < L.ring_cap / 16 && L.tick_ns < TICK_MAX_NS)
-			L.tick_ns *= 2;
+		long t = atomic_load(&L.tick_ns);
+		if (fullest > L.ring_cap / 4 && t > TICK_MIN_NS)
+			atomic_store(&L.tick_ns, t / 2);
+		else if (fullest < L.ring_cap / 16 && t < TICK_MAX_NS)
+			atomic_store(&L.tick_ns, t * 2);
 	} else {
 		drain_queue();
 	}
@@ -726,7 +727,7 @@ static void *logger_main(void *arg)
 	if (trace_use_tsc)
 		calibrate();
 	while (!atomic_load(&L.stop)) {
-		struct timespec ts = { 0, L.mode == LOG_CALLS ? L.tick_ns : 4 * TICK_MAX_NS };
+		struct timespec ts = { 0, L.mode == LOG_CALLS ? atomic_load(&L.tick_ns) : 4 * TICK_MAX_NS };
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
 		pthread_mutex_lock(&L.mu);
@@ -1017,7 +1018,7 @@ static void open_log_now(void)
 	}
 	L.fd = adopt_log_fd(fd);
 	L.seq = 0;
-	L.tick_ns = TICK_MAX_NS;
+	atomic_store(&L.tick_ns, TICK_MAX_NS);
 	L.open = true;
 	write_header(&snap);
 	announce_inherited(&snap);

@@ -8,6 +8,9 @@
  * writeback) can request work without a lock and from a signal handler.
  * The threads run with shim_busy set: everything they call is the shim's
  * own. What a thread does to a file is flusher.c's business.
+ * Lock order: sched_mu, then the registry's (dropping the queue's
+ * reference may recycle a file); nothing that holds the registry lock
+ * takes sched_mu.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -125,9 +128,11 @@ static void take_ready(void)
 	}
 }
 
-/* sched_mu held. Drop files with nothing left to do; return the most
- * overdue one (unlinked from the list) or NULL and the next deadline. */
-static struct shim_file *pick(uint64_t now, uint64_t *next, struct shim_file **done)
+/* sched_mu held. Drop files with nothing left to do (and the queue's
+ * reference: here, under the lock, because the moment one is off the list
+ * a requester may queue it again and another thread relink it); return the
+ * most overdue one (unlinked from the list) or NULL and the next deadline. */
+static struct shim_file *pick(uint64_t now, uint64_t *next)
 {
 	struct shim_file *best = NULL, **bestp = NULL;
 	uint64_t best_dl = UINT64_MAX;
@@ -143,8 +148,7 @@ static struct shim_file *pick(uint64_t now, uint64_t *next, struct shim_file **d
 				continue;
 			}
 			*pp = f->fl.sched_next;
-			f->fl.sched_next = *done; /* reference dropped outside the lock */
-			*done = f;
+			file_put(f);
 			continue;
 		}
 		if (dl <= now && dl < best_dl) {
@@ -181,15 +185,6 @@ static void work_on(struct shim_file *f)
 		workers_arm(f);
 }
 
-static void put_all(struct shim_file *list)
-{
-	while (list) {
-		struct shim_file *next = list->fl.sched_next;
-		file_put(list);
-		list = next;
-	}
-}
-
 /* sched_mu held on entry and return. One round: returns false when this
  * thread should retire. */
 static bool worker_round(uint64_t *idle_since)
@@ -197,13 +192,7 @@ static bool worker_round(uint64_t *idle_since)
 	uint32_t seen = atomic_load_explicit(&sched_wake, memory_order_acquire);
 	take_ready();
 	uint64_t now = trace_now(), next;
-	struct shim_file *done = NULL;
-	struct shim_file *f = pick(now, &next, &done);
-	if (done) {
-		pthread_mutex_unlock(&sched_mu);
-		put_all(done);
-		pthread_mutex_lock(&sched_mu);
-	}
+	struct shim_file *f = pick(now, &next);
 	if (f) {
 		bool more = sched_list != NULL || atomic_load(&ready_stack) != NULL;
 		pthread_mutex_unlock(&sched_mu);

@@ -52,6 +52,7 @@ enum {
 	H_REC = 1,       /* the recording layer */
 	H_SHIM = 2,      /* the shim */
 	H_SHIM_REC = 3,  /* shim first, recording layer beneath it */
+	H_SANRT = 4,     /* only the sanitizer runtime the shim build needs (a fair baseline) */
 };
 
 /* The syscalls strace counts unless a test says otherwise. */
@@ -133,9 +134,11 @@ H_FN char *h_prog(const char *name)
 	return h_fmt("%s/tests/progs/%s", h_ctx.build, name);
 }
 
+/* $SYNCSHIM_LIB (the sanitizer builds' shim) or the build's. */
 H_FN char *h_shim_lib(void)
 {
-	return h_fmt("%s/libsyncshim.so", h_ctx.build);
+	const char *lib = getenv("SYNCSHIM_LIB");
+	return lib && *lib ? h_strdup(lib) : h_fmt("%s/libsyncshim.so", h_ctx.build);
 }
 
 H_FN char *h_rec_lib(void)
@@ -326,13 +329,16 @@ H_FN void h_cmd_init(struct h_cmd *c, unsigned layers)
 		const char *to = getenv("TSAN_OPTIONS");
 		if (to && *to)
 			h_envf(c, "TSAN_OPTIONS=%s", to);
+		const char *lib = getenv("SYNCSHIM_LIB"); /* syncshim run picks the same shim */
+		if (lib && *lib)
+			h_envf(c, "SYNCSHIM_LIB=%s", lib);
 		const char *uo = getenv("UBSAN_OPTIONS");
 		if (uo && *uo)
 			h_envf(c, "UBSAN_OPTIONS=%s", uo);
 	}
 	size_t n = 0;
 	c->preload[0] = '\0';
-	if ((layers & H_SHIM) && h_ctx.prefix[0])
+	if ((layers & (H_SHIM | H_SANRT)) && h_ctx.prefix[0])
 		n += (size_t)snprintf(c->preload + n, sizeof(c->preload) - n, "%s", h_ctx.prefix);
 	if (layers & H_SHIM)
 		n += (size_t)snprintf(c->preload + n, sizeof(c->preload) - n, "%s%s", n ? ":" : "", h_shim_lib());

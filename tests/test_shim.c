@@ -198,7 +198,7 @@ Test(sync, passthrough_same_syscalls_as_no_shim)
 		struct h_cmd c[2];
 		struct h_result r[2];
 		for (int k = 0; k < 2; k++) {
-			h_cmd_policy(&c[k], k ? H_SHIM : H_PLAIN, k ? "passthrough" : NULL);
+			h_cmd_policy(&c[k], k ? H_SHIM : H_SANRT, k ? "passthrough" : NULL);
 			h_args(&c[k], h_prog("syncloop"), "-f", h_path(h_fmt("f%d.%zu", k, i)), "-m", methods[i],
 			       "-n", "120", "-s", "4096", NULL);
 			h_strace(&c[k], NULL);

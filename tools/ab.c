@@ -148,9 +148,18 @@ static int collect_logs(const char *dir, char **args, int n, int max, int *older
 	return n;
 }
 
+/* synclat beside this syncshim (a build tree, /usr/bin), else beside the
+ * library, else on PATH. */
 static int synclat_path(char *out, size_t len)
 {
-	char lib[PATH_MAX];
+	char self[PATH_MAX], lib[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *cut = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+	if (cut) {
+		*cut = '\0';
+		if (snprintf(out, len, "%s/synclat", self) < (int)len && access(out, X_OK) == 0)
+			return 0;
+	}
 	if (shim_library_path(lib, sizeof(lib)) == 0) {
 		char *slash = strrchr(lib, '/');
 		if (slash) {
