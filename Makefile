@@ -46,7 +46,7 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
 
-.PHONY: all deps bench-deps test test-deps run-tests asan tsan bench demo install clean java fuzz fuzz-deps replay
+.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install clean java fuzz fuzz-deps replay
 all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
 
 deps:
@@ -176,6 +176,14 @@ tsan: deps
 	  SYNCSHIM_BUILD=$(abspath $(TSAN_DIR)) SYNCSHIM_LIB=$(abspath $(TSAN_DIR))/tsan/libsyncshim.so \
 	  SYNCSHIM_PRELOAD_PREFIX=$$($(CC) -print-file-name=libtsan.so) SYNCSHIM_ASAN=1 \
 	  $(TSAN_DIR)/tests/$$t --jobs 2 || fail=1; done; exit $$fail
+
+# Soak: the chaos stress (tests/test_chaos.c) going round for SOAK_SECONDS,
+# each run longer than in `make test`. Not part of `make test`.
+SOAK_SECONDS ?= 600
+soak: deps
+	@$(MAKE) --no-print-directory test-deps $(B)/tests/test_chaos
+	SYNCSHIM_CHAOS_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
+	  $(B)/tests/test_chaos --jobs 1 --verbose
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/syncshim
