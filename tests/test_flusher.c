@@ -1342,6 +1342,48 @@ Test(reload, edit_applies_within_one_second)
 	cr_assert_gt(flushes, 0, "after the edit no flusher sync at all");
 }
 
+/* The config as Kubernetes mounts a ConfigMap: shim.ini -> ..data/shim.ini,
+ * and each update swaps the ..data symlink to a new directory. */
+static void configmap_swap(const char *name, const char *text)
+{
+	char *dir = h_path(name), *tmp = h_path("..data.new");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	h_write_file(h_fmt("%s/shim.ini", dir), text);
+	cr_assert_eq(symlink(name, tmp), 0);
+	cr_assert_eq(rename(tmp, h_path("..data")), 0, "swap ..data: %s", strerror(errno));
+}
+
+/* Every swap is seen, not only the first: the path is watched as named,
+ * with its symlinks followed at each look (defer -> passthrough -> defer). */
+Test(reload, symlinked_config_swapped_twice)
+{
+	char *file = h_path("r.dat"), *stop = h_path("stop");
+	char *deferred = h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n", file);
+	configmap_swap("v1", deferred);
+	cr_assert_eq(symlink("..data/shim.ini", h_path("shim.ini")), 0);
+	struct h_cmd c;
+	pid_t pid = reload_start(&c, h_path("shim.ini"), file, stop);
+	unsigned long long s0 = now_ns();
+	configmap_swap("v2", "[shim]\npolicy = passthrough\n");
+	sleep_ms(1500);
+	unsigned long long s1 = now_ns();
+	configmap_swap("v3", deferred);
+	sleep_ms(1500);
+	struct h_result r = reload_stop(&c, pid, stop);
+	cr_expect_str_empty(r.err, "stderr:\n%s", r.err);
+	long apid = (long)fl_val(r.out, "fl_loop:", "pid");
+	struct h_log log = h_log_load(&c);
+	unsigned long long ino = h_ino(file);
+	int early = app_fsyncs(&log, ino, apid, 0, s0);
+	int middle = app_fsyncs(&log, ino, apid, s0 + 1000 * MS, s1);
+	int late = app_fsyncs(&log, ino, apid, s1 + 1000 * MS, ~0ull);
+	cr_log_info("configmap: %d app fsyncs under v1 (defer), %d under v2 (passthrough), %d under v3 (defer)",
+		    early, middle, late);
+	cr_assert_eq(early, 0, "under v1 (defer) %d app fsyncs reached libc", early);
+	cr_assert_geq(middle, 5, "the first swap (to passthrough) was not applied");
+	cr_assert_eq(late, 0, "the second swap (back to defer) was not applied: %d app fsyncs", late);
+}
+
 /* An edit away from defer completes the pending deferred syncs at once
  * (max_delay_ms=60 s, the app idle after its last fsync: only the reload
  * can sync). */

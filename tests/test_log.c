@@ -274,3 +274,30 @@ Test(log, ab_compares_two_policies_and_plots)
 	char *html = h_read_file(h_fmt("%s/compare.html", dir));
 	cr_assert(h_has(html, "<svg") && !h_has(html, "<script src"), "a self-contained page");
 }
+
+/* A log name that exists: /dev/null is refused with one line (no
+ * /dev/null.1 is ever made); a regular file's sibling NAME.1 is used, and
+ * one line says which file to read. */
+Test(log, existing_log_names_are_said)
+{
+	const char *names[2] = { "/dev/null", h_path("taken.log") };
+	h_write_file(names[1], "someone else's\n");
+	for (int i = 0; i < 2; i++) {
+		struct h_cmd c;
+		h_cmd_policy(&c, H_SHIM, "passthrough");
+		h_envf(&c, "SYNCSHIM_LOG=%s", names[i]);
+		h_args(&c, h_fmt("%s/examples/sync_writes", h_ctx.build), "-n", "10", "-f", h_path("d.dat"), NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "sync_writes");
+		cr_assert_eq(h_nlines(r.err), 1, "want one stderr line for log %s:\n%s", names[i], r.err);
+		if (i == 0) {
+			cr_assert(h_has(r.err, "/dev/null exists and is not a regular file; logging off"), "%s", r.err);
+			cr_assert_neq(access("/dev/null.1", F_OK), 0, "/dev/null.1 was created");
+		} else {
+			cr_assert(h_has(r.err, h_fmt("logging to %s.1", names[1])), "%s", r.err);
+			struct lr_log l;
+			read_log(h_fmt("%s.1", names[1]), &l);
+			lr_free(&l);
+		}
+	}
+}
