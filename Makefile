@@ -17,7 +17,7 @@ BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev f
 BENCH_PKGS := eatmydata libactivemq-java fio python3
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
-PURE_SRCS := policy/policy.c policy/glob.c $(wildcard shim/hist.c shim/logfmt.c)
+PURE_SRCS := $(wildcard policy/*.c) $(wildcard shim/hist.c shim/logfmt.c)
 # The preloaded library: everything else under shim/.
 SHIM_SRCS := $(filter-out $(PURE_SRCS),$(wildcard shim/*.c))
 SYNCLAT_SRCS := $(wildcard tools/synclat*.c tools/report*.c tools/logread*.c tools/svg*.c)
@@ -61,19 +61,19 @@ bench-deps: deps
 
 $(B)/obj/%.o: %.c $(wildcard shim/*.h policy/*.h tools/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
+	$(CC) $(CFLAGS) -Wmissing-prototypes -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
 
 $(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) $(B)/exports.map $(SHIM_ALLOC)
 	$(CC) $(LDSAN) -o $@ $(SHIM_OBJS) $(PURE_OBJS) $(SHIM_STATIC) $(SHIM_LDFLAGS)
 
 # The export map is made from the one list of interposed calls
-# (SHIM_REAL_FUNCS in shim/real.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
+# (SHIM_CALLS in shim/calls.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
 # never be written and silently left unexported.
-$(B)/exports.map: shim/real.h
+$(B)/exports.map: shim/calls.h
 	@mkdir -p $(B)
 	@{ echo '{'; echo '  global:'; \
-	  sed -n 's/^[[:space:]]*X([^,]*, *\([A-Za-z0-9_]*\),.*/    \1;/p' shim/real.h; \
-	  for s in $$(sed -n 's/^#define SHIM_EXTRA_EXPORTS //p' shim/real.h); do echo "    $$s;"; done; \
+	  sed -n 's/^[[:space:]]*X([^,]*, *\([A-Za-z0-9_]*\),.*/    \1;/p' shim/calls.h; \
+	  for s in $$(sed -n 's/^#define SHIM_EXTRA_EXPORTS //p' shim/calls.h); do echo "    $$s;"; done; \
 	  echo '  local: *;'; echo '};'; } > $@
 
 # The private allocator, deaf to the host's MALLOC_CONF and

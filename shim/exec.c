@@ -99,7 +99,7 @@ SHIM_API void _exit(int status)
 {
 	if (!leaving_vfork_child())
 		status = before_exit(status);
-	REAL(_exit)(status);
+	LIBC(_exit)(status);
 	__builtin_unreachable();
 }
 
@@ -107,7 +107,7 @@ SHIM_API void _Exit(int status)
 {
 	if (!leaving_vfork_child())
 		status = before_exit(status);
-	REAL(_Exit)(status);
+	LIBC(_Exit)(status);
 	__builtin_unreachable();
 }
 
@@ -124,32 +124,32 @@ SHIM_API void _Exit(int status)
 
 SHIM_API int execve(const char *path, char *const argv[], char *const envp[])
 {
-	EXEC_BODY(REAL(execve)(path, argv, envp));
+	EXEC_BODY(LIBC(execve)(path, argv, envp));
 }
 
 SHIM_API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-	EXEC_BODY(REAL(execveat)(dirfd, path, argv, envp, flags));
+	EXEC_BODY(LIBC(execveat)(dirfd, path, argv, envp, flags));
 }
 
 SHIM_API int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	EXEC_BODY(REAL(fexecve)(fd, argv, envp));
+	EXEC_BODY(LIBC(fexecve)(fd, argv, envp));
 }
 
 SHIM_API int execv(const char *path, char *const argv[])
 {
-	EXEC_BODY(REAL(execv)(path, argv));
+	EXEC_BODY(LIBC(execv)(path, argv));
 }
 
 SHIM_API int execvp(const char *file, char *const argv[])
 {
-	EXEC_BODY(REAL(execvp)(file, argv));
+	EXEC_BODY(LIBC(execvp)(file, argv));
 }
 
 SHIM_API int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	EXEC_BODY(REAL(execvpe)(file, argv, envp));
+	EXEC_BODY(LIBC(execvpe)(file, argv, envp));
 }
 
 /* Count the NULL-terminated variadic list once, then copy it into a

@@ -56,63 +56,63 @@ static int got_pair(int r, int fds[2])
 SHIM_API int socket(int domain, int type, int protocol)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(socket)(domain, type, protocol));
+	RETRY_EMFILE(r, LIBC(socket)(domain, type, protocol));
 	return got(r);
 }
 
 SHIM_API int socketpair(int domain, int type, int protocol, int sv[2])
 {
 	int r;
-	RETRY_EMFILE(r, REAL(socketpair)(domain, type, protocol, sv));
+	RETRY_EMFILE(r, LIBC(socketpair)(domain, type, protocol, sv));
 	return got_pair(r, sv);
 }
 
 SHIM_API int accept(int fd, __SOCKADDR_ARG addr, socklen_t *len)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(accept)(fd, addr, len));
+	RETRY_EMFILE(r, LIBC(accept)(fd, addr, len));
 	return got(r);
 }
 
 SHIM_API int accept4(int fd, __SOCKADDR_ARG addr, socklen_t *len, int flags)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(accept4)(fd, addr, len, flags));
+	RETRY_EMFILE(r, LIBC(accept4)(fd, addr, len, flags));
 	return got(r);
 }
 
 SHIM_API int pipe(int fds[2])
 {
 	int r;
-	RETRY_EMFILE(r, REAL(pipe)(fds));
+	RETRY_EMFILE(r, LIBC(pipe)(fds));
 	return got_pair(r, fds);
 }
 
 SHIM_API int pipe2(int fds[2], int flags)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(pipe2)(fds, flags));
+	RETRY_EMFILE(r, LIBC(pipe2)(fds, flags));
 	return got_pair(r, fds);
 }
 
 SHIM_API int eventfd(unsigned int initval, int flags)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(eventfd)(initval, flags));
+	RETRY_EMFILE(r, LIBC(eventfd)(initval, flags));
 	return got(r);
 }
 
 SHIM_API int epoll_create1(int flags)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(epoll_create1)(flags));
+	RETRY_EMFILE(r, LIBC(epoll_create1)(flags));
 	return got(r);
 }
 
 SHIM_API int memfd_create(const char *name, unsigned int flags)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(memfd_create)(name, flags));
+	RETRY_EMFILE(r, LIBC(memfd_create)(name, flags));
 	return got(r);
 }
 
@@ -139,9 +139,9 @@ static FILE *stream_got(FILE *fp, const char *path)
 #define FOPEN_WRAPPER(name)                                                          \
 	SHIM_API FILE *name(const char *path, const char *mode)                      \
 	{                                                                            \
-		FILE *fp = REAL(name)(path, mode);                                   \
+		FILE *fp = LIBC(name)(path, mode);                                   \
 		if (!fp && errno == EMFILE && !shim_bypass() && shimfd_relieve_emfile()) \
-			fp = REAL(name)(path, mode);                                 \
+			fp = LIBC(name)(path, mode);                                 \
 		return stream_got(fp, path);                                         \
 	}
 
@@ -151,7 +151,6 @@ FOPEN_WRAPPER(fopen64)
 /* freopen closes the stream's descriptor inside libc: that close is
  * prepared like the app's own (a sync using it finishes first), though
  * its error, if any, has nowhere to go but the orphan check. */
-void fdops_before_implicit_close(int fd);
 
 #define FREOPEN_WRAPPER(name)                                                        \
 	SHIM_API FILE *name(const char *path, const char *mode, FILE *stream)        \
@@ -163,7 +162,7 @@ void fdops_before_implicit_close(int fd);
 			if (old >= 0)                                                \
 				fdops_before_implicit_close(old);                    \
 		}                                                                    \
-		return stream_got(REAL(name)(path, mode, stream), path);             \
+		return stream_got(LIBC(name)(path, mode, stream), path);             \
 	}
 
 FREOPEN_WRAPPER(freopen)

@@ -26,23 +26,11 @@
 #include "shim.h"
 #include "trace.h"
 
-void fdops_before_implicit_close(int fd);
-
-/* The file a slot names, with a reference, or NULL. */
-static struct shim_file *slot_file(int fd)
-{
-	struct fd_slot *s = fd_slot(fd);
-	if (!s || (atomic_load(&s->state) & SLOT_KIND_MASK) != FD_FILE)
-		return NULL;
-	struct shim_file *f = atomic_load(&s->file);
-	return f && file_tryref(f) ? f : NULL;
-}
-
 /* Everything but the real close: the flusher's say, the slot cleared.
  * Returns the file (with a reference) and the error sequence the fd saw. */
 static struct shim_file *prepare_close(int fd, uint32_t *seen)
 {
-	struct shim_file *f = slot_file(fd);
+	struct shim_file *f = fd_file_ref(fd);
 	if (f)
 		flusher_before_close(f, fd);
 	file_put(fd_unbind(fd, seen));
@@ -87,18 +75,18 @@ static int close_tracked(int fd, int (*do_close)(void *), void *arg)
 
 static int real_close_fd(void *arg)
 {
-	return REAL(close)(*(int *)arg);
+	return LIBC(close)(*(int *)arg);
 }
 
 static int real_fclose(void *arg)
 {
-	return REAL(fclose)(arg);
+	return LIBC(fclose)(arg);
 }
 
 SHIM_API int close(int fd)
 {
 	if (shim_bypass())
-		return REAL(close)(fd);
+		return LIBC(close)(fd);
 	if (shimfd_app_close(fd)) {
 		errno = EBADF; /* not the app's: without the shim it would not exist */
 		return -1;
@@ -111,12 +99,12 @@ SHIM_API int close(int fd)
 SHIM_API int fclose(FILE *stream)
 {
 	if (shim_bypass() || !stream)
-		return REAL(fclose)(stream);
+		return LIBC(fclose)(stream);
 	int e0 = errno;
 	int fd = fileno(stream);
 	errno = e0;
 	if (fd < 0)
-		return REAL(fclose)(stream);
+		return LIBC(fclose)(stream);
 	return close_tracked(fd, real_fclose, stream);
 }
 
@@ -136,21 +124,20 @@ static int close_range_around_ours(unsigned first, unsigned last, int flags)
 	for (unsigned fd = first; fd <= range_top(last) && shim.nfds > 0; fd++) {
 		if (!shimfd_is_ours((int)fd))
 			continue;
-		if (fd > from && REAL(close_range)(from, fd - 1, flags) != 0)
+		if (fd > from && LIBC(close_range)(from, fd - 1, flags) != 0)
 			return -1;
 		from = fd + 1;
 	}
-	return from > last ? 0 : REAL(close_range)(from, last, flags);
+	return from > last ? 0 : LIBC(close_range)(from, last, flags);
 }
 
 static void prepare_close_range(unsigned first, unsigned last)
 {
 	for (unsigned fd = first; fd <= range_top(last) && shim.nfds > 0; fd++) {
-		struct fd_slot *s = fd_slot((int)fd);
-		uint32_t k = atomic_load(&s->state) & SLOT_KIND_MASK;
-		if (k == FD_FILE)
+		uint32_t st;
+		if (fd_peek((int)fd, &st))
 			fdops_before_implicit_close((int)fd);
-		else if (k == FD_PASS)
+		else if (fd_is_pass((int)fd))
 			file_put(fd_unbind((int)fd, NULL));
 	}
 }
@@ -158,7 +145,7 @@ static void prepare_close_range(unsigned first, unsigned last)
 SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 {
 	if (shim_bypass() || first > last)
-		return REAL(close_range)(first, last, flags);
+		return LIBC(close_range)(first, last, flags);
 	int e0 = errno;
 	if (!(flags & CLOSE_RANGE_CLOEXEC))
 		prepare_close_range(first, last);
@@ -171,14 +158,14 @@ SHIM_API int close_range(unsigned int first, unsigned int last, int flags)
 SHIM_API void closefrom(int lowfd)
 {
 	if (shim_bypass() || lowfd < 0) {
-		REAL(closefrom)(lowfd);
+		LIBC(closefrom)(lowfd);
 		return;
 	}
 	int e0 = errno;
 	if (close_range((unsigned)lowfd, ~0u, 0) != 0 && errno == ENOSYS) {
 		for (int fd = lowfd; fd < shim.nfds; fd++)
 			if (!shimfd_is_ours(fd))
-				REAL(close)(fd);
+				LIBC(close)(fd);
 	}
 	errno = e0;
 }
@@ -205,7 +192,7 @@ static int dup_done(int oldfd, int newfd)
 SHIM_API int dup(int fd)
 {
 	int r;
-	RETRY_EMFILE(r, REAL(dup)(fd));
+	RETRY_EMFILE(r, LIBC(dup)(fd));
 	return dup_done(fd, r);
 }
 
@@ -222,14 +209,14 @@ static void before_dup_onto(int oldfd, int newfd)
 SHIM_API int dup2(int oldfd, int newfd)
 {
 	before_dup_onto(oldfd, newfd);
-	int r = REAL(dup2)(oldfd, newfd);
+	int r = LIBC(dup2)(oldfd, newfd);
 	return oldfd == newfd ? r : dup_done(oldfd, r);
 }
 
 SHIM_API int dup3(int oldfd, int newfd, int flags)
 {
 	before_dup_onto(oldfd, newfd);
-	return dup_done(oldfd, REAL(dup3)(oldfd, newfd, flags));
+	return dup_done(oldfd, LIBC(dup3)(oldfd, newfd, flags));
 }
 
 /* fcntl's third argument is an int, a long or a pointer depending on cmd;
@@ -242,9 +229,9 @@ SHIM_API int dup3(int oldfd, int newfd, int flags)
 		void *arg = va_arg(ap, void *);                                      \
 		va_end(ap);                                                          \
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)                        \
-			return REAL(name)(fd, cmd, arg);                             \
+			return LIBC(name)(fd, cmd, arg);                             \
 		int r;                                                               \
-		RETRY_EMFILE(r, REAL(name)(fd, cmd, arg));                           \
+		RETRY_EMFILE(r, LIBC(name)(fd, cmd, arg));                           \
 		return dup_done(fd, r);                                              \
 	}
 

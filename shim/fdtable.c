@@ -46,7 +46,7 @@ void fdtable_init(void)
 	if (n < FD_TABLE_MIN)
 		n = FD_TABLE_MIN;
 	/* NORESERVE: pages are touched only for fds actually used. */
-	void *p = REAL(mmap)(NULL, n * sizeof(struct fd_slot), PROT_READ | PROT_WRITE,
+	void *p = LIBC(mmap)(NULL, n * sizeof(struct fd_slot), PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return; /* no table: every call passes straight through */
@@ -166,7 +166,7 @@ void fd_copy(int oldfd, int newfd)
  * neither write nor sync and so passes through like a non-file. */
 static int64_t flags_of_fd(int fd)
 {
-	int fl = REAL(fcntl)(fd, F_GETFL);
+	int fl = LIBC(fcntl)(fd, F_GETFL);
 	if (fl < 0)
 		return -1;
 	if (fl & O_PATH)
@@ -236,6 +236,74 @@ struct shim_file *fd_get(int fd, uint32_t *state)
 	return f;
 }
 
+/* ---- slots as the other modules see them -------------------------------- */
+
+void fd_mark_shim(int fd, enum shim_fd_owner owner, struct shim_file *f)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s)
+		return; /* beyond the table: unprotected, like any untracked number */
+	fd_note_used(fd);
+	atomic_store_explicit(&s->file, f, memory_order_relaxed);
+	atomic_store_explicit(&s->state, FD_SHIM | (uint32_t)owner << SLOT_OWN_SHIFT, memory_order_release);
+}
+
+void fd_unmark_shim(int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s || (atomic_load(&s->state) & SLOT_KIND_MASK) != FD_SHIM)
+		return;
+	atomic_store_explicit(&s->state, FD_UNKNOWN, memory_order_release);
+	atomic_store_explicit(&s->file, NULL, memory_order_relaxed);
+}
+
+enum shim_fd_owner fd_shim_owner(int fd, struct shim_file **f)
+{
+	struct fd_slot *s = fd_slot(fd);
+	uint32_t st = s ? atomic_load_explicit(&s->state, memory_order_acquire) : 0;
+	if ((st & SLOT_KIND_MASK) != FD_SHIM)
+		return OWN_NONE;
+	if (f)
+		*f = atomic_load(&s->file);
+	return (enum shim_fd_owner)((st >> SLOT_OWN_SHIFT) & 3u);
+}
+
+void fd_mark_closing(int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (s && (atomic_load(&s->state) & SLOT_KIND_MASK) == FD_FILE)
+		atomic_fetch_or(&s->state, SLOT_CLOSING);
+}
+
+bool fd_names(int fd, const struct shim_file *f, bool allow_closing)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s)
+		return fd >= 0;
+	uint32_t st = atomic_load(&s->state);
+	return (st & SLOT_KIND_MASK) == FD_FILE && atomic_load(&s->file) == f &&
+	       (allow_closing || !(st & SLOT_CLOSING));
+}
+
+struct shim_file *fd_file_ref(int fd)
+{
+	uint32_t st;
+	struct shim_file *f = fd_peek(fd, &st);
+	return f && file_tryref(f) ? f : NULL;
+}
+
+uint32_t fd_saw_error(int fd, uint32_t seq)
+{
+	struct fd_slot *s = fd_slot(fd);
+	return s ? atomic_exchange_explicit(&s->err_seen, seq, memory_order_acq_rel) : 0;
+}
+
+bool fd_is_pass(int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	return s && (atomic_load(&s->state) & SLOT_KIND_MASK) == FD_PASS;
+}
+
 /* Raw getdents64 on /proc/self/fd: no stdio, no allocation. */
 struct dirent64_raw {
 	uint64_t ino;
@@ -263,7 +331,7 @@ static void scan_one(int fd)
 void fdtable_scan_inherited(void)
 {
 	shim_enter();
-	int dir = REAL(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dir = LIBC(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	char buf[4096];
 	long n;
 	while (dir >= 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
@@ -280,6 +348,6 @@ void fdtable_scan_inherited(void)
 		}
 	}
 	if (dir >= 0)
-		REAL(close)(dir);
+		LIBC(close)(dir);
 	shim_leave();
 }

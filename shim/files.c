@@ -161,12 +161,7 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	f->ino = ino;
 	f->path = p->path;
 	p->path = NULL;
-	atomic_store(&f->nfds, 0);
-	atomic_store(&f->dirty_bytes, 0);
-	atomic_store(&f->err_seq, 0);
-	atomic_store(&f->err_errno, 0);
-	atomic_store(&f->err_seen_seq, 0);
-	atomic_store(&f->err_told_seq, 0);
+	syncerr_reset(f); /* nfds is 0 already: every slot held a reference */
 	knobs_set(f, &p->knobs);
 	flusher_reset(f);
 	f->ghost = f->dead = false;

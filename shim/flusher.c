@@ -57,14 +57,32 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->done_seq, 0);
 	fl->nerrs = 0;
 	atomic_store(&fl->req_seq, 0);
-	atomic_store(&fl->first_req_ns, 0);
 	atomic_store(&fl->pending_calls, 0);
 	atomic_store(&fl->want_fsync, 0);
-	atomic_store(&fl->force, 0);
-	atomic_store(&fl->writeback, 0);
-	atomic_store(&fl->queued, 0);
+	atomic_store(&fl->dirty_bytes, 0);
 	atomic_store(&fl->wb_mark, 0);
-	fl->ready_next = fl->sched_next = NULL;
+	workers_reset(f);
+}
+
+void flusher_wrote(struct shim_file *f, uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&f->fl.dirty_bytes, bytes, memory_order_relaxed);
+}
+
+void flusher_real_sync_begins(struct shim_file *f)
+{
+	atomic_store_explicit(&f->fl.dirty_bytes, 0, memory_order_relaxed);
+}
+
+void flusher_offer_fd(struct shim_file *f, int fd)
+{
+	int none = -1;
+	atomic_compare_exchange_strong(&f->fl.req_fd, &none, fd);
+}
+
+bool flusher_can_reach(struct shim_file *f)
+{
+	return atomic_load(&f->nfds) > 0 || atomic_load(&f->fl.priv_fd) >= 0;
 }
 
 static void lock_fl(struct shim_file *f)
@@ -139,17 +157,6 @@ struct sync_fd {
 	enum sfd_kind kind;
 };
 
-/* The app descriptor fd still names f as far as the slots know, and is
- * not being closed. */
-static bool app_fd_usable(int fd, const struct shim_file *f, bool allow_closing)
-{
-	struct fd_slot *s = fd_slot(fd);
-	if (!s)
-		return fd >= 0;
-	uint32_t st = atomic_load(&s->state);
-	return (st & SLOT_KIND_MASK) == FD_FILE && atomic_load(&s->file) == f &&
-	       (allow_closing || !(st & SLOT_CLOSING));
-}
 
 /* mu held. own >= 0: the caller's own descriptor (a group caller, a
  * closer draining its own); else the best the file has. Leases it. */
@@ -159,11 +166,11 @@ static struct sync_fd pick_locked(struct shim_file *f, int own, bool own_closing
 	struct sync_fd s = { -1, SFD_NONE };
 	int p = atomic_load(&fl->priv_fd), r = atomic_load(&fl->req_fd);
 	if (own >= 0) {
-		if (app_fd_usable(own, f, own_closing))
+		if (fd_names(own, f, own_closing))
 			s = (struct sync_fd){ own, SFD_APP };
 	} else if (p >= 0) {
 		s = (struct sync_fd){ p, SFD_PRIV };
-	} else if (r >= 0 && app_fd_usable(r, f, false)) {
+	} else if (r >= 0 && fd_names(r, f, false)) {
 		s = (struct sync_fd){ r, SFD_APP };
 	}
 	fl->lease_fd = s.fd;
@@ -215,13 +222,13 @@ static bool use_fsync(const struct knobs *k, bool asked)
 	case REAL_SYNC_FDATASYNC:
 		return false;
 	default: /* auto: group keeps what callers asked; defer settles for data */
-		return k->sync == SYNC_GROUP && asked;
+		return k->act[CALL_FSYNC] == ACT_GROUP && asked;
 	}
 }
 
 static void linger(const struct knobs *k)
 {
-	if (k->sync != SYNC_GROUP || !k->group_wait_us)
+	if (k->act[CALL_FSYNC] != ACT_GROUP || !k->group_wait_us)
 		return;
 	struct timespec ts = { 0, (long)k->group_wait_us * 1000 };
 	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
@@ -239,7 +246,7 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, 
 		err = own >= 0 ? NOT_DONE : EIO; /* defer with no way to the file: cannot vouch */
 	} else {
 		TEST_POINT("lead");
-		int r = full ? REAL(fsync)(s.fd) : REAL(fdatasync)(s.fd);
+		int r = full ? LIBC(fsync)(s.fd) : LIBC(fdatasync)(s.fd);
 		err = r < 0 ? errno : 0;
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
@@ -273,12 +280,11 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	unlock_fl(f);
 
 	linger(&k);
-	atomic_store(&fl->force, 0);
-	atomic_store(&fl->first_req_ns, 0);
+	workers_disarm(f);
 	atomic_store(&fl->pending_calls, 0);
 	uint64_t started = atomic_load(&fl->req_seq);
 	bool full = use_fsync(&k, atomic_exchange(&fl->want_fsync, 0));
-	uint64_t bytes = atomic_exchange(&f->dirty_bytes, 0);
+	uint64_t bytes = atomic_exchange(&fl->dirty_bytes, 0);
 	atomic_store(&fl->wb_mark, 0);
 	s = confirm(f, s, own);
 	int err = real_sync(f, s, own, full, bytes);
@@ -374,7 +380,7 @@ static uint64_t next_request(struct flusher *fl, bool want_fsync)
 static bool over_threshold(struct shim_file *f, const struct knobs *k)
 {
 	return atomic_load(&f->fl.pending_calls) >= k->max_calls ||
-	       atomic_load(&f->dirty_bytes) >= k->max_bytes;
+	       atomic_load(&f->fl.dirty_bytes) >= k->max_bytes;
 }
 
 /* A deferred request: numbered, the deadline armed, the flusher told.
@@ -386,14 +392,14 @@ static void defer_request(struct shim_file *f, const struct knobs *k, int fd, bo
 	workers_arm(f);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
 	/* Wake the flusher once per crossing, not once per request after it. */
-	bool urgent = over_threshold(f, k) && atomic_exchange(&f->fl.force, 1) == 0;
+	bool urgent = over_threshold(f, k) && workers_force(f);
 	workers_schedule(f, urgent);
 }
 
 static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
 	if (atomic_load(&shim.exiting) && fd >= 0)
-		return want_fsync ? REAL(fsync)(fd) : REAL(fdatasync)(fd);
+		return want_fsync ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
 	defer_request(f, k, fd, want_fsync);
 	/* After queueing, so a thread retiring right now cannot miss it. */
 	if (workers_ensure(false) < 0) {
@@ -409,9 +415,10 @@ static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool w
 	return 0;
 }
 
-int flusher_app_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
+int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_action act, int fd,
+		     bool want_fsync)
 {
-	if (k->sync == SYNC_GROUP && fd >= 0) {
+	if (act == ACT_GROUP && fd >= 0) {
 		pthread_testcancel();
 		uint64_t seq = next_request(&f->fl, want_fsync);
 		int err = sync_until(f, fd, false, seq, false);
@@ -431,7 +438,7 @@ static void osync_inline(struct shim_file *f, int fd)
 {
 	if (!is_file(fd, f))
 		return;
-	if (REAL(fdatasync)(fd) < 0)
+	if (LIBC(fdatasync)(fd) < 0)
 		syncerr_record(f, errno);
 }
 
@@ -450,16 +457,14 @@ void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
 				osync_inline(f, fd);
 		}
 	}
-	uint64_t dirty = atomic_load_explicit(&f->dirty_bytes, memory_order_relaxed);
+	uint64_t dirty = atomic_load_explicit(&f->fl.dirty_bytes, memory_order_relaxed);
 	uint64_t mark = atomic_load_explicit(&f->fl.wb_mark, memory_order_relaxed);
 	if (k.writeback_bytes && dirty >= mark + k.writeback_bytes &&
 	    atomic_compare_exchange_strong(&f->fl.wb_mark, &mark, dirty)) {
-		atomic_store(&f->fl.writeback, 1);
 		atomic_store(&f->fl.req_fd, fd);
-		workers_schedule(f, true);
+		workers_writeback(f);
 	}
-	if (dirty >= k.max_bytes && atomic_load(&f->fl.first_req_ns) &&
-	    atomic_exchange(&f->fl.force, 1) == 0)
+	if (dirty >= k.max_bytes && workers_armed(f) && workers_force(f))
 		workers_schedule(f, true);
 }
 
@@ -478,7 +483,7 @@ void flusher_writeback(struct shim_file *f)
 	unlock_fl(f);
 	if (s.kind != SFD_NONE && is_file(s.fd, f)) {
 		uint64_t t0 = trace_stamp();
-		int r = REAL(sync_file_range)(s.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		int r = LIBC(sync_file_range)(s.fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 		trace_real_sync(OP_REAL_SYNC_FILE_RANGE, f, t0, trace_stamp(), 0, r, r < 0 ? errno : 0);
 	}
 	lock_fl(f);
@@ -542,13 +547,11 @@ void flusher_before_close(struct shim_file *f, int fd)
 {
 	struct knobs k;
 	knobs_of(f, &k);
-	if (k.on_close == ON_CLOSE_SYNC && flusher_owes(f))
+	if (k.act[CALL_CLOSE] == ACT_BARRIER && flusher_owes(f))
 		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
-	struct fd_slot *s = fd_slot(fd);
 	shim_enter();
 	lock_fl(f);
-	if (s)
-		atomic_fetch_or(&s->state, SLOT_CLOSING); /* no new lease on it */
+	fd_mark_closing(fd); /* no new lease on it */
 	while (f->fl.in_flight && f->fl.lease_fd == fd)
 		wait_locked(f);
 	int r = fd;
@@ -622,15 +625,13 @@ static void reset_in_child(struct shim_file *f, void *arg)
 	struct flusher *fl = &f->fl;
 	int priv = atomic_load(&fl->priv_fd), req = atomic_load(&fl->req_fd);
 	uint64_t seq = atomic_load(&fl->req_seq);
-	bool was_queued = atomic_load(&fl->queued);
+	workers_forget_in_child(f); /* before the reset: it knows whether f was queued */
 	flusher_init_locks(f); /* a parent thread may have held them */
 	flusher_reset(f);      /* the parent's flusher owns the parent's pending syncs */
 	atomic_store(&fl->priv_fd, priv);
 	atomic_store(&fl->req_fd, req);
 	atomic_store(&fl->req_seq, seq);
 	atomic_store(&fl->done_seq, seq);
-	if (was_queued)
-		atomic_fetch_sub(&f->refs, 1); /* that reference belonged to the parent's queue */
 }
 
 void flusher_atfork_child(void)

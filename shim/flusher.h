@@ -24,9 +24,10 @@ void flusher_reset(struct shim_file *f);
 void flusher_release_file(struct shim_file *f);
 
 /* An app's fsync/fdatasync (fd >= 0, checked by fd_get) or msync (fd -1)
- * on a defer or group file. Returns 0 or -1 with errno, like the call it
- * stands for. */
-int flusher_app_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync);
+ * that the decision table made act (ACT_DEFER or ACT_GROUP). Returns 0 or
+ * -1 with errno, like the call it stands for. */
+int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_action act, int fd,
+		     bool want_fsync);
 /* Write path, defer files only: thresholds, early writeback and O_SYNC
  * writes under osync=defer. Lock-free, no system call. */
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state);
@@ -52,6 +53,16 @@ void flusher_priv_lost(struct shim_file *f, int fd);
  * True if there were any. */
 bool flusher_release_privs(void);
 void flusher_atfork_child(void);
+
+/* Accounting the write path and the sync path feed. */
+void flusher_wrote(struct shim_file *f, uint64_t bytes); /* lock-free */
+void flusher_real_sync_begins(struct shim_file *f);     /* it covers everything written */
+/* fd (an app descriptor of f: a mapping's) may be borrowed if nothing
+ * better is known. */
+void flusher_offer_fd(struct shim_file *f, int fd);
+/* Some descriptor of f is open, the app's or the shim's: a deferred sync
+ * has a way to the file without reopening it by name. */
+bool flusher_can_reach(struct shim_file *f);
 
 /* For the flusher threads (workers.c). */
 bool flusher_owes(struct shim_file *f);

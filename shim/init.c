@@ -33,7 +33,7 @@ void shim_say(const char *fmt, ...)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
 	int e = errno;
-	ssize_t w = REAL(write)(2, line, (size_t)n);
+	ssize_t w = LIBC(write)(2, line, (size_t)n);
 	(void)w;
 	errno = e;
 }
@@ -219,8 +219,8 @@ __attribute__((constructor)) static void shim_init(void)
 {
 	shim_enter();
 	shim.pid = getpid();
-	real_resolve_all();
-	shim_real_vfork = (void *)REAL(vfork);
+	libc_resolve_all();
+	shim_real_vfork = (void *)LIBC(vfork);
 	fdtable_init();
 	test_points_init();
 	const char *config = config_from_env();
@@ -244,7 +244,7 @@ static int exit_status;
 SHIM_API void exit(int status)
 {
 	exit_status = status;
-	REAL(exit)(status);
+	LIBC(exit)(status);
 	__builtin_unreachable();
 }
 
@@ -264,7 +264,7 @@ __attribute__((destructor)) static void shim_fini(void)
 	policy_leave(ticket);
 	if (lost && strict && exit_status == 0) {
 		fflush(NULL);
-		REAL(_exit)(74);
+		LIBC(_exit)(74);
 	}
 }
 

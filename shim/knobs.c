@@ -29,10 +29,9 @@ union knob_words {
 void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index)
 {
 	memset(k, 0, sizeof(*k));
-	k->sync = (uint8_t)r->sync;
-	k->osync = (uint8_t)rule_osync(r);
+	for (int c = 0; c < CALL_COUNT; c++)
+		k->act[c] = (uint8_t)rule_decide(r, (enum shim_call)c);
 	k->real_sync = (uint8_t)r->real_sync;
-	k->on_close = (uint8_t)r->on_close;
 	k->max_delay_ms = r->max_delay_ms;
 	k->max_bytes = r->max_bytes;
 	k->max_calls = r->max_calls;
@@ -70,5 +69,5 @@ void knobs_set(struct shim_file *f, const struct knobs *k)
 	for (size_t i = 0; i < KNOB_WORDS; i++)
 		__atomic_store_n(&dst[i], from.w[i], __ATOMIC_RELAXED);
 	atomic_store_explicit(&f->knob_seq, s + 2, memory_order_release);
-	atomic_store_explicit(&f->defers, k->sync == SYNC_DEFER, memory_order_relaxed);
+	atomic_store_explicit(&f->defers, k->act[CALL_WRITE] == ACT_DEFER, memory_order_relaxed);
 }

@@ -440,7 +440,7 @@ static int write_all(const uint8_t *buf, size_t len)
 {
 	size_t off = 0;
 	while (off < len) {
-		ssize_t w = REAL(write)(L.fd, buf + off, len - off);
+		ssize_t w = LIBC(write)(L.fd, buf + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -906,7 +906,7 @@ static void read_cmdline(char *out, size_t len)
 
 static void *map_zeroed(size_t len)
 {
-	void *p = REAL(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+	void *p = LIBC(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 			     -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }

@@ -101,9 +101,8 @@ void mmap_track_add(void *addr, size_t len, int fd)
 	struct shim_file *f = fd_get(fd, &state); /* the region keeps this reference */
 	if (!f)
 		return;
-	int none = -1; /* a later msync may have only the mapping: a descriptor to borrow */
-	if (file_defers(f))
-		atomic_compare_exchange_strong(&f->fl.req_fd, &none, fd);
+	if (file_defers(f)) /* a later msync may have only the mapping: a descriptor to borrow */
+		flusher_offer_fd(f, fd);
 	shim_enter();
 	regions_lock();
 	regions_cut((uintptr_t)addr, (uintptr_t)addr + len);
@@ -156,17 +155,17 @@ static void *mmap_done(void *p, size_t len, int flags, int fd)
 
 SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap_done(REAL(mmap)(addr, len, prot, flags, fd, off), len, flags, fd);
+	return mmap_done(LIBC(mmap)(addr, len, prot, flags, fd, off), len, flags, fd);
 }
 
 SHIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
-	return mmap_done(REAL(mmap64)(addr, len, prot, flags, fd, off), len, flags, fd);
+	return mmap_done(LIBC(mmap64)(addr, len, prot, flags, fd, off), len, flags, fd);
 }
 
 SHIM_API int munmap(void *addr, size_t len)
 {
-	int r = REAL(munmap)(addr, len);
+	int r = LIBC(munmap)(addr, len);
 	if (r == 0 && !shim_bypass()) {
 		int e = errno;
 		mmap_track_remove(addr, len);

@@ -22,11 +22,6 @@
 #include "trace.h"
 #include "workers.h"
 
-int __open_2(const char *path, int flags);
-int __open64_2(const char *path, int flags);
-int __openat_2(int dirfd, const char *path, int flags);
-int __openat64_2(int dirfd, const char *path, int flags);
-
 struct open_req {
 	bool track;
 	uint32_t slot_flags;
@@ -42,12 +37,12 @@ int open_adjust_flags(const struct knobs *k, int flags, uint32_t *slot_flags)
 		*slot_flags = SLOT_APP_ODSYNC;
 	else
 		return flags;
-	switch (k->osync) {
-	case OSYNC_DSYNC:
+	switch (k->act[CALL_OPEN_SYNC]) {
+	case ACT_DATASYNC:
 		return (flags & ~O_SYNC) | O_DSYNC; /* O_SYNC contains the O_DSYNC bit */
-	case OSYNC_STRIP:
+	case ACT_STRIP:
 		return flags & ~O_SYNC;
-	case OSYNC_DEFER:
+	case ACT_DEFER:
 		*slot_flags |= SLOT_OSYNC_DEFER;
 		return flags & ~O_SYNC;
 	default:
@@ -166,7 +161,7 @@ static int open_end(struct open_req *q, int fd)
 		}                                                                    \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, AT_FDCWD, path, flags), r;                   \
-		OPEN_CALL(r, REAL(name)(path, fl, mode));                            \
+		OPEN_CALL(r, LIBC(name)(path, fl, mode));                            \
 		return open_end(&q, r);                                              \
 	}
 
@@ -182,7 +177,7 @@ static int open_end(struct open_req *q, int fd)
 		}                                                                    \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, dirfd, path, flags), r;                      \
-		OPEN_CALL(r, REAL(name)(dirfd, path, fl, mode));                     \
+		OPEN_CALL(r, LIBC(name)(dirfd, path, fl, mode));                     \
 		return open_end(&q, r);                                              \
 	}
 
@@ -192,7 +187,7 @@ static int open_end(struct open_req *q, int fd)
 	{                                                                            \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, AT_FDCWD, path, flags), r;                   \
-		OPEN_CALL(r, REAL(name)(path, fl));                                  \
+		OPEN_CALL(r, LIBC(name)(path, fl));                                  \
 		return open_end(&q, r);                                              \
 	}
 
@@ -201,7 +196,7 @@ static int open_end(struct open_req *q, int fd)
 	{                                                                            \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, dirfd, path, flags), r;                      \
-		OPEN_CALL(r, REAL(name)(dirfd, path, fl));                           \
+		OPEN_CALL(r, LIBC(name)(dirfd, path, fl));                           \
 		return open_end(&q, r);                                              \
 	}
 
@@ -212,7 +207,7 @@ static int open_end(struct open_req *q, int fd)
 		struct open_req q;                                                   \
 		int r;                                                               \
 		open_begin(&q, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC);        \
-		OPEN_CALL(r, REAL(name)(path, mode));                                \
+		OPEN_CALL(r, LIBC(name)(path, mode));                                \
 		return open_end(&q, r);                                              \
 	}
 

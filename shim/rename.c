@@ -51,13 +51,13 @@ static int publish_barrier(int dirfd, const char *path, int at_flags)
 SHIM_API int rename(const char *from, const char *to)
 {
 	RENAME_BEGIN(AT_FDCWD, from)
-	return publish_done(&t, REAL(rename)(from, to));
+	return publish_done(&t, LIBC(rename)(from, to));
 }
 
 SHIM_API int renameat(int fromdir, const char *from, int todir, const char *to)
 {
 	RENAME_BEGIN(fromdir, from)
-	return publish_done(&t, REAL(renameat)(fromdir, from, todir, to));
+	return publish_done(&t, LIBC(renameat)(fromdir, from, todir, to));
 }
 
 SHIM_API int renameat2(int fromdir, const char *from, int todir, const char *to, unsigned int flags)
@@ -66,7 +66,7 @@ SHIM_API int renameat2(int fromdir, const char *from, int todir, const char *to,
 	if (!shim_bypass() && (flags & RENAME_EXCHANGE) &&
 	    publish_barrier(todir, to, AT_SYMLINK_NOFOLLOW) < 0)
 		return -1;
-	return publish_done(&t, REAL(renameat2)(fromdir, from, todir, to, flags));
+	return publish_done(&t, LIBC(renameat2)(fromdir, from, todir, to, flags));
 }
 
 /* link() makes a hard link to a symlink itself, never to its target. */
@@ -74,7 +74,7 @@ SHIM_API int link(const char *from, const char *to)
 {
 	if (!shim_bypass() && publish_barrier(AT_FDCWD, from, AT_SYMLINK_NOFOLLOW) < 0)
 		return -1;
-	return REAL(link)(from, to);
+	return LIBC(link)(from, to);
 }
 
 /* AT_EMPTY_PATH names the descriptor itself (an O_TMPFILE file being given
@@ -84,5 +84,5 @@ SHIM_API int linkat(int fromdir, const char *from, int todir, const char *to, in
 	int at = (flags & AT_EMPTY_PATH) | ((flags & AT_SYMLINK_FOLLOW) ? 0 : AT_SYMLINK_NOFOLLOW);
 	if (!shim_bypass() && publish_barrier(fromdir, from, at) < 0)
 		return -1;
-	return REAL(linkat)(fromdir, from, todir, to, flags);
+	return LIBC(linkat)(fromdir, from, todir, to, flags);
 }

@@ -33,8 +33,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "decide.h"
 #include "policy.h"
-#include "real.h"
+#include "calls.h"
 
 #define SHIM_API __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -85,23 +86,34 @@ struct flusher {
 	struct err_epoch errs[FLUSH_ERR_EPOCHS]; /* mu */
 	unsigned nerrs;                  /* mu, total failures so far */
 	_Atomic uint64_t req_seq;
-	_Atomic uint64_t first_req_ns;   /* oldest request not yet covered, 0 none */
 	_Atomic uint32_t pending_calls;
 	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */
-	_Atomic uint32_t force;          /* sync now: a threshold or a drain */
-	_Atomic uint32_t writeback;      /* start writeback now */
-	_Atomic uint32_t queued;         /* on the scheduler's list (holds a file ref) */
+	_Atomic uint64_t dirty_bytes;    /* written since the last real sync began (defer files) */
 	_Atomic uint64_t wb_mark;        /* dirty bytes at the last writeback kick */
-	struct shim_file *ready_next;    /* lock-free hand-off to the scheduler */
-	struct shim_file *sched_next;    /* scheduler's list, sched lock */
 };
 
 /*
- * What the file's rule says, as the shim acts on it: a copy of the rule's
- * knobs kept in the file, so no path ever dereferences a policy snapshot
- * that a reload may retire. A reload rewrites it under a sequence count;
- * readers copy it whole (knobs_of) and retry if a rewrite overlapped.
- * Word-sized fields only, read and written with relaxed atomics.
+ * A file's place in the flusher threads' schedule (workers.c's alone): when
+ * its oldest deferred request was made, whether it must be synced or
+ * written back now, and the links of the lock-free hand-off and the
+ * threads' list.
+ */
+struct sched {
+	_Atomic uint64_t first_req_ns;   /* oldest request not yet covered, 0 none */
+	_Atomic uint32_t force;          /* sync now: a threshold or a drain */
+	_Atomic uint32_t writeback;      /* start writeback now */
+	_Atomic uint32_t queued;         /* on the threads' list (holds a file ref) */
+	struct shim_file *ready_next;    /* lock-free hand-off to the threads */
+	struct shim_file *sched_next;    /* the threads' list, sched lock */
+};
+
+/*
+ * What the file's rule says, as the shim acts on it: the decision table's
+ * answer for every call (policy/decide.h) and the flusher's knobs, copied
+ * into the file, so no path ever dereferences a policy snapshot that a
+ * reload may retire. A reload rewrites it under a sequence count; readers
+ * copy it whole (knobs_of) and retry if a rewrite overlapped. Read and
+ * written as whole words with relaxed atomics.
  */
 struct knobs {
 	uint64_t max_bytes;
@@ -109,12 +121,10 @@ struct knobs {
 	uint32_t max_delay_ms;
 	uint32_t max_calls;
 	uint32_t group_wait_us;
-	int32_t rule_index;   /* -1: the [shim] default rule */
-	uint8_t sync;         /* enum sync_policy */
-	uint8_t osync;        /* enum osync_mode, AUTO already resolved */
-	uint8_t real_sync;    /* enum real_sync */
-	uint8_t on_close;     /* enum on_close */
-	uint32_t pad;
+	int32_t rule_index;          /* -1: the [shim] default rule */
+	uint8_t real_sync;           /* enum real_sync: which call the flusher makes */
+	uint8_t act[CALL_COUNT];     /* enum shim_action, by enum shim_call */
+	uint8_t pad[20 - CALL_COUNT];
 };
 
 struct shim_file {
@@ -127,13 +137,13 @@ struct shim_file {
 	ino_t ino;
 	_Atomic uint32_t knob_seq;  /* odd while a reload rewrites knobs */
 	struct knobs knobs;         /* read through knobs_of() */
-	_Atomic uint8_t defers;     /* knobs.sync == SYNC_DEFER, for the write path's one load */
-	_Atomic uint64_t dirty_bytes;   /* written since the last real sync began (defer files) */
+	_Atomic uint8_t defers;     /* writes are counted for the flusher: the write path's one load */
 	_Atomic uint32_t err_seq;       /* failed deferred syncs so far */
 	_Atomic int err_errno;          /* errno of the latest one */
 	_Atomic uint32_t err_seen_seq;  /* newest err_seq some fd has reported */
 	_Atomic uint32_t err_told_seq;  /* newest err_seq said on stderr (nobody left to tell) */
-	struct flusher fl;
+	struct flusher fl;              /* flusher.c */
+	struct sched sched;             /* workers.c */
 	char *path;                     /* absolute; private allocation, registry lock */
 	struct shim_file *hash_next;
 	struct shim_file *free_next;
@@ -235,6 +245,16 @@ void fdtable_scan_inherited(void);
 /* (dev, ino) of fd without touching the inode's attributes: statx asks
  * only for the inode number. 0, or -1 with errno. */
 int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode);
+/* Slots as the other modules see them (only fdtable.c stores into one). */
+void fd_mark_shim(int fd, enum shim_fd_owner owner, struct shim_file *f);
+void fd_unmark_shim(int fd);   /* if it is marked the shim's */
+enum shim_fd_owner fd_shim_owner(int fd, struct shim_file **f); /* OWN_NONE: not marked */
+void fd_mark_closing(int fd);  /* the app is closing it: no new lease */
+bool fd_names(int fd, const struct shim_file *f, bool allow_closing);
+struct shim_file *fd_file_ref(int fd); /* the slot's file, unchecked, with a reference */
+bool fd_is_pass(int fd);
+/* The error sequence fd had reported, now seq (the errseq exchange). */
+uint32_t fd_saw_error(int fd, uint32_t seq);
 
 /* ---- files.c: the registry of files --------------------------------------- */
 struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, const char *abspath);
@@ -257,6 +277,7 @@ void registry_atfork_child(void);
 void registry_rematch(const struct policy *p);
 
 /* ---- syncerr.c: errors of syncs the shim made on the app's behalf -------- */
+void syncerr_reset(struct shim_file *f); /* a (recycled) object starting as a new file */
 /* A deferred sync of f failed with err: sticky until every fd reported it. */
 void syncerr_record(struct shim_file *f, int err);
 /* The error fd has not reported yet (marked reported), else 0. */
@@ -301,6 +322,12 @@ bool shimfd_relieve_emfile(void);
 /* Absolute, lexically normalised path for (dirfd, path); 0 or -1. */
 int path_absolute(int dirfd, const char *path, char *out, size_t len);
 int path_of_fd(int fd, char *out, size_t len);
+
+/* ---- fdops.c ------------------------------------------------------------- */
+/* A close the app's call makes implicitly (dup2 over fd, freopen, one of
+ * close_range's): prepared like a close, its error left for the orphan
+ * check (it has no return value to go to). */
+void fdops_before_implicit_close(int fd);
 
 /* ---- open.c -------------------------------------------------------------- */
 int open_adjust_flags(const struct knobs *k, int flags, uint32_t *slot_flags);

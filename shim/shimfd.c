@@ -29,43 +29,25 @@
 
 #define HIGH_BASE 100
 
-static unsigned owner_of(uint32_t state)
-{
-	return (state >> SLOT_OWN_SHIFT) & 3u;
-}
-
 void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
-	struct fd_slot *s = fd_slot(fd);
-	if (!s)
-		return; /* beyond the table: unprotected, like any untracked number */
-	fd_note_used(fd);
-	atomic_store_explicit(&s->file, f, memory_order_relaxed);
-	atomic_store_explicit(&s->state, FD_SHIM | (uint32_t)owner << SLOT_OWN_SHIFT, memory_order_release);
-}
-
-static void forget(struct fd_slot *s)
-{
-	atomic_store_explicit(&s->state, FD_UNKNOWN, memory_order_release);
-	atomic_store_explicit(&s->file, NULL, memory_order_relaxed);
+	fd_mark_shim(fd, owner, f);
 }
 
 void shimfd_forget(int fd)
 {
-	struct fd_slot *s = fd_slot(fd);
-	if (s && (atomic_load(&s->state) & SLOT_KIND_MASK) == FD_SHIM)
-		forget(s);
+	fd_unmark_shim(fd);
 }
 
 /* The number is marked ours and still refers to what its owner opened. */
-static bool really_ours(int fd, struct fd_slot *s, uint32_t st)
+static bool really_ours(int fd)
 {
 	dev_t dev, want_dev;
 	ino_t ino, want_ino;
-	if ((st & SLOT_KIND_MASK) != FD_SHIM)
+	struct shim_file *f = NULL;
+	switch (fd_shim_owner(fd, &f)) {
+	case OWN_NONE:
 		return false;
-	struct shim_file *f = atomic_load(&s->file);
-	switch (owner_of(st)) {
 	case OWN_LOG:
 		if (!log_identity(&want_dev, &want_ino))
 			return false;
@@ -84,41 +66,35 @@ static bool really_ours(int fd, struct fd_slot *s, uint32_t st)
 
 bool shimfd_is_ours(int fd)
 {
-	struct fd_slot *s = fd_slot(fd);
-	return s && really_ours(fd, s, atomic_load_explicit(&s->state, memory_order_acquire));
+	return really_ours(fd);
 }
 
 void shimfd_lost(int fd)
 {
-	struct fd_slot *s = fd_slot(fd);
-	if (!s)
+	struct shim_file *f = NULL;
+	enum shim_fd_owner owner = fd_shim_owner(fd, &f);
+	if (owner == OWN_NONE)
 		return;
-	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-	if ((st & SLOT_KIND_MASK) != FD_SHIM)
-		return;
-	struct shim_file *f = atomic_load(&s->file);
-	forget(s);
-	if (owner_of(st) == OWN_LOG)
+	fd_unmark_shim(fd);
+	if (owner == OWN_LOG)
 		log_fd_lost(fd);
-	else if (owner_of(st) == OWN_FILE && f)
+	else if (owner == OWN_FILE && f)
 		flusher_priv_lost(f, fd);
 }
 
 void shimfd_close(int fd)
 {
-	struct fd_slot *s = fd_slot(fd);
 	if (fd < 0)
 		return;
-	if (!s) {
-		REAL(close)(fd);
+	if (!fd_slot(fd)) {
+		LIBC(close)(fd);
 		return;
 	}
-	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-	if ((st & SLOT_KIND_MASK) != FD_SHIM)
+	if (fd_shim_owner(fd, NULL) == OWN_NONE)
 		return; /* the app has it now: never ours to close */
-	forget(s);
+	fd_unmark_shim(fd);
 	int e = errno;
-	REAL(close)(fd);
+	LIBC(close)(fd);
 	errno = e;
 }
 
@@ -131,13 +107,13 @@ static int claim_or_close(int fd, enum shim_fd_owner owner, struct shim_file *f)
 
 int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 {
-	return claim_or_close(REAL(open)(path, flags | O_CLOEXEC, 0600), owner, NULL);
+	return claim_or_close(LIBC(open)(path, flags | O_CLOEXEC, 0600), owner, NULL);
 }
 
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
 	int base = owner == OWN_LOG ? shimfd_high_base() : 3;
-	return claim_or_close(REAL(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
+	return claim_or_close(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
 }
 
 int shimfd_high_base(void)
@@ -151,13 +127,9 @@ int shimfd_high_base(void)
 
 int shimfd_app_close(int fd)
 {
-	struct fd_slot *s = fd_slot(fd);
-	if (!s)
+	if (fd_shim_owner(fd, NULL) == OWN_NONE)
 		return 0;
-	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-	if ((st & SLOT_KIND_MASK) != FD_SHIM)
-		return 0;
-	if (really_ours(fd, s, st))
+	if (really_ours(fd))
 		return 1;
 	shimfd_lost(fd); /* a stale mark: the number is the app's */
 	return 0;
@@ -165,20 +137,17 @@ int shimfd_app_close(int fd)
 
 void shimfd_vacate(int fd)
 {
-	struct fd_slot *s = fd_slot(fd);
-	if (!s)
-		return;
-	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-	if ((st & SLOT_KIND_MASK) != FD_SHIM)
+	struct shim_file *f = NULL;
+	enum shim_fd_owner owner = fd_shim_owner(fd, &f);
+	if (owner == OWN_NONE)
 		return;
 	int e = errno;
-	struct shim_file *f = atomic_load(&s->file);
-	if (owner_of(st) == OWN_LOG)
+	if (owner == OWN_LOG)
 		log_vacate(fd);
-	else if (owner_of(st) == OWN_FILE && f)
+	else if (owner == OWN_FILE && f)
 		flusher_vacate(f, fd);
 	else
-		forget(s); /* a short-lived read loses its descriptor, nothing more */
+		fd_unmark_shim(fd); /* a short-lived read loses its descriptor, nothing more */
 	errno = e;
 }
 

@@ -25,14 +25,14 @@
 
 static int real_sync_call(int fd, enum shim_op op)
 {
-	return op == OP_FSYNC ? REAL(fsync)(fd) : REAL(fdatasync)(fd);
+	return op == OP_FSYNC ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
 }
 
 /* What a skipped syncfs still owes the caller: EBADF for a bad or O_PATH
  * fd (syncfs(2) fails there too), and a cancellation point. */
 static int sync_validate_fd(int fd)
 {
-	int fl = REAL(fcntl)(fd, F_GETFL);
+	int fl = LIBC(fcntl)(fd, F_GETFL);
 	if (fl < 0)
 		return -1;
 	if (fl & O_PATH) {
@@ -46,7 +46,7 @@ static int sync_validate_fd(int fd)
 /* A real sync about to start covers everything written so far. */
 static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 {
-	atomic_store_explicit(&f->dirty_bytes, 0, memory_order_relaxed);
+	flusher_real_sync_begins(f);
 	return real_sync_call(fd, op);
 }
 
@@ -58,15 +58,16 @@ static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, e
 		errno = err;
 		return -1;
 	}
-	switch (k->sync) {
-	case SYNC_NOOP:
+	enum shim_action act = k->act[op == OP_FSYNC ? CALL_FSYNC : CALL_FDATASYNC];
+	switch (act) {
+	case ACT_NOOP:
 		pthread_testcancel(); /* fd_get vouched for fd: fsync(2) would not fail */
 		return 0;
-	case SYNC_FDATASYNC:
+	case ACT_DATASYNC:
 		return synced_call(f, fd, OP_FDATASYNC);
-	case SYNC_DEFER:
-	case SYNC_GROUP:
-		return flusher_app_sync(f, k, fd, op == OP_FSYNC);
+	case ACT_DEFER:
+	case ACT_GROUP:
+		return flusher_app_sync(f, k, act, fd, op == OP_FSYNC);
 	default:
 		return synced_call(f, fd, op);
 	}
@@ -115,17 +116,17 @@ SHIM_API int fdatasync(int fd)
 SHIM_API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 {
 	if (shim_bypass())
-		return REAL(sync_file_range)(fd, off, n, flags);
+		return LIBC(sync_file_range)(fd, off, n, flags);
 	int e0 = errno;
 	uint32_t state = 0;
 	struct shim_file *f = fd_get(fd, &state);
 	errno = e0;
-	struct knobs k = { .sync = SYNC_PASSTHROUGH };
+	struct knobs k = { .act[CALL_SYNC_FILE_RANGE] = ACT_PASS };
 	if (f)
 		knobs_of(f, &k);
-	if (k.sync != SYNC_NOOP) {
+	if (k.act[CALL_SYNC_FILE_RANGE] != ACT_NOOP) {
 		file_put(f);
-		return REAL(sync_file_range)(fd, off, n, flags);
+		return LIBC(sync_file_range)(fd, off, n, flags);
 	}
 	struct trace_start t;
 	trace_begin(&t);
@@ -135,7 +136,7 @@ SHIM_API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 		r = -1;
 	} else {
 		/* flags 0: the kernel validates fd and range and does no I/O */
-		r = REAL(sync_file_range)(fd, off, n, 0);
+		r = LIBC(sync_file_range)(fd, off, n, 0);
 	}
 	int e = r == 0 ? e0 : errno;
 	trace_end(&t, OP_SYNC_FILE_RANGE, f, r, r == 0 ? 0 : e);
@@ -157,9 +158,9 @@ static bool msync_flags_valid(int flags)
  * An error no descriptor has reported yet is reported here. */
 static int msync_defer(struct shim_file *f, const struct knobs *k, void *addr, size_t len, int flags)
 {
-	if (atomic_load(&f->nfds) == 0 && atomic_load(&f->fl.priv_fd) < 0)
-		return REAL(msync)(addr, len, flags);
-	int r = REAL(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
+	if (!flusher_can_reach(f))
+		return LIBC(msync)(addr, len, flags);
+	int r = LIBC(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
 	if (r != 0)
 		return r;
 	int err = syncerr_take_unseen(f);
@@ -167,7 +168,7 @@ static int msync_defer(struct shim_file *f, const struct knobs *k, void *addr, s
 		errno = err;
 		return -1;
 	}
-	return flusher_app_sync(f, k, -1, false);
+	return flusher_app_sync(f, k, ACT_DEFER, -1, false);
 }
 
 /* On Linux msync(MS_SYNC) already writes data only (it is an fdatasync
@@ -175,27 +176,27 @@ static int msync_defer(struct shim_file *f, const struct knobs *k, void *addr, s
 SHIM_API int msync(void *addr, size_t len, int flags)
 {
 	if (shim_bypass() || !(flags & MS_SYNC) || !msync_flags_valid(flags))
-		return REAL(msync)(addr, len, flags);
+		return LIBC(msync)(addr, len, flags);
 	int e0 = errno;
 	struct shim_file *f = mmap_track_find(addr, len);
 	errno = e0;
 	if (!f)
-		return REAL(msync)(addr, len, flags);
+		return LIBC(msync)(addr, len, flags);
 	chores();
 	struct knobs k;
 	knobs_of(f, &k);
 	struct trace_start t;
 	trace_begin(&t);
 	int r;
-	switch (k.sync) {
-	case SYNC_NOOP:
-		r = REAL(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
+	switch (k.act[CALL_MSYNC]) {
+	case ACT_NOOP:
+		r = LIBC(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
 		break;
-	case SYNC_DEFER:
+	case ACT_DEFER:
 		r = msync_defer(f, &k, addr, len, flags);
 		break;
-	default: /* group: one mapping's msync is not batched; same durability */
-		r = REAL(msync)(addr, len, flags);
+	default:
+		r = LIBC(msync)(addr, len, flags);
 	}
 	int e = r == 0 ? e0 : errno;
 	trace_end(&t, OP_MSYNC, f, r, r == 0 ? 0 : e);
@@ -204,13 +205,13 @@ SHIM_API int msync(void *addr, size_t len, int flags)
 	return r;
 }
 
-/* The [shim] default rule's policy, for calls that are not about a file. */
-static enum sync_policy default_sync(void)
+/* What the [shim] default rule does to a call that is not about a file. */
+static enum shim_action default_action(enum shim_call call)
 {
 	unsigned ticket;
-	enum sync_policy s = policy_enter(&ticket)->deflt.sync;
+	enum shim_action a = rule_decide(&policy_enter(&ticket)->deflt, call);
 	policy_leave(ticket);
-	return s;
+	return a;
 }
 
 /* syncfs and sync are not about one file: the file's rule (syncfs on a
@@ -219,24 +220,27 @@ static enum sync_policy default_sync(void)
 SHIM_API int syncfs(int fd)
 {
 	if (shim_bypass())
-		return REAL(syncfs)(fd);
+		return LIBC(syncfs)(fd);
 	int e0 = errno;
 	uint32_t state = 0;
 	struct shim_file *f = fd_get(fd, &state);
-	struct knobs k = { .sync = SYNC_PASSTHROUGH };
-	if (f)
+	enum shim_action act;
+	if (f) {
+		struct knobs k;
 		knobs_of(f, &k);
-	else
-		k.sync = (uint8_t)default_sync();
+		act = k.act[CALL_SYNCFS];
+	} else {
+		act = default_action(CALL_SYNCFS);
+	}
 	errno = e0;
 	struct trace_start t;
 	trace_begin(&t);
 	int ret;
-	if (k.sync == SYNC_NOOP) {
+	if (act == ACT_NOOP) {
 		ret = sync_validate_fd(fd);
 	} else {
 		flusher_flush_all();
-		ret = REAL(syncfs)(fd);
+		ret = LIBC(syncfs)(fd);
 	}
 	int e = ret == 0 ? e0 : errno;
 	trace_end(&t, OP_SYNCFS, f, ret, ret == 0 ? 0 : e);
@@ -248,15 +252,15 @@ SHIM_API int syncfs(int fd)
 SHIM_API void sync(void)
 {
 	if (shim_bypass()) {
-		REAL(sync)();
+		LIBC(sync)();
 		return;
 	}
 	int e0 = errno;
 	struct trace_start t;
 	trace_begin(&t);
-	if (default_sync() != SYNC_NOOP) {
+	if (default_action(CALL_SYNCFS) != ACT_NOOP) {
 		flusher_flush_all();
-		REAL(sync)();
+		LIBC(sync)();
 	}
 	trace_end(&t, OP_SYNC, NULL, 0, 0);
 	errno = e0;

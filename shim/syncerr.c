@@ -18,6 +18,14 @@
 
 #include "shim.h"
 
+void syncerr_reset(struct shim_file *f)
+{
+	atomic_store(&f->err_seq, 0);
+	atomic_store(&f->err_errno, 0);
+	atomic_store(&f->err_seen_seq, 0);
+	atomic_store(&f->err_told_seq, 0);
+}
+
 void syncerr_record(struct shim_file *f, int err)
 {
 	atomic_store_explicit(&f->err_errno, err, memory_order_relaxed);
@@ -43,11 +51,8 @@ int syncerr_take_seen(struct shim_file *f, uint32_t *seen)
 
 int syncerr_take(struct shim_file *f, int fd)
 {
-	struct fd_slot *s = fd_slot(fd);
 	uint32_t seq = atomic_load_explicit(&f->err_seq, memory_order_acquire);
-	if (seq == 0)
-		return 0;
-	if (s && atomic_exchange_explicit(&s->err_seen, seq, memory_order_acq_rel) == seq)
+	if (seq == 0 || fd_saw_error(fd, seq) == seq)
 		return 0;
 	mark_seen(f, seq);
 	return atomic_load_explicit(&f->err_errno, memory_order_relaxed);

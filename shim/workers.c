@@ -32,10 +32,50 @@ static _Atomic uint32_t sched_wake;             /* futex word */
 static _Atomic int nworkers;
 static int nidle;                               /* sched_mu */
 
+void workers_reset(struct shim_file *f)
+{
+	struct sched *sc = &f->sched;
+	atomic_store(&sc->first_req_ns, 0);
+	atomic_store(&sc->force, 0);
+	atomic_store(&sc->writeback, 0);
+	atomic_store(&sc->queued, 0);
+	sc->ready_next = sc->sched_next = NULL;
+}
+
 void workers_arm(struct shim_file *f)
 {
 	uint64_t zero = 0;
-	atomic_compare_exchange_strong(&f->fl.first_req_ns, &zero, trace_now());
+	atomic_compare_exchange_strong(&f->sched.first_req_ns, &zero, trace_now());
+}
+
+bool workers_armed(struct shim_file *f)
+{
+	return atomic_load(&f->sched.first_req_ns) != 0;
+}
+
+void workers_disarm(struct shim_file *f)
+{
+	atomic_store(&f->sched.force, 0);
+	atomic_store(&f->sched.first_req_ns, 0);
+}
+
+bool workers_force(struct shim_file *f)
+{
+	return atomic_exchange(&f->sched.force, 1) == 0;
+}
+
+void workers_writeback(struct shim_file *f)
+{
+	atomic_store(&f->sched.writeback, 1);
+	workers_schedule(f, true);
+}
+
+/* In a fork child: the reference a queued file held belonged to the
+ * parent's queue, which the child does not have. */
+void workers_forget_in_child(struct shim_file *f)
+{
+	if (atomic_load(&f->sched.queued))
+		atomic_fetch_sub(&f->refs, 1);
 }
 
 void workers_rearm(struct shim_file *f)
@@ -46,8 +86,8 @@ void workers_rearm(struct shim_file *f)
 
 static bool has_pending(const struct shim_file *f)
 {
-	return atomic_load_explicit(&f->fl.first_req_ns, memory_order_acquire) != 0 ||
-	       atomic_load_explicit(&f->fl.force, memory_order_acquire) != 0;
+	return atomic_load_explicit(&f->sched.first_req_ns, memory_order_acquire) != 0 ||
+	       atomic_load_explicit(&f->sched.force, memory_order_acquire) != 0;
 }
 
 static void wake_one(void)
@@ -58,15 +98,15 @@ static void wake_one(void)
 
 void workers_schedule(struct shim_file *f, bool urgent)
 {
-	struct flusher *fl = &f->fl;
-	if (atomic_exchange(&fl->queued, 1) == 0) {
+	struct sched *sc = &f->sched;
+	if (atomic_exchange(&sc->queued, 1) == 0) {
 		if (!file_tryref(f)) { /* dying under a racing close: its closer drains it */
-			atomic_store(&fl->queued, 0);
+			atomic_store(&sc->queued, 0);
 			return;
 		}
 		struct shim_file *head = atomic_load(&ready_stack);
 		do
-			fl->ready_next = head;
+			sc->ready_next = head;
 		while (!atomic_compare_exchange_weak(&ready_stack, &head, f));
 		wake_one();
 	} else if (urgent) {
@@ -107,9 +147,9 @@ int workers_ensure(bool more)
 
 static uint64_t deadline_of(struct shim_file *f)
 {
-	if (atomic_load(&f->fl.force) || atomic_load(&f->fl.writeback))
+	if (atomic_load(&f->sched.force) || atomic_load(&f->sched.writeback))
 		return 0;
-	uint64_t first = atomic_load(&f->fl.first_req_ns);
+	uint64_t first = atomic_load(&f->sched.first_req_ns);
 	if (!first)
 		return UINT64_MAX;
 	struct knobs k;
@@ -121,8 +161,8 @@ static void take_ready(void)
 {
 	struct shim_file *f = atomic_exchange(&ready_stack, NULL);
 	while (f) {
-		struct shim_file *next = f->fl.ready_next;
-		f->fl.sched_next = sched_list;
+		struct shim_file *next = f->sched.ready_next;
+		f->sched.sched_next = sched_list;
 		sched_list = f;
 		f = next;
 	}
@@ -141,13 +181,13 @@ static struct shim_file *pick(uint64_t now, uint64_t *next)
 		struct shim_file *f = *pp;
 		uint64_t dl = deadline_of(f);
 		if (dl == UINT64_MAX) {
-			atomic_store(&f->fl.queued, 0);
-			if ((has_pending(f) || atomic_load(&f->fl.writeback)) &&
-			    atomic_exchange(&f->fl.queued, 1) == 0) { /* re-armed under us */
-				pp = &f->fl.sched_next;
+			atomic_store(&f->sched.queued, 0);
+			if ((has_pending(f) || atomic_load(&f->sched.writeback)) &&
+			    atomic_exchange(&f->sched.queued, 1) == 0) { /* re-armed under us */
+				pp = &f->sched.sched_next;
 				continue;
 			}
-			*pp = f->fl.sched_next;
+			*pp = f->sched.sched_next;
 			file_put(f);
 			continue;
 		}
@@ -158,16 +198,16 @@ static struct shim_file *pick(uint64_t now, uint64_t *next)
 		} else if (dl > now && dl < *next) {
 			*next = dl;
 		}
-		pp = &f->fl.sched_next;
+		pp = &f->sched.sched_next;
 	}
 	if (best)
-		*bestp = best->fl.sched_next;
+		*bestp = best->sched.sched_next;
 	return best;
 }
 
 static void work_on(struct shim_file *f)
 {
-	if (atomic_exchange(&f->fl.writeback, 0))
+	if (atomic_exchange(&f->sched.writeback, 0))
 		flusher_writeback(f);
 	if (!has_pending(f))
 		return;
@@ -179,8 +219,7 @@ static void work_on(struct shim_file *f)
 	 * before that sync began and armed the clock after): disarm, or the
 	 * deadline stays passed and this thread spins. A request racing with
 	 * the disarm is seen by the re-check and re-armed. */
-	atomic_store(&f->fl.force, 0);
-	atomic_store(&f->fl.first_req_ns, 0);
+	workers_disarm(f);
 	if (flusher_owes(f))
 		workers_arm(f);
 }
@@ -200,7 +239,7 @@ static bool worker_round(uint64_t *idle_since)
 			workers_ensure(true); /* a slow file must not hold up the others */
 		work_on(f);
 		pthread_mutex_lock(&sched_mu);
-		f->fl.sched_next = sched_list; /* back on the list; pick() drops it when idle */
+		f->sched.sched_next = sched_list; /* back on the list; pick() drops it when idle */
 		sched_list = f;
 		*idle_since = trace_now();
 		return true;

@@ -9,8 +9,18 @@
 
 #include "shim.h"
 
+/* f->sched, for a (recycled) object starting as a new file. */
+void workers_reset(struct shim_file *f);
 /* Start the deadline clock of f's oldest pending request (lock-free). */
 void workers_arm(struct shim_file *f);
+bool workers_armed(struct shim_file *f);
+/* A real sync of f begins: nothing is waiting for a deadline any more. */
+void workers_disarm(struct shim_file *f);
+/* Sync f now (a threshold): true if it was not already asked to. */
+bool workers_force(struct shim_file *f);
+/* Start writing f back now (lock-free). */
+void workers_writeback(struct shim_file *f);
+void workers_forget_in_child(struct shim_file *f);
 /* A sync was led for requests and never ran: arm the clock again. */
 void workers_rearm(struct shim_file *f);
 /* Hand f to the threads (lock-free, async-signal-safe; the queue takes a

@@ -25,7 +25,7 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;
 	if (deferred) {
-		atomic_fetch_add_explicit(&f->dirty_bytes, (uint64_t)r, memory_order_relaxed);
+		flusher_wrote(f, (uint64_t)r);
 		TEST_POINT("write");
 		flusher_after_write(f, fd, state);
 	}
@@ -39,10 +39,10 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 		uint32_t state = 0;                                                  \
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
 		if (!f)                                                              \
-			return REAL(name) args;                                      \
+			return LIBC(name) args;                                      \
 		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
-		ssize_t r = REAL(name) args;                                         \
+		ssize_t r = LIBC(name) args;                                         \
 		write_done(f, fd, state, op, r, &t);                                 \
 		return r;                                                            \
 	}
@@ -66,12 +66,12 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		return flags;
 	struct knobs k;
 	knobs_of(f, &k);
-	switch (k.osync) {
-	case OSYNC_DSYNC:
+	switch (k.act[CALL_OPEN_SYNC]) {
+	case ACT_DATASYNC:
 		return (flags & ~RWF_SYNC) | RWF_DSYNC;
-	case OSYNC_STRIP:
+	case ACT_STRIP:
 		return flags & ~(RWF_SYNC | RWF_DSYNC);
-	case OSYNC_DEFER:
+	case ACT_DEFER:
 		*state |= SLOT_OSYNC_DEFER | ((flags & RWF_SYNC) ? SLOT_APP_OSYNC : 0);
 		return flags & ~(RWF_SYNC | RWF_DSYNC);
 	default:
@@ -85,11 +85,11 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		uint32_t state = 0;                                                  \
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
 		if (!f)                                                              \
-			return REAL(name)(fd, iov, cnt, off, flags);                 \
+			return LIBC(name)(fd, iov, cnt, off, flags);                 \
 		int fl = rwf_adjust(f, flags, &state);                               \
 		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
-		ssize_t r = REAL(name)(fd, iov, cnt, off, fl);                       \
+		ssize_t r = LIBC(name)(fd, iov, cnt, off, fl);                       \
 		write_done(f, fd, state, OP_PWRITEV, r, &t);                         \
 		return r;                                                            \
 	}

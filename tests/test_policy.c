@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decide.h"
 #include "policy.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -1243,4 +1244,63 @@ Test(threads, parallel_loads_agree)
 		pthread_join(t[i], NULL);
 		cr_expect_eq(w[i].failures, 0, "thread %d", i);
 	}
+}
+
+/* README's table of what each policy does to each call is the decision
+ * table itself, printed. */
+Test(decide, readme_shows_the_decision_table)
+{
+	char table[8192];
+	policy_decisions_markdown(table, sizeof(table));
+	FILE *f = fopen("README.md", "r");
+	cr_assert_not_null(f, "README.md: %s (tests run from the top of the tree)", strerror(errno));
+	static char readme[1 << 17];
+	size_t n = fread(readme, 1, sizeof(readme) - 1, f);
+	fclose(f);
+	readme[n] = '\0';
+	cr_assert_not_null(strstr(readme, table), "README's policy table is not policy/decide.c's:\n%s", table);
+}
+
+/* A few answers that are the product's promises, spelled out. */
+Test(decide, promises)
+{
+	cr_assert_eq(policy_decide(SYNC_PASSTHROUGH, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_FSYNC), ACT_PASS);
+	cr_assert_eq(policy_decide(SYNC_FDATASYNC, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_FSYNC), ACT_DATASYNC);
+	cr_assert_eq(policy_decide(SYNC_FDATASYNC, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_OPEN_SYNC), ACT_DATASYNC);
+	cr_assert_eq(policy_decide(SYNC_NOOP, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_OPEN_SYNC), ACT_STRIP);
+	cr_assert_eq(policy_decide(SYNC_DEFER, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_OPEN_SYNC), ACT_DEFER);
+	cr_assert_eq(policy_decide(SYNC_DEFER, OSYNC_KEEP, ON_CLOSE_ASYNC, CALL_OPEN_SYNC), ACT_PASS);
+	cr_assert_eq(policy_decide(SYNC_GROUP, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_FDATASYNC), ACT_GROUP);
+	cr_assert_eq(policy_decide(SYNC_DEFER, OSYNC_AUTO, ON_CLOSE_SYNC, CALL_CLOSE), ACT_BARRIER);
+	for (int s = 0; s < SYNC_POLICY_COUNT; s++) {
+		cr_assert_eq(policy_decide((enum sync_policy)s, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_PUBLISH), ACT_BARRIER,
+			     "%s: rename/link must wait for pending syncs", sync_policy_name((enum sync_policy)s));
+		cr_assert_eq(policy_decide((enum sync_policy)s, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_EXIT), ACT_BARRIER);
+	}
+}
+
+/* docs/ARCHITECTURE.md stays true to the tree: every file it names in
+ * backquotes exists. */
+Test(docs, architecture_names_only_files_that_exist)
+{
+	FILE *f = fopen("docs/ARCHITECTURE.md", "r");
+	cr_assert_not_null(f, "docs/ARCHITECTURE.md: %s (tests run from the top of the tree)", strerror(errno));
+	char line[1024];
+	int named = 0;
+	while (fgets(line, sizeof(line), f)) {
+		for (char *p = strchr(line, '`'); p; p = strchr(p + 1, '`')) {
+			char *end = strchr(p + 1, '`');
+			if (!end)
+				break;
+			char path[512];
+			snprintf(path, sizeof(path), "%.*s", (int)(end - p - 1), p + 1);
+			p = end;
+			if (!strchr(path, '/') || strchr(path, ' ') || strchr(path, '('))
+				continue; /* not a path */
+			named++;
+			cr_expect_eq(access(path, F_OK), 0, "docs/ARCHITECTURE.md names %s, which does not exist", path);
+		}
+	}
+	fclose(f);
+	cr_assert_gt(named, 20, "only %d paths found: the test no longer reads the file right", named);
 }

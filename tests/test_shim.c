@@ -972,6 +972,52 @@ Test(launcher, no_allocator_exported)
 	cr_expect(fsync_seen, "nm shows no fsync: wrong library or nm output?\n%s", r.out);
 }
 
+/* The names SHIM_CALLS and SHIM_EXTRA_EXPORTS list in shim/calls.h (the
+ * test reads the header, from the top of the tree: the list is the
+ * truth), one per line, sorted. */
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *listed_exports(void)
+{
+	char *text = h_read_file("shim/calls.h"), *names[256];
+	cr_assert(h_has(text, "SHIM_CALLS"), "shim/calls.h not found (tests run from the top of the tree)");
+	size_t n = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line && n < 250; line = strtok_r(NULL, "\n", &save)) {
+		char *x = line + strspn(line, " \t"), *comma;
+		if (!strncmp(x, "X(", 2) && (comma = strchr(x, ','))) {
+			comma += strspn(comma + 1, " ") + 1;
+			names[n++] = h_fmt("%.*s", (int)strcspn(comma, ","), comma);
+		} else if (!strncmp(x, "#define SHIM_EXTRA_EXPORTS ", 27)) {
+			for (char *w = strtok(x + 27, " "); w && n < 250; w = strtok(NULL, " "))
+				names[n++] = h_strdup(w);
+		}
+	}
+	qsort(names, n, sizeof(names[0]), str_cmp);
+	char *out = h_strdup("");
+	for (size_t i = 0; i < n; i++)
+		out = h_fmt("%s%s\n", out, names[i]);
+	return out;
+}
+
+/* Exactly the list leaves the library: a wrapper cannot be written and
+ * silently left unexported, nor anything else escape. */
+Test(launcher, exports_exactly_the_list_of_calls)
+{
+	char *want = listed_exports();
+	cr_assert_gt(h_nlines(want), 50, "the list is suspiciously short:\n%s", want);
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, "sh", "-c", h_fmt("nm -D --defined-only %s | awk '{print $3}' | sed 's/@.*//' | sort",
+				     h_shim_lib()), NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "nm -D");
+	cr_assert_str_eq(r.out, want, "exported symbols differ from shim/calls.h's list");
+}
+
 /* LD_PRELOAD already set: syncshim run appends the shim, keeps the rest. */
 Test(launcher, preload_appended_not_clobbered)
 {

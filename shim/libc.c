@@ -1,7 +1,8 @@
 /*
- * real.c - resolving the real libc functions behind the shim.
+ * libc.c - reaching libc's functions behind the shim (calls.h), and the
+ * stand-ins for when they cannot be reached.
  */
-#include "real.h"
+#include "calls.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,12 +13,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Atomic(void *) real_table[REAL_COUNT];
+_Atomic(void *) libc_table[LIBC_COUNT];
 
-static const char *const real_names[REAL_COUNT] = {
-#define REAL_NAME(ret, name, params) [REAL_ID_##name] = #name,
-	SHIM_REAL_FUNCS(REAL_NAME)
-#undef REAL_NAME
+static const char *const libc_names[LIBC_COUNT] = {
+#define LIBC_NAME(ret, name, params, fb) [LIBC_ID_##name] = #name,
+	SHIM_CALLS(LIBC_NAME)
+#undef LIBC_NAME
 };
 
 /* Set while this thread is inside dlsym: dlsym may allocate, and an
@@ -164,96 +165,54 @@ static void fb_exit(int status)
 		syscall(SYS_exit_group, status);
 }
 
-/* On LP64 the 64-bit variants share the plain fallbacks. */
-static void *const fallbacks[REAL_COUNT] = {
-	[REAL_ID_write] = fb_write,
-	[REAL_ID_pwrite] = fb_pwrite,
-	[REAL_ID_pwrite64] = fb_pwrite,
-	[REAL_ID_writev] = fb_writev,
-	[REAL_ID_pwritev] = fb_pwritev,
-	[REAL_ID_pwritev64] = fb_pwritev,
-	[REAL_ID_pwritev2] = fb_pwritev2,
-	[REAL_ID_pwritev64v2] = fb_pwritev2,
-	[REAL_ID_fsync] = fb_fsync,
-	[REAL_ID_fdatasync] = fb_fdatasync,
-	[REAL_ID_sync_file_range] = fb_sync_file_range,
-	[REAL_ID_msync] = fb_msync,
-	[REAL_ID_syncfs] = fb_syncfs,
-	[REAL_ID_sync] = fb_sync,
-	[REAL_ID_open] = fb_open,
-	[REAL_ID_open64] = fb_open,
-	[REAL_ID_openat] = fb_openat,
-	[REAL_ID_openat64] = fb_openat,
-	[REAL_ID___open_2] = fb_open_2,
-	[REAL_ID___open64_2] = fb_open_2,
-	[REAL_ID___openat_2] = fb_openat_2,
-	[REAL_ID___openat64_2] = fb_openat_2,
-	[REAL_ID_creat] = fb_creat,
-	[REAL_ID_creat64] = fb_creat,
-	[REAL_ID_close] = fb_close,
-	[REAL_ID_close_range] = fb_close_range,
-	[REAL_ID_fclose] = fb_fclose,
-	[REAL_ID_dup] = fb_dup,
-	[REAL_ID_dup2] = fb_dup2,
-	[REAL_ID_dup3] = fb_dup3,
-	[REAL_ID_fcntl] = fb_fcntl,
-	[REAL_ID_fcntl64] = fb_fcntl,
-	[REAL_ID_closefrom] = fb_closefrom,
-	[REAL_ID_socket] = fb_socket,
-	[REAL_ID_socketpair] = fb_socketpair,
-	[REAL_ID_accept] = fb_accept,
-	[REAL_ID_accept4] = fb_accept4,
-	[REAL_ID_pipe] = fb_pipe,
-	[REAL_ID_pipe2] = fb_pipe2,
-	[REAL_ID_eventfd] = fb_eventfd,
-	[REAL_ID_epoll_create1] = fb_epoll_create1,
-	[REAL_ID_memfd_create] = fb_memfd_create,
-	[REAL_ID_fopen] = fb_fopen,
-	[REAL_ID_fopen64] = fb_fopen,
-	[REAL_ID_freopen] = fb_freopen,
-	[REAL_ID_freopen64] = fb_freopen,
-	[REAL_ID_link] = fb_link,
-	[REAL_ID_linkat] = fb_linkat,
-	[REAL_ID_vfork] = fb_vfork,
-	[REAL_ID_exit] = fb_exit,
-	[REAL_ID_rename] = fb_rename,
-	[REAL_ID_renameat] = fb_renameat,
-	[REAL_ID_renameat2] = fb_renameat2,
-	[REAL_ID_mmap] = fb_mmap,
-	[REAL_ID_mmap64] = fb_mmap,
-	[REAL_ID_munmap] = fb_munmap,
-	[REAL_ID_execve] = fb_execve,
-	[REAL_ID_execveat] = fb_execveat,
-	[REAL_ID_fexecve] = fb_fexecve,
-	[REAL_ID_execv] = fb_execv,
-	[REAL_ID_execvp] = fb_execv,
-	[REAL_ID_execvpe] = fb_execvpe,
-	[REAL_ID__exit] = fb_exit,
-	[REAL_ID__Exit] = fb_exit,
+/* Calls with no raw system call worth having: only ever used while dlsym
+ * runs, or when libc lacks the symbol. Called through the call's own
+ * pointer type; these take and ignore whatever arguments it passes. */
+static int fb_enosys_int(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+static void *fb_enosys_ptr(void)
+{
+	errno = ENOSYS;
+	return NULL;
+}
+
+/* The stand-ins, from the list (on LP64 the 64-bit variants share the
+ * plain ones). */
+static void *const fallbacks[LIBC_COUNT] = {
+#define LIBC_FALLBACK(ret, name, params, fb) [LIBC_ID_##name] = (void *)(fb),
+	SHIM_CALLS(LIBC_FALLBACK)
+#undef LIBC_FALLBACK
 };
 
-void *real_resolve(enum real_id id)
+/* Keep the generic stand-ins referenced until the list names them. */
+void *const libc_generic_fallbacks[2] = { (void *)fb_enosys_int, (void *)fb_enosys_ptr };
+
+void *libc_resolve(enum libc_id id)
 {
-	void *p = atomic_load_explicit(&real_table[id], memory_order_acquire);
+	void *p = atomic_load_explicit(&libc_table[id], memory_order_acquire);
 	if (p)
 		return p;
 	if (in_dlsym)
 		return fallbacks[id];
 	int saved = errno; /* dlsym may set errno; the host must not see it */
 	in_dlsym = 1;
-	p = dlsym(RTLD_NEXT, real_names[id]);
+	p = dlsym(RTLD_NEXT, libc_names[id]);
 	in_dlsym = 0;
 	if (!p)
 		dlerror(); /* don't leave our miss for the host's next dlerror() */
 	errno = saved;
 	if (!p)
 		p = fallbacks[id]; /* stored too: a miss is looked up once, not per call */
-	atomic_store_explicit(&real_table[id], p, memory_order_release);
+	atomic_store_explicit(&libc_table[id], p, memory_order_release);
 	return p;
 }
 
-void real_resolve_all(void)
+void libc_resolve_all(void)
 {
-	for (int i = 0; i < REAL_COUNT; i++)
-		real_resolve((enum real_id)i);
+	for (int i = 0; i < LIBC_COUNT; i++)
+		libc_resolve((enum libc_id)i);
 }
