@@ -39,6 +39,7 @@
 	X(ssize_t, pwritev64, (int, const struct iovec *, int, off64_t), fb_pwritev)          \
 	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int), fb_pwritev2)       \
 	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int), fb_pwritev2)  \
+	X(ssize_t, copy_file_range, (int, off64_t *, int, off64_t *, size_t, unsigned int), fb_copy_file_range)\
 	X(int, fsync, (int), fb_fsync)                                                        \
 	X(int, fdatasync, (int), fb_fdatasync)                                                \
 	X(int, sync_file_range, (int, off64_t, off64_t, unsigned int), fb_sync_file_range)    \

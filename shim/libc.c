@@ -47,6 +47,10 @@ static ssize_t fb_pwritev2(int fd, const struct iovec *v, int c, off_t o, int fl
 {
 	return syscall(SYS_pwritev2, fd, v, c, (unsigned long)o, 0UL, fl);
 }
+static ssize_t fb_copy_file_range(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int fl)
+{
+	return syscall(SYS_copy_file_range, in, oin, out, oout, n, fl);
+}
 static int fb_fsync(int fd) { return syscall(SYS_fsync, fd); }
 static int fb_fdatasync(int fd) { return syscall(SYS_fdatasync, fd); }
 static int fb_sync_file_range(int fd, off64_t o, off64_t n, unsigned int fl)

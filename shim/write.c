@@ -56,6 +56,21 @@ WRITE_WRAPPER(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, of
 WRITE_WRAPPER(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
 	      (fd, iov, cnt, off))
 
+/* The kernel copies into fd_out: a write to that file like any other. */
+SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t len,
+				 unsigned int flags)
+{
+	uint32_t state = 0;
+	struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd_out, &state);
+	if (!f)
+		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
+	struct trace_start t;
+	trace_begin(&t);
+	ssize_t r = LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
+	write_done(f, fd_out, state, OP_WRITE, r, &t);
+	return r;
+}
+
 /*
  * pwritev2's RWF_SYNC/RWF_DSYNC make one write an O_SYNC/O_DSYNC write:
  * the rule's osync setting applies to them as it does to opens.

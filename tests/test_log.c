@@ -301,3 +301,27 @@ Test(log, existing_log_names_are_said)
 		}
 	}
 }
+
+/* copy_file_range writes into its destination: counted as a write of the
+ * destination file, bytes and all. */
+Test(log, copy_file_range_counts_as_a_write)
+{
+	char *log = h_path("c.log");
+	struct h_cmd c;
+	h_cmd_policy(&c, H_SHIM, "passthrough");
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_env(&c, "SYNCSHIM_LOG_MODE=calls");
+	h_args(&c, h_prog("copy_range"), "-d", h_ctx.dir, "-n", "65536", NULL);
+	h_assert_ok(h_run(&c), "copy_range");
+	cr_assert(h_check_pattern(h_path("dst.dat"), 65536));
+	struct lr_log l;
+	read_log(log, &l);
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < l.nrecs; i++) {
+		long k = lr_file_index(&l, l.recs[i].file_id);
+		if (k >= 0 && h_has(l.files[k].path, "/dst.dat") && l.recs[i].op == LOGOP_WRITE)
+			bytes += l.recs[i].bytes;
+	}
+	cr_assert_eq(bytes, 65536, "%llu bytes of writes counted to dst.dat", (unsigned long long)bytes);
+	lr_free(&l);
+}
