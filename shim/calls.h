@@ -31,70 +31,70 @@
 
 /* X(return type, name, parameter types, stand-in) */
 #define SHIM_CALLS(X)                                                                \
-	X(ssize_t, write, (int, const void *, size_t), fb_write)                              \
-	X(ssize_t, pwrite, (int, const void *, size_t, off_t), fb_pwrite)                     \
-	X(ssize_t, pwrite64, (int, const void *, size_t, off64_t), fb_pwrite)                 \
-	X(ssize_t, writev, (int, const struct iovec *, int), fb_writev)                       \
-	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t), fb_pwritev)              \
-	X(ssize_t, pwritev64, (int, const struct iovec *, int, off64_t), fb_pwritev)          \
-	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int), fb_pwritev2)       \
-	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int), fb_pwritev2)  \
-	X(ssize_t, copy_file_range, (int, off64_t *, int, off64_t *, size_t, unsigned int), fb_copy_file_range)\
-	X(int, fsync, (int), fb_fsync)                                                        \
-	X(int, fdatasync, (int), fb_fdatasync)                                                \
-	X(int, sync_file_range, (int, off64_t, off64_t, unsigned int), fb_sync_file_range)    \
-	X(int, msync, (void *, size_t, int), fb_msync)                                        \
-	X(int, syncfs, (int), fb_syncfs)                                                      \
-	X(void, sync, (void), fb_sync)                                                        \
-	X(int, open, (const char *, int, ...), fb_open)                                       \
-	X(int, open64, (const char *, int, ...), fb_open)                                     \
-	X(int, openat, (int, const char *, int, ...), fb_openat)                              \
-	X(int, openat64, (int, const char *, int, ...), fb_openat)                            \
-	X(int, __open_2, (const char *, int), fb_open_2)                                      \
-	X(int, __open64_2, (const char *, int), fb_open_2)                                    \
-	X(int, __openat_2, (int, const char *, int), fb_openat_2)                             \
-	X(int, __openat64_2, (int, const char *, int), fb_openat_2)                           \
-	X(int, creat, (const char *, mode_t), fb_creat)                                       \
-	X(int, creat64, (const char *, mode_t), fb_creat)                                     \
-	X(int, close, (int), fb_close)                                                        \
-	X(int, close_range, (unsigned int, unsigned int, int), fb_close_range)                \
-	X(int, fclose, (FILE *), fb_fclose)                                                   \
-	X(int, dup, (int), fb_dup)                                                            \
-	X(int, dup2, (int, int), fb_dup2)                                                     \
-	X(int, dup3, (int, int, int), fb_dup3)                                                \
-	X(int, fcntl, (int, int, ...), fb_fcntl)                                              \
-	X(int, fcntl64, (int, int, ...), fb_fcntl)                                            \
-	X(void, closefrom, (int), fb_closefrom)                                               \
-	X(int, socket, (int, int, int), fb_socket)                                            \
-	X(int, socketpair, (int, int, int, int[2]), fb_socketpair)                             \
-	X(int, accept, (int, __SOCKADDR_ARG, socklen_t *), fb_accept)                         \
-	X(int, accept4, (int, __SOCKADDR_ARG, socklen_t *, int), fb_accept4)                  \
-	X(int, pipe, (int[2]), fb_pipe)                                                        \
-	X(int, pipe2, (int[2], int), fb_pipe2)                                                 \
-	X(int, eventfd, (unsigned int, int), fb_eventfd)                                      \
-	X(int, epoll_create1, (int), fb_epoll_create1)                                        \
-	X(int, memfd_create, (const char *, unsigned int), fb_memfd_create)                   \
-	X(FILE *, fopen, (const char *, const char *), fb_fopen)                              \
-	X(FILE *, fopen64, (const char *, const char *), fb_fopen)                            \
-	X(FILE *, freopen, (const char *, const char *, FILE *), fb_freopen)                  \
-	X(FILE *, freopen64, (const char *, const char *, FILE *), fb_freopen)                \
-	X(int, rename, (const char *, const char *), fb_rename)                               \
-	X(int, renameat, (int, const char *, int, const char *), fb_renameat)                 \
-	X(int, renameat2, (int, const char *, int, const char *, unsigned int), fb_renameat2) \
-	X(int, link, (const char *, const char *), fb_link)                                   \
-	X(int, linkat, (int, const char *, int, const char *, int), fb_linkat)                \
-	X(void *, mmap, (void *, size_t, int, int, int, off_t), fb_mmap)                      \
-	X(void *, mmap64, (void *, size_t, int, int, int, off64_t), fb_mmap)                  \
-	X(int, munmap, (void *, size_t), fb_munmap)                                           \
-	X(int, execve, (const char *, char *const[], char *const[]), fb_execve)               \
-	X(int, execveat, (int, const char *, char *const[], char *const[], int), fb_execveat) \
-	X(int, fexecve, (int, char *const[], char *const[]), fb_fexecve)                      \
-	X(int, execv, (const char *, char *const[]), fb_execv)                                \
-	X(int, execvp, (const char *, char *const[]), fb_execv)                               \
-	X(int, execvpe, (const char *, char *const[], char *const[]), fb_execvpe)             \
-	X(pid_t, vfork, (void), fb_vfork)                                                     \
-	X(void, exit, (int), fb_exit)                                                         \
-	X(void, _exit, (int), fb_exit)                                                        \
+	X(ssize_t, write, (int, const void *, size_t), fb_write)                                                 \
+	X(ssize_t, pwrite, (int, const void *, size_t, off_t), fb_pwrite)                                        \
+	X(ssize_t, pwrite64, (int, const void *, size_t, off64_t), fb_pwrite)                                    \
+	X(ssize_t, writev, (int, const struct iovec *, int), fb_writev)                                          \
+	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t), fb_pwritev)                                 \
+	X(ssize_t, pwritev64, (int, const struct iovec *, int, off64_t), fb_pwritev)                             \
+	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int), fb_pwritev2)                          \
+	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int), fb_pwritev2)                     \
+	X(ssize_t, copy_file_range, (int, off64_t *, int, off64_t *, size_t, unsigned int), fb_copy_file_range)  \
+	X(int, fsync, (int), fb_fsync)                                                                           \
+	X(int, fdatasync, (int), fb_fdatasync)                                                                   \
+	X(int, sync_file_range, (int, off64_t, off64_t, unsigned int), fb_sync_file_range)                       \
+	X(int, msync, (void *, size_t, int), fb_msync)                                                           \
+	X(int, syncfs, (int), fb_syncfs)                                                                         \
+	X(void, sync, (void), fb_sync)                                                                           \
+	X(int, open, (const char *, int, ...), fb_open)                                                          \
+	X(int, open64, (const char *, int, ...), fb_open)                                                        \
+	X(int, openat, (int, const char *, int, ...), fb_openat)                                                 \
+	X(int, openat64, (int, const char *, int, ...), fb_openat)                                               \
+	X(int, __open_2, (const char *, int), fb_open_2)                                                         \
+	X(int, __open64_2, (const char *, int), fb_open_2)                                                       \
+	X(int, __openat_2, (int, const char *, int), fb_openat_2)                                                \
+	X(int, __openat64_2, (int, const char *, int), fb_openat_2)                                              \
+	X(int, creat, (const char *, mode_t), fb_creat)                                                          \
+	X(int, creat64, (const char *, mode_t), fb_creat)                                                        \
+	X(int, close, (int), fb_close)                                                                           \
+	X(int, close_range, (unsigned int, unsigned int, int), fb_close_range)                                   \
+	X(int, fclose, (FILE *), fb_enosys_int)                                                                  \
+	X(int, dup, (int), fb_dup)                                                                               \
+	X(int, dup2, (int, int), fb_dup2)                                                                        \
+	X(int, dup3, (int, int, int), fb_dup3)                                                                   \
+	X(int, fcntl, (int, int, ...), fb_fcntl)                                                                 \
+	X(int, fcntl64, (int, int, ...), fb_fcntl)                                                               \
+	X(void, closefrom, (int), fb_closefrom)                                                                  \
+	X(int, socket, (int, int, int), fb_socket)                                                               \
+	X(int, socketpair, (int, int, int, int[2]), fb_socketpair)                                               \
+	X(int, accept, (int, __SOCKADDR_ARG, socklen_t *), fb_accept)                                            \
+	X(int, accept4, (int, __SOCKADDR_ARG, socklen_t *, int), fb_accept4)                                     \
+	X(int, pipe, (int[2]), fb_pipe)                                                                          \
+	X(int, pipe2, (int[2], int), fb_pipe2)                                                                   \
+	X(int, eventfd, (unsigned int, int), fb_eventfd)                                                         \
+	X(int, epoll_create1, (int), fb_epoll_create1)                                                           \
+	X(int, memfd_create, (const char *, unsigned int), fb_memfd_create)                                      \
+	X(FILE *, fopen, (const char *, const char *), fb_enosys_ptr)                                            \
+	X(FILE *, fopen64, (const char *, const char *), fb_enosys_ptr)                                          \
+	X(FILE *, freopen, (const char *, const char *, FILE *), fb_enosys_ptr)                                  \
+	X(FILE *, freopen64, (const char *, const char *, FILE *), fb_enosys_ptr)                                \
+	X(int, rename, (const char *, const char *), fb_rename)                                                  \
+	X(int, renameat, (int, const char *, int, const char *), fb_renameat)                                    \
+	X(int, renameat2, (int, const char *, int, const char *, unsigned int), fb_renameat2)                    \
+	X(int, link, (const char *, const char *), fb_link)                                                      \
+	X(int, linkat, (int, const char *, int, const char *, int), fb_linkat)                                   \
+	X(void *, mmap, (void *, size_t, int, int, int, off_t), fb_mmap)                                         \
+	X(void *, mmap64, (void *, size_t, int, int, int, off64_t), fb_mmap)                                     \
+	X(int, munmap, (void *, size_t), fb_munmap)                                                              \
+	X(int, execve, (const char *, char *const[], char *const[]), fb_execve)                                  \
+	X(int, execveat, (int, const char *, char *const[], char *const[], int), fb_execveat)                    \
+	X(int, fexecve, (int, char *const[], char *const[]), fb_fexecve)                                         \
+	X(int, execv, (const char *, char *const[]), fb_execv)                                                   \
+	X(int, execvp, (const char *, char *const[]), fb_execv)                                                  \
+	X(int, execvpe, (const char *, char *const[], char *const[]), fb_execvpe)                                \
+	X(pid_t, vfork, (void), fb_vfork)                                                                        \
+	X(void, exit, (int), fb_exit)                                                                            \
+	X(void, _exit, (int), fb_exit)                                                                           \
 	X(void, _Exit, (int), fb_exit)
 
 enum libc_id {

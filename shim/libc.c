@@ -84,12 +84,6 @@ static int fb_creat(const char *p, mode_t m)
 }
 static int fb_close(int fd) { return syscall(SYS_close, fd); }
 static int fb_close_range(unsigned int a, unsigned int b, int fl) { return syscall(SYS_close_range, a, b, fl); }
-static int fb_fclose(FILE *f)
-{
-	(void)f; /* no raw equivalent: refuse rather than corrupt the stream */
-	errno = ENOSYS;
-	return EOF;
-}
 static int fb_dup(int fd) { return syscall(SYS_dup, fd); }
 static int fb_dup2(int a, int b) { return syscall(SYS_dup2, a, b); }
 static int fb_dup3(int a, int b, int fl) { return syscall(SYS_dup3, a, b, fl); }
@@ -114,18 +108,6 @@ static int fb_pipe(int *p) { return fb_pipe2(p, 0); }
 static int fb_eventfd(unsigned int v, int fl) { return syscall(SYS_eventfd2, v, fl); }
 static int fb_epoll_create1(int fl) { return syscall(SYS_epoll_create1, fl); }
 static int fb_memfd_create(const char *n, unsigned int fl) { return syscall(SYS_memfd_create, n, fl); }
-static FILE *fb_fopen(const char *p, const char *m)
-{
-	(void)p, (void)m; /* stdio has no raw equivalent */
-	errno = ENOSYS;
-	return NULL;
-}
-static FILE *fb_freopen(const char *p, const char *m, FILE *f)
-{
-	(void)p, (void)m, (void)f;
-	errno = ENOSYS;
-	return NULL;
-}
 static int fb_link(const char *a, const char *b) { return syscall(SYS_linkat, AT_FDCWD, a, AT_FDCWD, b, 0); }
 static int fb_linkat(int da, const char *a, int db, const char *b, int fl)
 {
@@ -191,9 +173,6 @@ static void *const fallbacks[LIBC_COUNT] = {
 	SHIM_CALLS(LIBC_FALLBACK)
 #undef LIBC_FALLBACK
 };
-
-/* Keep the generic stand-ins referenced until the list names them. */
-void *const libc_generic_fallbacks[2] = { (void *)fb_enosys_int, (void *)fb_enosys_ptr };
 
 void *libc_resolve(enum libc_id id)
 {
