@@ -22,6 +22,7 @@
 #ifndef SYNCSHIM_CALLS_H
 #define SYNCSHIM_CALLS_H
 
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -78,6 +79,19 @@
 	X(FILE *, fopen64, (const char *, const char *), fb_enosys_ptr)                                          \
 	X(FILE *, freopen, (const char *, const char *, FILE *), fb_enosys_ptr)                                  \
 	X(FILE *, freopen64, (const char *, const char *, FILE *), fb_enosys_ptr)                                \
+	X(int, mkstemp, (char *), fb_enosys_int)                                                                 \
+	X(int, mkstemp64, (char *), fb_enosys_int)                                                               \
+	X(int, mkostemp, (char *, int), fb_enosys_int)                                                           \
+	X(int, mkostemp64, (char *, int), fb_enosys_int)                                                         \
+	X(int, mkstemps, (char *, int), fb_enosys_int)                                                           \
+	X(int, mkstemps64, (char *, int), fb_enosys_int)                                                         \
+	X(int, mkostemps, (char *, int, int), fb_enosys_int)                                                     \
+	X(int, mkostemps64, (char *, int, int), fb_enosys_int)                                                   \
+	X(FILE *, tmpfile, (void), fb_enosys_ptr)                                                                \
+	X(FILE *, tmpfile64, (void), fb_enosys_ptr)                                                              \
+	X(int, fcloseall, (void), fb_enosys_int)                                                                 \
+	X(int, daemon, (int, int), fb_enosys_int)                                                                \
+	X(int, open_by_handle_at, (int, struct file_handle *, int), fb_open_by_handle_at)                        \
 	X(int, rename, (const char *, const char *), fb_rename)                                                  \
 	X(int, renameat, (int, const char *, int, const char *), fb_renameat)                                    \
 	X(int, renameat2, (int, const char *, int, const char *, unsigned int), fb_renameat2)                    \

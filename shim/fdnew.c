@@ -1,7 +1,9 @@
 /*
  * fdnew.c - calls that hand the app a new descriptor without an open():
- * sockets, pipes, eventfd, epoll, memfd, and stdio's fopen/freopen (whose
- * open happens inside libc, out of our reach).
+ * sockets, pipes, eventfd, epoll, memfd, open_by_handle_at, the mkstemp
+ * family, and stdio's fopen/freopen/tmpfile (whose open happens inside
+ * libc, out of our reach); and the two libc calls that close or replace
+ * descriptors unseen (fcloseall, daemon).
  *
  * The shim does not track these numbers, but it must see them: a number
  * the app closed behind the shim's back and gets again here would
@@ -167,3 +169,97 @@ FOPEN_WRAPPER(fopen64)
 
 FREOPEN_WRAPPER(freopen)
 FREOPEN_WRAPPER(freopen64)
+
+/* ---- temporary files: a path the caller asked for, bound by its rule ---- */
+
+static int temp_got(int fd, const char *path)
+{
+	if (fd >= 0 && !shim_bypass()) {
+		int e = errno;
+		char abs[PATH_MAX];
+		fd_app_got(fd);
+		if (path_absolute(AT_FDCWD, path, abs, sizeof(abs)) == 0)
+			open_bind(fd, abs, 0);
+		errno = e;
+	}
+	return fd;
+}
+
+#define MKSTEMP_WRAPPER(name, params, args)                                          \
+	SHIM_API int name params                                                     \
+	{                                                                            \
+		int r;                                                               \
+		RETRY_EMFILE(r, LIBC(name) args);                                    \
+		return temp_got(r, tmpl);                                            \
+	}
+
+MKSTEMP_WRAPPER(mkstemp, (char *tmpl), (tmpl))
+MKSTEMP_WRAPPER(mkstemp64, (char *tmpl), (tmpl))
+MKSTEMP_WRAPPER(mkostemp, (char *tmpl, int flags), (tmpl, flags))
+MKSTEMP_WRAPPER(mkostemp64, (char *tmpl, int flags), (tmpl, flags))
+MKSTEMP_WRAPPER(mkstemps, (char *tmpl, int suffixlen), (tmpl, suffixlen))
+MKSTEMP_WRAPPER(mkstemps64, (char *tmpl, int suffixlen), (tmpl, suffixlen))
+MKSTEMP_WRAPPER(mkostemps, (char *tmpl, int suffixlen, int flags), (tmpl, suffixlen, flags))
+MKSTEMP_WRAPPER(mkostemps64, (char *tmpl, int suffixlen, int flags), (tmpl, suffixlen, flags))
+
+/* An unnamed file: bound at its first sync, by the kernel's name for it. */
+static FILE *unnamed_got(FILE *fp)
+{
+	if (fp && !shim_bypass()) {
+		int e = errno;
+		int fd = fileno(fp);
+		if (fd >= 0)
+			fd_app_got(fd);
+		errno = e;
+	}
+	return fp;
+}
+
+SHIM_API FILE *tmpfile(void)
+{
+	return unnamed_got(LIBC(tmpfile)());
+}
+
+SHIM_API FILE *tmpfile64(void)
+{
+	return unnamed_got(LIBC(tmpfile64)());
+}
+
+SHIM_API int open_by_handle_at(int mount_fd, struct file_handle *handle, int flags)
+{
+	int r;
+	RETRY_EMFILE(r, LIBC(open_by_handle_at)(mount_fd, handle, flags));
+	if (r >= 0 && !shim_bypass()) {
+		int e = errno;
+		fd_app_got(r);
+		errno = e;
+	}
+	return r;
+}
+
+/* ---- libc closing and replacing descriptors unseen ----------------------- */
+
+/* fcloseall closes every stream's descriptor inside libc: which ones, the
+ * shim cannot tell, so every binding is checked again before it is trusted. */
+SHIM_API int fcloseall(void)
+{
+	int r = LIBC(fcloseall)();
+	if (!shim_bypass())
+		fdtable_distrust_all();
+	return r;
+}
+
+/* daemon forks (the child's state is reset by the fork handlers) and, in
+ * the child, puts /dev/null on 0, 1 and 2 with libc's own dup2. */
+SHIM_API int daemon(int nochdir, int noclose)
+{
+	int r = LIBC(daemon)(nochdir, noclose);
+	if (r == 0 && !shim_bypass()) {
+		int e = errno;
+		for (int fd = 0; fd < 3; fd++)
+			fd_app_got(fd);
+		fdtable_distrust_all();
+		errno = e;
+	}
+	return r;
+}

@@ -52,6 +52,12 @@ void fdtable_init(void)
 		return; /* no table: every call passes straight through */
 	shim.fds = p;
 	shim.nfds = (int)n;
+	atomic_store(&shim.trust, 1);
+}
+
+void fdtable_distrust_all(void)
+{
+	atomic_fetch_add(&shim.trust, 1);
 }
 
 struct fd_slot *fd_slot(int fd)
@@ -91,6 +97,7 @@ static struct shim_file *slot_set(struct fd_slot *s, struct shim_file *f, uint32
 	 * some descriptor already reported, but does see ones nobody has. */
 	if (f) {
 		atomic_store_explicit(&s->err_seen, atomic_load(&f->err_seen_seq), memory_order_relaxed);
+		atomic_store_explicit(&s->trust, atomic_load(&shim.trust), memory_order_relaxed);
 		atomic_fetch_add(&f->nfds, 1);
 	}
 	uint32_t old_state = atomic_exchange_explicit(&s->state, FD_UNKNOWN, memory_order_acq_rel);
@@ -207,20 +214,45 @@ struct shim_file *fd_peek(int fd, uint32_t *state)
 	return atomic_load_explicit(&s->file, memory_order_acquire);
 }
 
+/* The slot's file, if its binding is vouched for: made or checked since
+ * the last distrust. With a reference. */
+static struct shim_file *vouched(struct fd_slot *s, uint32_t *state)
+{
+	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+	if ((st & SLOT_KIND_MASK) != FD_FILE ||
+	    atomic_load_explicit(&s->trust, memory_order_relaxed) != atomic_load(&shim.trust))
+		return NULL;
+	struct shim_file *f = atomic_load_explicit(&s->file, memory_order_acquire);
+	if (!f || !file_tryref(f))
+		return NULL;
+	if (atomic_load_explicit(&s->file, memory_order_acquire) != f) { /* rebound meanwhile */
+		file_put(f);
+		return NULL;
+	}
+	*state = st;
+	return f;
+}
+
 struct shim_file *fd_get(int fd, uint32_t *state)
 {
 	struct fd_slot *s = fd_slot(fd);
+	if (!s)
+		return NULL;
+	struct shim_file *f = vouched(s, state);
+	if (f)
+		return f;
 	dev_t dev;
 	ino_t ino;
 	mode_t mode;
-	if (!s || fd_identity(fd, &dev, &ino, &mode) != 0)
+	if (fd_identity(fd, &dev, &ino, &mode) != 0)
 		return NULL;
 	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
 	if ((st & SLOT_KIND_MASK) == FD_SHIM)
 		return NULL;
-	struct shim_file *f = atomic_load_explicit(&s->file, memory_order_acquire);
+	f = atomic_load_explicit(&s->file, memory_order_acquire);
 	if ((st & SLOT_KIND_MASK) == FD_FILE && f && file_tryref(f)) {
 		if (f->dev == dev && f->ino == ino) {
+			atomic_store_explicit(&s->trust, atomic_load(&shim.trust), memory_order_relaxed);
 			*state = st;
 			return f;
 		}

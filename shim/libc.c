@@ -108,6 +108,10 @@ static int fb_pipe(int *p) { return fb_pipe2(p, 0); }
 static int fb_eventfd(unsigned int v, int fl) { return syscall(SYS_eventfd2, v, fl); }
 static int fb_epoll_create1(int fl) { return syscall(SYS_epoll_create1, fl); }
 static int fb_memfd_create(const char *n, unsigned int fl) { return syscall(SYS_memfd_create, n, fl); }
+static int fb_open_by_handle_at(int m, struct file_handle *h, int fl)
+{
+	return syscall(SYS_open_by_handle_at, m, h, fl);
+}
 static int fb_link(const char *a, const char *b) { return syscall(SYS_linkat, AT_FDCWD, a, AT_FDCWD, b, 0); }
 static int fb_linkat(int da, const char *a, int db, const char *b, int fl)
 {

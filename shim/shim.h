@@ -153,6 +153,7 @@ struct fd_slot {
 	_Atomic uint32_t state;
 	_Atomic uint32_t err_seen;  /* file err_seq this fd has reported (errseq style) */
 	_Atomic(struct shim_file *) file;
+	_Atomic uint32_t trust;     /* shim.trust when the binding was last known true */
 };
 
 struct shim_state {
@@ -160,6 +161,9 @@ struct shim_state {
 	struct fd_slot *fds;               /* mmap'd, nfds entries */
 	int nfds;
 	_Atomic int fd_hi;                 /* highest slot ever given a state */
+	/* Bumped when libc may have changed descriptors unseen (fcloseall,
+	 * daemon): bindings older than it are checked against the kernel. */
+	_Atomic uint32_t trust;
 	_Atomic(const struct policy *) policy; /* read inside policy_enter/leave only */
 	char config_path[POLICY_PATH_MAX]; /* "" when none; absolute, symlinks kept */
 	pid_t pid;                         /* this process (set at load and in fork children) */
@@ -226,10 +230,15 @@ void fd_note_used(int fd);         /* keeps shim.fd_hi, the top of the used rang
 /* Write path: the tracked file behind fd as the slot says, without a
  * reference or a check (objects are type-stable). NULL: pass through. */
 struct shim_file *fd_peek(int fd, uint32_t *state);
-/* Everything else: the tracked file behind fd, checked against the kernel
- * (the number may have been closed behind our back and reused), with a
- * reference. NULL for bad, O_PATH, non-regular or untracked fds. */
+/* Everything else: the tracked file behind fd, with a reference; NULL for
+ * bad, O_PATH, non-regular or untracked fds. A binding the shim made or
+ * checked since the last distrust is vouched for without a system call:
+ * every libc call that makes, replaces or closes a descriptor is seen
+ * (only a raw syscall or io_uring is not). Anything else is checked
+ * against the kernel (statx) and bound. */
 struct shim_file *fd_get(int fd, uint32_t *state);
+/* libc may have changed descriptors without a call the shim sees. */
+void fdtable_distrust_all(void);
 void fd_bind(int fd, struct shim_file *f, uint32_t flags); /* takes f's reference */
 void fd_bind_pass(int fd);
 /* Clear the slot; returns its reference and the error sequence this fd

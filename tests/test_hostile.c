@@ -412,3 +412,59 @@ Test(hostile, shim_never_makes_an_open_fail_with_emfile)
 		}
 	}
 }
+
+/* ---- descriptors libc makes, closes or replaces out of the shim's sight -- */
+
+static char *unseen_ini(void)
+{
+	char *ini = h_path("unseen.ini");
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n[rule scratch]\npath = %s/*.noop\nsync = noop\n"
+				"[rule temp]\npath = %s/tmp.*\nsync = noop\n[rule out]\npath = %s/out.*\nsync = noop\n",
+				h_ctx.dir, h_ctx.dir, h_ctx.dir));
+	return ini;
+}
+
+Test(hostile, mkstemp_files_get_their_rule)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", unseen_ini());
+	h_args(&c, h_prog("unseen"), "-d", h_ctx.dir, "-m", "mkstemp", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "unseen -m mkstemp");
+	char *path = h_strdup(strstr(r.out, "path=") + 5);
+	path[strcspn(path, "\n")] = '\0';
+	struct h_log log = h_log_load(&c);
+	cr_assert_eq(real_syncs(&log, h_ino(path)), 0, "%s matches a noop rule, yet its fsync reached libc", path);
+}
+
+/* fcloseall closes inside libc; a raw open then takes the number. The old
+ * binding (a noop file) must not be trusted for the new file's fsync. */
+Test(hostile, fcloseall_makes_the_shim_check_again)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", unseen_ini());
+	h_args(&c, h_prog("unseen"), "-d", h_ctx.dir, "-m", "fcloseall", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "unseen -m fcloseall");
+	struct h_log log = h_log_load(&c);
+	cr_assert_eq(real_syncs(&log, ino_of_line(r.out, "b_ino=")), 1,
+		     "b.dat (passthrough) took a noop file's old number: its fsync was skipped");
+}
+
+/* daemon puts /dev/null on stdout with libc's own dup2: fsync(1) is then
+ * the real call on /dev/null (EINVAL), not the noop of the file stdout was. */
+Test(hostile, daemon_makes_the_shim_check_again)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", unseen_ini());
+	h_args(&c, h_prog("unseen"), "-d", h_ctx.dir, "-m", "daemon", NULL);
+	h_assert_ok(h_run(&c), "unseen -m daemon");
+	char *res = h_path("result");
+	double deadline = h_now() + 20;
+	while (!h_has(h_read_file(res), "\n") && h_now() < deadline)
+		usleep(20000); /* the daemon is no child of ours: poll for its result */
+	cr_assert_str_eq(h_read_file(res), "fsync=-1 errno=EINVAL\n", "the daemon's fsync(1) on /dev/null");
+}
