@@ -44,7 +44,7 @@ LIBDIR := /usr/lib/$(if $(LIBDIR),$(LIBDIR),x86_64-linux-gnu)
 SHIM_ALLOC := $(if $(filter -DSYNCSHIM_TSAN,$(SAN)),,$(B)/jemalloc_private.a)
 SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
-	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -ldl -lm -pthread
+	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
 .PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install clean java fuzz fuzz-deps replay
 all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
@@ -82,7 +82,12 @@ $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a
 	@mkdir -p $(B)
 	objcopy --redefine-sym secure_getenv=syncshim_je_secure_getenv \
 	  --redefine-sym readlink=syncshim_je_readlink \
-	  --redefine-sym pthread_atfork=syncshim_je_atfork $< $@
+	  --redefine-sym pthread_atfork=syncshim_je_atfork \
+	  --redefine-sym log=syncshim_je_log --redefine-sym exp=syncshim_je_exp \
+	  --redefine-sym round=syncshim_je_round \
+	  --redefine-sym _Unwind_Backtrace=syncshim_je_unwind_backtrace \
+	  --redefine-sym _Unwind_GetIP=syncshim_je_unwind_getip \
+	  --remove-section=.init_array $< $@
 
 $(B)/syncshim: $(SYNCSHIM_SRCS) $(PURE_OBJS)
 	$(CC) $(CFLAGS) -o $@ $(SYNCSHIM_SRCS) $(PURE_OBJS) $(LIBDIR)/libinih.a $(LDSAN) -lm

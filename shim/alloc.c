@@ -9,12 +9,19 @@
  * Rule: memory from libc (strdup, getline, ...) is never freed here, and
  * memory from here is never handed to libc to free.
  *
- * The copy is also deaf to the host: the Makefile renames three of its
+ * The copy is also deaf to the host: the Makefile renames some of its
  * references (objcopy --redefine-sym) to the functions below, so it never
  * reads the host's MALLOC_CONF or /etc/malloc.conf (a host tuning or
  * breaking its own jemalloc must see no difference in ours), and it never
  * registers fork handlers of its own: init.c calls them, after taking the
  * shim's locks, so the order of every lock around fork is ours to define.
+ *
+ * Nor does it start with every host: its constructor is dropped (its
+ * .init_array section), so it initialises at the shim's first allocation,
+ * and a process that never tracks a file never pays for it. That first
+ * allocation holds init_mu, which fork's prepare handler takes first of
+ * all: a child never inherits jemalloc half initialised (its init lock
+ * held, its fork handlers not yet known).
  *
  * An allocation runs with shim_busy raised: jemalloc's own mmap, open and
  * read reach the shim's interposers, which then pass straight through, and
@@ -25,6 +32,7 @@
  * every recycled block as a race.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +55,7 @@ void shim_free(void *p)
 	shim_leave();
 }
 
+void alloc_atfork_lock_init(void) {}
 void alloc_atfork_prepare(void) {}
 void alloc_atfork_parent(void) {}
 void alloc_atfork_child(void) {}
@@ -60,6 +69,18 @@ void dallocx(void *ptr, int flags);
 __attribute__((used)) const char *malloc_conf = "narenas:1,tcache:false";
 
 static void (*je_prepare)(void), (*je_parent)(void), (*je_child)(void);
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int initialised;
+
+static void init_once(void)
+{
+	pthread_mutex_lock(&init_mu);
+	if (!atomic_load(&initialised)) {
+		dallocx(mallocx(1, 0), 0); /* jemalloc initialises here */
+		atomic_store_explicit(&initialised, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&init_mu);
+}
 
 /* jemalloc's pthread_atfork, renamed: remember, do not register. */
 int syncshim_je_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
@@ -88,6 +109,46 @@ ssize_t syncshim_je_readlink(const char *path, char *buf, size_t len)
 	return -1;
 }
 
+/* jemalloc's profiler wants libm (log, exp, round) and the unwinder: profiling
+ * is never on in this copy (its settings are ours alone, above), so inert
+ * stand-ins keep libm and libgcc_s out of every host the shim loads into. */
+double syncshim_je_log(double x);
+double syncshim_je_log(double x)
+{
+	return x;
+}
+
+double syncshim_je_exp(double x);
+double syncshim_je_exp(double x)
+{
+	return x;
+}
+
+double syncshim_je_round(double x);
+double syncshim_je_round(double x)
+{
+	return x;
+}
+
+int syncshim_je_unwind_backtrace(void *fn, void *arg);
+int syncshim_je_unwind_backtrace(void *fn, void *arg)
+{
+	(void)fn, (void)arg;
+	return 5; /* _URC_END_OF_STACK: no frames */
+}
+
+unsigned long syncshim_je_unwind_getip(void *ctx);
+unsigned long syncshim_je_unwind_getip(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+void alloc_atfork_lock_init(void)
+{
+	pthread_mutex_lock(&init_mu);
+}
+
 void alloc_atfork_prepare(void)
 {
 	if (je_prepare)
@@ -98,18 +159,22 @@ void alloc_atfork_parent(void)
 {
 	if (je_parent)
 		je_parent();
+	pthread_mutex_unlock(&init_mu);
 }
 
 void alloc_atfork_child(void)
 {
 	if (je_child)
 		je_child();
+	pthread_mutex_init(&init_mu, NULL);
 }
 
 void *shim_alloc(size_t n)
 {
 	shim_enter();
 	TEST_POINT("alloc");
+	if (unlikely(!atomic_load_explicit(&initialised, memory_order_acquire)))
+		init_once();
 	void *p = mallocx(n ? n : 1, MALLOCX_ZERO_FLAG);
 	shim_leave();
 	return p;

@@ -30,6 +30,7 @@
  * Returns the file (with a reference) and the error sequence the fd saw. */
 static struct shim_file *prepare_close(int fd, uint32_t *seen)
 {
+	fdtable_scan_once();
 	struct shim_file *f = fd_file_ref(fd);
 	if (f)
 		flusher_before_close(f, fd);

@@ -238,6 +238,7 @@ struct shim_file *fd_get(int fd, uint32_t *state)
 	struct fd_slot *s = fd_slot(fd);
 	if (!s)
 		return NULL;
+	fdtable_scan_once();
 	struct shim_file *f = vouched(s, state);
 	if (f)
 		return f;
@@ -360,8 +361,12 @@ static void scan_one(int fd)
 		fd_bind_pass(fd);
 }
 
+_Atomic int fdtable_scanned;
+
 void fdtable_scan_inherited(void)
 {
+	if (atomic_exchange(&fdtable_scanned, 1))
+		return;
 	shim_enter();
 	int dir = LIBC(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	char buf[4096];

@@ -38,6 +38,7 @@ static struct shim_file *buckets[HASH_BUCKETS];
 static struct shim_file *free_files;
 static int nghosts;
 static uint32_t next_file_id = 1;
+static _Atomic int nfiles; /* in the registry: walks of an empty one are free */
 
 static void registry_lock(void)
 {
@@ -171,6 +172,7 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	unsigned b = hash_of(dev, ino);
 	f->hash_next = buckets[b];
 	buckets[b] = f;
+	atomic_fetch_add(&nfiles, 1);
 	atomic_store_explicit(&f->refs, 1, memory_order_release);
 	return f;
 }
@@ -221,8 +223,10 @@ static char *retire_locked(struct shim_file *f)
 	struct shim_file **pp = &buckets[hash_of(f->dev, f->ino)];
 	while (*pp && *pp != f)
 		pp = &(*pp)->hash_next;
-	if (*pp)
+	if (*pp) {
 		*pp = f->hash_next;
+		atomic_fetch_sub(&nfiles, 1);
+	}
 	char *path = f->path;
 	f->path = NULL;
 	f->dead = true;
@@ -275,6 +279,10 @@ void registry_each(void (*fn)(struct shim_file *, void *), void *arg)
 int registry_collect(struct shim_file **out, int max, bool (*want)(struct shim_file *), uint64_t *cursor)
 {
 	int n = 0;
+	if (atomic_load(&nfiles) == 0) {
+		*cursor = 0;
+		return 0;
+	}
 	unsigned b = (unsigned)(*cursor >> 32), skip = (unsigned)*cursor;
 	shim_enter();
 	registry_lock();

@@ -142,8 +142,9 @@ void shim_test_point_hit(const char *where)
 
 /*
  * The lock order around fork, for every lock a child could otherwise
- * inherit held: mmap regions, then the registry, then the private
- * allocator's (taken last, by its own prefork handler, called from here
+ * inherit held: the allocator's first-use lock (no child inherits it half
+ * initialised), mmap regions, then the registry, then the private
+ * allocator's own (taken last, by its prefork handler, called from here
  * rather than registered by it: alloc.c). Normal code takes regions before
  * registry and never holds either across an allocation, and the allocator
  * never calls into code that takes them, so whoever holds one of them can
@@ -162,6 +163,7 @@ static void atfork_prepare(void)
 	atfork_skipped = shim_bypass();
 	if (atfork_skipped)
 		return;
+	alloc_atfork_lock_init();
 	mmap_track_atfork_prepare();
 	registry_atfork_prepare();
 	alloc_atfork_prepare();
@@ -232,7 +234,6 @@ __attribute__((constructor)) static void shim_init(void)
 	atomic_store_explicit(&shim.policy, &boot_policy, memory_order_release);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	log_start(&boot_policy);
-	fdtable_scan_inherited();
 	atomic_store_explicit(&shim.ready, 1, memory_order_release);
 	shim_leave();
 }

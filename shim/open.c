@@ -126,6 +126,7 @@ static int open_end(struct open_req *q, int fd)
 	if (shim_bypass())
 		return fd;
 	int e = errno;
+	fdtable_scan_once();
 	if (fd >= 0)
 		fd_app_got(fd);
 	if (fd >= 0 && q->track)

@@ -249,8 +249,16 @@ void fd_copy(int oldfd, int newfd);           /* dup: newfd shares oldfd's file 
  * shim thought the number was its own, it was closed behind its back. */
 void fd_app_got(int fd);
 /* Bind every regular file the process already has open (inherited, or
- * opened before we loaded): once, from the first call that may. */
+ * opened before we loaded): once, from the first call that may allocate
+ * (an open, a sync, a close): a process that never does one never pays
+ * for it (nor for the allocator's start). */
 void fdtable_scan_inherited(void);
+static inline void fdtable_scan_once(void)
+{
+	extern _Atomic int fdtable_scanned;
+	if (unlikely(!atomic_load_explicit(&fdtable_scanned, memory_order_acquire)))
+		fdtable_scan_inherited();
+}
 /* (dev, ino) of fd without touching the inode's attributes: statx asks
  * only for the inode number. 0, or -1 with errno. */
 int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode);
@@ -358,7 +366,8 @@ void mmap_track_atfork_child(void);
 void *shim_alloc(size_t n);   /* zeroed */
 void shim_free(void *p);
 char *shim_strdup(const char *s);
-void alloc_atfork_prepare(void);
+void alloc_atfork_lock_init(void); /* fork's first lock: no half-initialised allocator */
+void alloc_atfork_prepare(void);      /* fork's last locks: the allocator's own */
 void alloc_atfork_parent(void);
 void alloc_atfork_child(void);
 
