@@ -3,15 +3,18 @@
  * merged runs -> report/compare numbers and outputs -> the CLI's exit
  * codes. Logs are synthesized here with known answers.
  *
- * The CLI is compiled into this test (synclat.c without its main) so its
- * exit codes are checked in-process, under the sanitizers too; the built
- * binary is checked as well when $SYNCSHIM_BUILD/synclat exists.
+ * The CLI is linked into this test from libsynclat.a (synclat_main, the
+ * function the program's main() calls) so its exit codes are checked
+ * in-process, under the sanitizers too; the built binary is checked as
+ * well when $SYNCSHIM_BUILD/synclat exists.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <stdlib.h>
@@ -25,9 +28,7 @@
 #include "logread.h"
 #include "report.h"
 #include "svg.h"
-
-#define SYNCLAT_NO_MAIN
-#include "synclat.c"
+#include "synclat_cli.h"
 
 #define SEC 1000000000ull
 #define WALL0 (1700000000ull * SEC + 250000000ull)  /* not on a second boundary */
