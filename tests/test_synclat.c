@@ -1189,6 +1189,19 @@ Test(synclat, svg_and_html_are_self_contained)
 	free(b.data);
 }
 
+/* The one escaper of the SVG and HTML writers: markup characters become
+ * entities, control bytes (not allowed in XML) are left out. */
+Test(synclat, markup_text_escapes)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	markup_text(out, "a<b>&\"c\"\x1b[1m\tz\x7f\xc3\xa9");
+	fclose(out);
+	cr_assert_str_eq(text, "a&lt;b&gt;&amp;&quot;c&quot;[1mz\x7f\xc3\xa9");
+	free(text);
+}
+
 /* ---- the CLI ---- */
 
 Test(synclat, cli_exit_codes)

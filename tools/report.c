@@ -175,6 +175,23 @@ static void csv_field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+void markup_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		default:
+			/* XML 1.0 forbids most control characters; a log's
+			 * strings could hold any byte but NUL. */
+			if ((unsigned char)*s >= 0x20)
+				fputc(*s, out);
+		}
+	}
+}
+
 static void json_str(FILE *out, const char *s)
 {
 	fputc('"', out);
@@ -1052,19 +1069,6 @@ void compare_print(FILE *out, const struct run *a, const struct run *b, enum rep
 		compare_text(out, a, b);
 }
 
-static void html_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(*s, out);
-		}
-	}
-}
-
 static void html_row(FILE *out, const char *op, const char *run, const double v[CMP_NMETRIC],
 		     bool present, const char *cls)
 {
@@ -1101,7 +1105,7 @@ void compare_html_table(FILE *out, const struct run *a, const struct run *b)
 			char cell[32];
 			fmt_ratio(cell, sizeof(cell), c.in_a && c.in_b ? compare_ratio(va[i], vb[i]) : -1);
 			fputs("<td>", out);
-			html_text(out, cell);
+			markup_text(out, cell);
 			fputs("</td>", out);
 		}
 		fputs("</tr>\n", out);
