@@ -286,7 +286,7 @@ Test(synclat, roundtrip_every_block_type)
 
 	struct logfmt_record recs[3] = {
 		{ MONO0 + 10, 123, 4096, 4096, 7, 11, LOGOP_PWRITE, 0, 1 },
-		{ MONO0 + 20, 456789, 0, -5, 7, 12, LOGOP_FDATASYNC, LOGREC_EMULATED, 1 },
+		{ MONO0 + 20, 456789, 0, -5, 7, 12, LOGOP_FDATASYNC, 0x01 /* retired bit */, 1 },
 		{ MONO0 + 30, 99, 0, 0, 0, 13, LOGOP_SYNC, 0, 0 },
 	};
 	lb_put(&b, logfmt_encode_records(blk, sizeof(blk), b.seq, recs, 3));
@@ -883,6 +883,44 @@ static void expect_error(const uint8_t *d, size_t len, enum lr_status st, uint64
 	cr_assert(strstr(e.msg, words), "'%s' not in: %s", words, e.msg);
 	cr_assert(strstr(e.msg, "bad.log: "), "%s", e.msg);
 	lr_free(&log);
+}
+
+/* A log with an event of kind k and a record with flags fl, both after a
+ * FILE block (the record's file). */
+static void retired_log(struct logbuf *b, unsigned k, unsigned fl)
+{
+	lb_header(b, 100, 1, WALL0, MONO0);
+	lb_file(b, 1, "/data/x.wal", "ext4");
+	struct logfmt_event ev = { MONO0 + 5, 0, 0, (uint8_t)k, "old" };
+	lb_put(b, logfmt_encode_event(blk, sizeof(blk), b->seq, &ev));
+	struct logfmt_record r = { MONO0 + 6, 10, 0, 0, 1, 7, LOGOP_FSYNC, (uint8_t)fl, 1 };
+	lb_put(b, logfmt_encode_records(blk, sizeof(blk), b->seq, &r, 1));
+}
+
+/* Event kinds 0 and 4 and record flag bit 0 were defined in 1.0 and are
+ * retired: a log holding them still reads; the next numbers up do not. */
+Test(synclat, retired_values_still_read)
+{
+	static const unsigned kinds[] = { 0, 4 };
+	for (int i = 0; i < 2; i++) {
+		struct logbuf b;
+		retired_log(&b, kinds[i], 0x01);
+		struct lr_log log;
+		read_ok(&b, &log);
+		cr_assert_eq(log.nevents, 1);
+		cr_assert_eq(log.events[0].kind, kinds[i]);
+		cr_assert_str_eq(logev_name(kinds[i]), "?");
+		cr_assert_eq(log.recs[0].flags, 0x01);
+		lr_free(&log);
+		free(b.data);
+	}
+	struct logbuf b;
+	retired_log(&b, LOGEV_KIND_LIMIT, 0);
+	expect_error(b.data, b.len, LR_CORRUPT, b.ends[1] + 24 + 16, "unknown event kind 5");
+	free(b.data);
+	retired_log(&b, LOGEV_SYNC_ERROR, 0x02);
+	expect_error(b.data, b.len, LR_CORRUPT, b.ends[2] + 24 + 8 + 37, "unknown flags 0x2");
+	free(b.data);
 }
 
 Test(synclat, corruption_is_named)
