@@ -95,9 +95,11 @@ static inline int opt_store(const struct opt *o, const char *v)
 	return 0;
 }
 
-/* getopt(3) by the table. Returns 0, or -1 at the first unknown option or
- * missing value (getopt has said which on stderr) or a repeatable option
- * used once too often. Afterwards optind is the first operand. */
+/* getopt(3) by the table, from optind on (a program whose argv[1] is a
+ * subcommand sets optind = 2 first). Returns 0, or -1 at the first unknown
+ * option or missing value (getopt has said which on stderr) or a
+ * repeatable option used once too often. Afterwards optind is the first
+ * operand. */
 static inline int parse_opts(int argc, char **argv, const struct opt *t, size_t n)
 {
 	char spec[64] = "";
