@@ -11,20 +11,35 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS  := $(BASE) $(OPT) $(SAN) -fPIC -Ipolicy -Ishim
 LDSAN   := $(SAN)
+# The tools, the tests, their programs and libraries: every function that
+# is not static is declared in a header first.
+TOOL_WARN := -Wmissing-prototypes
+TOOL_CFLAGS := $(CFLAGS) $(TOOL_WARN)
+TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
 BENCH_PKGS := eatmydata libactivemq-java fio python3
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
-PURE_SRCS := $(wildcard policy/*.c) $(wildcard shim/hist.c shim/logfmt.c)
+PURE_SRCS := $(wildcard policy/*.c)
+# The log format, $(SYNCLOG_LIB): its writer side (histograms, block
+# encoders; the shim links these two, hidden inside it) and the strict
+# reader, for the tools and the tests.
+SYNCLOG_SHIM_SRCS := shim/hist.c shim/logfmt.c
+SYNCLOG_SRCS := $(SYNCLOG_SHIM_SRCS) tools/logread.c
+# What synclat computes and prints, $(SYNCLAT_LIB): report, compare, the
+# plots and the command line itself (synclat_main); tools/synclat.c is
+# only its main(), so the tests and the fuzz targets run the same code.
+SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c
 # The preloaded library: everything else under shim/.
-SHIM_SRCS := $(filter-out $(PURE_SRCS),$(wildcard shim/*.c))
-SYNCLAT_SRCS := $(wildcard tools/synclat*.c tools/report*.c tools/logread*.c tools/svg*.c)
-SYNCSHIM_SRCS := $(wildcard tools/syncshim*.c tools/ab*.c tools/elfcheck*.c)
+SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))
+SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c
 
 PURE_OBJS := $(PURE_SRCS:%.c=$(B)/obj/%.o)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
+SYNCLOG_LIB := $(B)/libsynclog.a
+SYNCLAT_LIB := $(B)/libsynclat.a
 
 EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
@@ -47,7 +62,7 @@ SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
 .PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install clean java fuzz fuzz-deps replay
-all: $(B)/libsyncshim.so $(B)/syncshim $(if $(SYNCLAT_SRCS),$(B)/synclat) $(EXAMPLES)
+all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
 deps:
 	@missing=""; for p in $(BUILD_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -63,8 +78,24 @@ $(B)/obj/%.o: %.c $(wildcard shim/*.h policy/*.h tools/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wmissing-prototypes -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
 
-$(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) $(B)/exports.map $(SHIM_ALLOC)
-	$(CC) $(LDSAN) -o $@ $(SHIM_OBJS) $(PURE_OBJS) $(SHIM_STATIC) $(SHIM_LDFLAGS)
+# The tools' objects (position-independent too, as everything in
+# $(SYNCLOG_LIB) must be: the shim links from it).
+$(B)/obj/tools/%.o: tools/%.c $(wildcard shim/*.h policy/*.h tools/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TOOL_CFLAGS) -c $< -o $@
+
+$(SYNCLOG_LIB): $(SYNCLOG_SRCS:%.c=$(B)/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(SYNCLAT_LIB): $(SYNCLAT_LIB_SRCS:%.c=$(B)/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# The shim takes only the writer side from $(SYNCLOG_LIB) (the linker pulls
+# no more than it calls); --exclude-libs keeps all of it hidden.
+$(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) $(SYNCLOG_LIB) $(B)/exports.map $(SHIM_ALLOC)
+	$(CC) $(LDSAN) -o $@ $(SHIM_OBJS) $(PURE_OBJS) $(SYNCLOG_LIB) $(SHIM_STATIC) $(SHIM_LDFLAGS)
 
 # The export map is made from the one list of interposed calls
 # (SHIM_CALLS in shim/calls.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
@@ -89,11 +120,11 @@ $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a
 	  --redefine-sym _Unwind_GetIP=syncshim_je_unwind_getip \
 	  --remove-section=.init_array $< $@
 
-$(B)/syncshim: $(SYNCSHIM_SRCS) $(PURE_OBJS)
-	$(CC) $(CFLAGS) -o $@ $(SYNCSHIM_SRCS) $(PURE_OBJS) $(LIBDIR)/libinih.a $(LDSAN) -lm
+$(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(PURE_OBJS)
+	$(CC) -pthread $(LDSAN) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
-$(B)/synclat: $(SYNCLAT_SRCS) $(PURE_OBJS)
-	$(CC) $(CFLAGS) -o $@ $(SYNCLAT_SRCS) $(PURE_OBJS) $(LIBDIR)/libinih.a $(LDSAN) -lm
+$(B)/synclat: $(B)/obj/tools/synclat.o $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
+	$(CC) -pthread $(LDSAN) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
 $(B)/examples/%: examples/%.c $(wildcard examples/*.h)
 	@mkdir -p $(dir $@)
@@ -101,23 +132,25 @@ $(B)/examples/%: examples/%.c $(wildcard examples/*.h)
 
 $(B)/tests/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) -o $@ $< -lm
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -o $@ $< -lm
 
 $(B)/tests/lib/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) -fPIC -shared -ftls-model=initial-exec -o $@ $< -ldl
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -fPIC -shared -ftls-model=initial-exec -o $@ $< -ldl
 
 # Deferred (=): pkg-config only answers once `make deps` installed libfuse3-dev.
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3)
 FUSE_LIBS = $(shell pkg-config --libs fuse3)
 $(TEST_FS): tests/lib/failfs.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) $(FUSE_CFLAGS) -o $@ $< $(FUSE_LIBS)
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) $(FUSE_CFLAGS) -o $@ $< $(FUSE_LIBS)
 
-$(B)/tests/test_%: tests/test_%.c $(PURE_OBJS) $(wildcard tests/*.h)
+# Unit tests link the libraries the tools link; none compiles a tool's .c.
+TEST_LINK = $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) $(LIBDIR)/libinih.a
+$(B)/tests/test_%: tests/test_%.c $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
+		$(wildcard tests/*.h tools/*.h shim/*.h policy/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Itools -o $@ $< $(PURE_OBJS) $(filter-out tools/synclat.c,$(SYNCLAT_SRCS)) \
-		$(LIBDIR)/libinih.a -lcriterion $(LDSAN) -lm
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_LINK) -lcriterion $(LDSAN) -lm
 
 $(B)/java/.stamp: $(JAVA_SRCS)
 	@mkdir -p $(B)/java
@@ -162,7 +195,9 @@ asan: deps
 #   die_after_fork=0        the tests fork from threaded programs on purpose.
 TSAN_DIR := build-tsan
 TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC -Ipolicy -Ishim
-TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS))
+# (The writer side of the log format is built into it as objects: the
+# shim's copy of $(SYNCLOG_LIB) has to be instrumented too.)
+TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS) $(SYNCLOG_SHIM_SRCS))
 TSAN_SUITES := test_hostile test_flusher test_shim test_log
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c $(wildcard shim/*.h policy/*.h)
@@ -225,25 +260,45 @@ FUZZ_TARGETS := ini glob log
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_PKGS := clang libclang-rt-dev
-FUZZ_SRCS := $(PURE_SRCS) $(filter-out tools/synclat.c,$(SYNCLAT_SRCS))
 FUZZ_CFLAGS := $(BASE) -O1 -fno-omit-frame-pointer -Ipolicy -Ishim -Itools -Itests/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 REPLAYS := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)
+# The targets link the same libraries as the tools: built with clang and
+# instrumented for libFuzzer into $(B)/fuzz/ (make fuzz), the plain
+# $(SYNCLOG_LIB) and $(SYNCLAT_LIB) for the replay (make test).
+FUZZ_POLICY_OBJS := $(PURE_SRCS:%.c=$(B)/fuzz/obj/%.o)
+FUZZ_LIBS := $(B)/fuzz/libsynclat.a $(B)/fuzz/libsynclog.a
 
 fuzz-deps:
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 && dpkg -s libclang-rt-dev >/dev/null 2>&1 || { \
 	  echo "installing: $(FUZZ_PKGS)"; apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FUZZ_PKGS) >/dev/null; }
 
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRCS) tests/fuzz/coverage-ignore.txt $(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
+$(B)/fuzz/obj/%.o: %.c tests/fuzz/coverage-ignore.txt $(wildcard shim/*.h policy/*.h tools/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt \
-		-o $@ $< $(FUZZ_SRCS) $(LIBDIR)/libinih.a -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) \
+		-fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt -c $< -o $@
 
-$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_SRCS) $(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
+$(B)/fuzz/libsynclog.a: $(SYNCLOG_SRCS:%.c=$(B)/fuzz/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/fuzz/libsynclat.a: $(SYNCLAT_LIB_SRCS:%.c=$(B)/fuzz/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIBS) $(FUZZ_POLICY_OBJS) tests/fuzz/coverage-ignore.txt \
+		$(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools -Itests/fuzz -DREPLAY_TARGET='"$*"' -o $@ $< tests/fuzz/replay.c \
-		$(FUZZ_SRCS) $(LIBDIR)/libinih.a $(LDSAN) -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(TOOL_WARN) -fsanitize=fuzzer $(FUZZ_SAN) \
+		-fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt \
+		-o $@ $< $(FUZZ_LIBS) $(FUZZ_POLICY_OBJS) $(LIBDIR)/libinih.a -lm
+
+$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
+		$(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -Itests/fuzz -DREPLAY_TARGET='"$*"' -o $@ $< tests/fuzz/replay.c \
+		$(TEST_LINK) $(LDSAN) -lm
 
 replay: $(REPLAYS)
 	@for t in $(FUZZ_TARGETS); do \

@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,23 +57,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->size = 1 << 20;
 	o->every = 0;
 	o->keep = 0;
-	int c;
-	while ((c = getopt(argc, argv, "f:n:s:e:kh")) != -1) {
-		switch (c) {
-		case 'f':
-			if (strlen(optarg) >= sizeof(o->path))
-				bad_arg("-f", optarg);
-			strcpy(o->path, optarg);
-			break;
-		case 'n': o->count = parse_u64(optarg, "-n"); break;
-		case 's': o->size = (size_t)parse_u64(optarg, "-s"); break;
-		case 'e': o->every = parse_u64(optarg, "-e"); break;
-		case 'k': o->keep = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
-		}
-	}
-	no_extra_args(argc, argv);
+	const struct opt opts[] = {
+		{ 'f', OPT_PATH, .p = o->path, .max = sizeof(o->path) },
+		{ 'n', OPT_U64, .p = &o->count },
+		{ 's', OPT_SIZE, .p = &o->size },
+		{ 'e', OPT_U64, .p = &o->every },
+		{ 'k', OPT_FLAG, .p = &o->keep },
+	};
+	parse_opts(argc, argv, opts, NOPTS(opts));
 	if (o->size == 0)
 		bad_arg("-s", "0");
 	if (o->every == 0)

@@ -239,9 +239,101 @@ static inline double parse_pos_double(const char *s, const char *opt)
 	return v;
 }
 
-/* Reject operands left after getopt (the examples take none). */
-static inline void no_extra_args(int argc, char **argv)
+/*
+ * Options, table-driven: one entry per letter says what its value is and
+ * where it goes, and one call parses them all:
+ *
+ *	const struct opt opts[] = {
+ *		{ 'f', OPT_PATH, .p = o->path, .max = sizeof(o->path) },
+ *		{ 'n', OPT_U64, .p = &o->count },
+ *		{ 'k', OPT_FLAG, .p = &o->keep },
+ *	};
+ *	parse_opts(argc, argv, opts, NOPTS(opts));
+ *
+ * It does what every example does: -h prints usage on stdout and exits
+ * 0; an unknown option, a missing or bad value (named, via bad_arg) or an
+ * operand (the examples take none) prints usage on stderr and exits 2.
+ * Defaults are whatever the caller stored before the call. The type at p
+ * must be the kind's.
+ */
+enum opt_kind {
+	OPT_FLAG,    /* int: set to 1; takes no value */
+	OPT_U64,     /* uint64_t: parse_u64 (k/m/g suffixes) */
+	OPT_SIZE,    /* size_t: parse_u64 */
+	OPT_DOUBLE,  /* double: parse_pos_double (> 0) */
+	OPT_PATH,    /* char[]: the value copied; max is the most it may take, NUL included */
+	OPT_COUNT,   /* unsigned: parse_u64, from 1 to max */
+	OPT_WORD,    /* int: the index of the value in words */
+};
+
+struct opt {
+	char letter;
+	enum opt_kind kind;
+	void *p;                  /* where the value goes */
+	size_t max;               /* OPT_PATH, OPT_COUNT */
+	const char *const *words; /* OPT_WORD: the values it takes, NULL last */
+	int *seen;                /* if set, becomes 1 when the option is given */
+};
+
+#define NOPTS(table) (sizeof(table) / sizeof((table)[0]))
+
+/* Stores one option's value, or exits through bad_arg. */
+static inline void opt_store(const struct opt *o, const char *v)
 {
+	const char name[3] = { '-', o->letter, '\0' };
+	uint64_t n;
+	switch (o->kind) {
+	case OPT_FLAG: *(int *)o->p = 1; break;
+	case OPT_U64: *(uint64_t *)o->p = parse_u64(v, name); break;
+	case OPT_SIZE: *(size_t *)o->p = (size_t)parse_u64(v, name); break;
+	case OPT_DOUBLE: *(double *)o->p = parse_pos_double(v, name); break;
+	case OPT_PATH:
+		if (strlen(v) >= o->max)
+			bad_arg(name, v);
+		strcpy(o->p, v);
+		break;
+	case OPT_COUNT:
+		n = parse_u64(v, name);
+		if (n == 0 || n > o->max)
+			bad_arg(name, v);
+		*(unsigned *)o->p = (unsigned)n;
+		break;
+	case OPT_WORD:
+		for (n = 0; o->words[n] && strcmp(v, o->words[n]) != 0; n++)
+			;
+		if (!o->words[n])
+			bad_arg(name, v);
+		*(int *)o->p = (int)n;
+		break;
+	}
+	if (o->seen)
+		*o->seen = 1;
+}
+
+static inline void parse_opts(int argc, char **argv, const struct opt *t, size_t n)
+{
+	char spec[64] = "h";
+	for (size_t i = 0, k = 1; i < n && k + 3 < sizeof(spec); i++) {
+		spec[k++] = t[i].letter;
+		if (t[i].kind != OPT_FLAG)
+			spec[k++] = ':';
+		spec[k] = '\0';
+	}
+	int c;
+	while ((c = getopt(argc, argv, spec)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			exit(0);
+		}
+		size_t i = 0;
+		while (i < n && t[i].letter != c)
+			i++;
+		if (i == n) {
+			usage(stderr);
+			exit(2);
+		}
+		opt_store(&t[i], optarg);
+	}
 	if (optind != argc) {
 		fprintf(stderr, "%s: unexpected argument '%s'\n", PROG, argv[optind]);
 		usage(stderr);

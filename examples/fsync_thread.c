@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -160,24 +159,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->sync_every_us = 500;
 	o->seconds = 3;
 	o->keep = 0;
-	int c;
-	while ((c = getopt(argc, argv, "f:s:w:i:t:kh")) != -1) {
-		switch (c) {
-		case 'f':
-			if (strlen(optarg) >= sizeof(o->path))
-				bad_arg("-f", optarg);
-			strcpy(o->path, optarg);
-			break;
-		case 's': o->size = (size_t)parse_u64(optarg, "-s"); break;
-		case 'w': o->write_every_us = parse_u64(optarg, "-w"); break;
-		case 'i': o->sync_every_us = parse_u64(optarg, "-i"); break;
-		case 't': o->seconds = parse_pos_double(optarg, "-t"); break;
-		case 'k': o->keep = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
-		}
-	}
-	no_extra_args(argc, argv);
+	const struct opt opts[] = {
+		{ 'f', OPT_PATH, .p = o->path, .max = sizeof(o->path) },
+		{ 's', OPT_SIZE, .p = &o->size },
+		{ 'w', OPT_U64, .p = &o->write_every_us },
+		{ 'i', OPT_U64, .p = &o->sync_every_us },
+		{ 't', OPT_DOUBLE, .p = &o->seconds },
+		{ 'k', OPT_FLAG, .p = &o->keep },
+	};
+	parse_opts(argc, argv, opts, NOPTS(opts));
 	if (o->size == 0)
 		bad_arg("-s", "0");
 	if (o->sync_every_us == 0)

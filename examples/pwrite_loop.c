@@ -12,11 +12,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#define PROG "pwrite_loop"
+#include "examples.h"
 
 static double clock_s(clockid_t id)
 {
@@ -25,46 +29,44 @@ static double clock_s(clockid_t id)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: pwrite_loop [-n COUNT] [-s SIZE] [-r REGION] [-f FILE] [-k]\n");
+}
+
 int main(int argc, char **argv)
 {
-	long count = 1000000, size = 4096, region = 1 << 20;
-	const char *file = NULL;
-	int keep = 0, c;
-	while ((c = getopt(argc, argv, "n:s:r:f:kh")) != -1) {
-		switch (c) {
-		case 'n': count = atol(optarg); break;
-		case 's': size = atol(optarg); break;
-		case 'r': region = atol(optarg); break;
-		case 'f': file = optarg; break;
-		case 'k': keep = 1; break;
-		default:
-			fprintf(stderr, "usage: pwrite_loop [-n COUNT] [-s SIZE] [-r REGION] [-f FILE] [-k]\n");
-			return c == 'h' ? 0 : 2;
-		}
-	}
+	uint64_t count = 1000000, size = 4096, region = 1 << 20;
+	char file[4096];
+	int keep = 0, file_given = 0;
+	const struct opt opts[] = {
+		{ 'n', OPT_U64, .p = &count },
+		{ 's', OPT_U64, .p = &size },
+		{ 'r', OPT_U64, .p = &region },
+		{ 'f', OPT_PATH, .p = file, .max = sizeof(file), .seen = &file_given },
+		{ 'k', OPT_FLAG, .p = &keep },
+	};
+	parse_opts(argc, argv, opts, NOPTS(opts));
 	if (count < 1 || size < 1 || region < size) {
 		fprintf(stderr, "pwrite_loop: bad sizes\n");
 		return 2;
 	}
-	char path[256];
-	if (!file) {
-		snprintf(path, sizeof(path), "/tmp/pwrite_loop.%d.dat", (int)getpid());
-		file = path;
-	}
+	if (!file_given)
+		snprintf(file, sizeof(file), "/tmp/pwrite_loop.%d.dat", (int)getpid());
 	int fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	char *buf = malloc((size_t)size);
+	char *buf = malloc(size);
 	if (fd < 0 || !buf) {
 		fprintf(stderr, "pwrite_loop: open %s: %s\n", file, strerror(errno));
 		return 1;
 	}
-	memset(buf, 'x', (size_t)size);
-	long slots = region / size;
-	for (long i = 0; i < slots; i++) /* allocate the region first: steady state only */
-		if (pwrite(fd, buf, (size_t)size, i * size) != size)
+	memset(buf, 'x', size);
+	uint64_t slots = region / size;
+	for (uint64_t i = 0; i < slots; i++) /* allocate the region first: steady state only */
+		if (pwrite(fd, buf, size, (off_t)(i * size)) != (ssize_t)size)
 			return 1;
 	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-	for (long i = 0; i < count; i++) {
-		if (pwrite(fd, buf, (size_t)size, (i % slots) * size) != size) {
+	for (uint64_t i = 0; i < count; i++) {
+		if (pwrite(fd, buf, size, (off_t)(i % slots * size)) != (ssize_t)size) {
 			fprintf(stderr, "pwrite_loop: pwrite: %s\n", strerror(errno));
 			return 1;
 		}
@@ -73,7 +75,7 @@ int main(int argc, char **argv)
 	close(fd);
 	if (!keep)
 		unlink(file);
-	printf("result: calls=%ld seconds=%.4f ns_per_call=%.1f cpu_ns_per_call=%.1f\n", count, secs,
-	       secs * 1e9 / (double)count, cpu * 1e9 / (double)count);
+	printf("result: calls=%" PRIu64 " seconds=%.4f ns_per_call=%.1f cpu_ns_per_call=%.1f\n", count,
+	       secs, secs * 1e9 / (double)count, cpu * 1e9 / (double)count);
 	return 0;
 }

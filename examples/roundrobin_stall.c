@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,37 +77,22 @@ static void usage(FILE *out)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	snprintf(o->dir, sizeof(o->dir), "/tmp/%s.%ld", PROG, (long)getpid());
-	o->own_dir = 1;
 	o->nfiles = 10;
 	o->size = 4096;
 	o->rate_mbps = 20;
 	o->seconds = 5;
 	o->keep = 0;
-	int c;
-	uint64_t v;
-	while ((c = getopt(argc, argv, "d:n:s:r:t:kh")) != -1) {
-		switch (c) {
-		case 'd':
-			if (strlen(optarg) >= sizeof(o->dir))
-				bad_arg("-d", optarg);
-			strcpy(o->dir, optarg);
-			o->own_dir = 0;
-			break;
-		case 'n':
-			v = parse_u64(optarg, "-n");
-			if (v == 0 || v > MAX_FILES)
-				bad_arg("-n", optarg);
-			o->nfiles = (unsigned)v;
-			break;
-		case 's': o->size = (size_t)parse_u64(optarg, "-s"); break;
-		case 'r': o->rate_mbps = parse_pos_double(optarg, "-r"); break;
-		case 't': o->seconds = parse_pos_double(optarg, "-t"); break;
-		case 'k': o->keep = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
-		}
-	}
-	no_extra_args(argc, argv);
+	int dir_given = 0;
+	const struct opt opts[] = {
+		{ 'd', OPT_PATH, .p = o->dir, .max = sizeof(o->dir), .seen = &dir_given },
+		{ 'n', OPT_COUNT, .p = &o->nfiles, .max = MAX_FILES },
+		{ 's', OPT_SIZE, .p = &o->size },
+		{ 'r', OPT_DOUBLE, .p = &o->rate_mbps },
+		{ 't', OPT_DOUBLE, .p = &o->seconds },
+		{ 'k', OPT_FLAG, .p = &o->keep },
+	};
+	parse_opts(argc, argv, opts, NOPTS(opts));
+	o->own_dir = !dir_given;
 	if (o->size == 0)
 		bad_arg("-s", "0");
 }

@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -178,45 +177,24 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->size = 4096;
 	o->count = 2000;
 	o->seconds = 0;
-	o->method = M_FSYNC;
 	o->threads = 1;
 	o->odsync = 0;
 	o->keep = 0;
-	int c, count_given = 0;
-	uint64_t v;
-	while ((c = getopt(argc, argv, "f:s:n:t:m:T:okh")) != -1) {
-		switch (c) {
-		case 'f':
-			if (strlen(optarg) >= sizeof(o->path))
-				bad_arg("-f", optarg);
-			strcpy(o->path, optarg);
-			break;
-		case 's': o->size = (size_t)parse_u64(optarg, "-s"); break;
-		case 'n': o->count = parse_u64(optarg, "-n"); count_given = 1; break;
-		case 't': o->seconds = parse_pos_double(optarg, "-t"); break;
-		case 'm':
-			if (strcmp(optarg, "fsync") == 0)
-				o->method = M_FSYNC;
-			else if (strcmp(optarg, "fdatasync") == 0)
-				o->method = M_FDATASYNC;
-			else if (strcmp(optarg, "none") == 0)
-				o->method = M_NONE;
-			else
-				bad_arg("-m", optarg);
-			break;
-		case 'T':
-			v = parse_u64(optarg, "-T");
-			if (v == 0 || v > MAX_THREADS)
-				bad_arg("-T", optarg);
-			o->threads = (unsigned)v;
-			break;
-		case 'o': o->odsync = 1; break;
-		case 'k': o->keep = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
-		}
-	}
-	no_extra_args(argc, argv);
+	int count_given = 0, method = M_FSYNC;
+	/* the -m values, in enum sync_method order */
+	static const char *const methods[] = { "fsync", "fdatasync", "none", NULL };
+	const struct opt opts[] = {
+		{ 'f', OPT_PATH, .p = o->path, .max = sizeof(o->path) },
+		{ 's', OPT_SIZE, .p = &o->size },
+		{ 'n', OPT_U64, .p = &o->count, .seen = &count_given },
+		{ 't', OPT_DOUBLE, .p = &o->seconds },
+		{ 'm', OPT_WORD, .p = &method, .words = methods },
+		{ 'T', OPT_COUNT, .p = &o->threads, .max = MAX_THREADS },
+		{ 'o', OPT_FLAG, .p = &o->odsync },
+		{ 'k', OPT_FLAG, .p = &o->keep },
+	};
+	parse_opts(argc, argv, opts, NOPTS(opts));
+	o->method = (enum sync_method)method;
 	if (o->size == 0)
 		bad_arg("-s", "0");
 	if (o->seconds > 0 && !count_given)

@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,29 +69,21 @@ static void usage(FILE *out)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	snprintf(o->dir, sizeof(o->dir), "/tmp/%s.%ld", PROG, (long)getpid());
-	o->own_dir = 1;
 	o->count = 100;
 	o->size = 256;
 	o->dirsync = 0;
 	o->keep = 0;
-	int c;
-	while ((c = getopt(argc, argv, "d:n:s:Dkh")) != -1) {
-		switch (c) {
-		case 'd':
-			if (strlen(optarg) >= sizeof(o->dir) - 16)
-				bad_arg("-d", optarg);
-			strcpy(o->dir, optarg);
-			o->own_dir = 0;
-			break;
-		case 'n': o->count = parse_u64(optarg, "-n"); break;
-		case 's': o->size = (size_t)parse_u64(optarg, "-s"); break;
-		case 'D': o->dirsync = 1; break;
-		case 'k': o->keep = 1; break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); exit(2);
-		}
-	}
-	no_extra_args(argc, argv);
+	int dir_given = 0;
+	const struct opt opts[] = {
+		/* room left for the file names joined to it */
+		{ 'd', OPT_PATH, .p = o->dir, .max = sizeof(o->dir) - 16, .seen = &dir_given },
+		{ 'n', OPT_U64, .p = &o->count },
+		{ 's', OPT_SIZE, .p = &o->size },
+		{ 'D', OPT_FLAG, .p = &o->dirsync },
+		{ 'k', OPT_FLAG, .p = &o->keep },
+	};
+	parse_opts(argc, argv, opts, NOPTS(opts));
+	o->own_dir = !dir_given;
 	if (o->size == 0)
 		bad_arg("-s", "0");
 }

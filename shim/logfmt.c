@@ -43,12 +43,11 @@ static const char *const block_names[LOGBLK_LAST + 1] = {
 	[LOGBLK_TRAILER] = "TRAILER",
 };
 
-static const char *const event_names[LOGEV_KIND_COUNT] = {
-	[LOGEV_INFO] = "info",
+/* Retired kinds have no entry (NULL): they are shown as "?". */
+static const char *const event_names[LOGEV_KIND_LIMIT] = {
 	[LOGEV_RELOAD] = "reload",
 	[LOGEV_SYNC_ERROR] = "sync-error",
 	[LOGEV_CONFIG_ERROR] = "config-error",
-	[LOGEV_WARNING] = "warning",
 };
 
 const char *logop_name(unsigned op)
@@ -81,7 +80,7 @@ bool logop_is_real(unsigned op)
 
 const char *logev_name(unsigned kind)
 {
-	return kind < LOGEV_KIND_COUNT ? event_names[kind] : "?";
+	return kind < LOGEV_KIND_LIMIT && event_names[kind] ? event_names[kind] : "?";
 }
 
 const char *logfmt_block_name(unsigned type)

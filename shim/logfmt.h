@@ -76,16 +76,19 @@ bool logop_is_write(unsigned op);           /* bytes are data written */
 bool logop_is_sync(unsigned op);            /* app sync calls */
 bool logop_is_real(unsigned op);            /* flusher's real syncs */
 
+/*
+ * Event kinds. Numbers are on disk: never reuse one. 0 and 4 ("info" and
+ * "warning") were defined in 1.0 but never written: retired, and still
+ * accepted by readers, so no 1.0 log turns invalid.
+ */
 enum logfmt_event_kind {
-	LOGEV_INFO = 0,
-	LOGEV_RELOAD,        /* policy reloaded (a POLICY block follows) */
-	LOGEV_SYNC_ERROR,    /* a real sync failed: err, file_id */
-	LOGEV_CONFIG_ERROR,  /* ini rejected; text is the parser's message */
-	LOGEV_WARNING,
-	LOGEV_KIND_COUNT
+	LOGEV_RELOAD = 1,        /* policy reloaded (a POLICY block follows) */
+	LOGEV_SYNC_ERROR = 2,    /* a real sync failed: err, file_id */
+	LOGEV_CONFIG_ERROR = 3,  /* ini rejected; text is the parser's message */
 };
+#define LOGEV_KIND_LIMIT 5   /* kinds below it are valid in a log of this minor */
 
-const char *logev_name(unsigned kind);
+const char *logev_name(unsigned kind);     /* "?" if unknown or retired */
 
 /* One rule of the policy snapshot; index 0 is always the default rule. */
 struct logfmt_rule {
@@ -136,13 +139,15 @@ struct logfmt_record {
 	uint32_t file_id;            /* 0: no file (sync, failed open) */
 	uint32_t tid;
 	uint8_t op;                  /* enum logop */
-	uint8_t flags;               /* LOGREC_* */
+	uint8_t flags;               /* 0: no flag is defined */
 	uint16_t rule;
 };
 _Static_assert(sizeof(struct logfmt_record) == LOGFMT_RECORD_SIZE, "record layout");
 
-#define LOGREC_EMULATED 0x01  /* the shim answered without the real call */
-#define LOGREC_FLAGS_KNOWN LOGREC_EMULATED
+/* Record flag bits a reader accepts in a log of this minor. Bit 0 ("the
+ * shim answered without the real call") was defined in 1.0 but never set:
+ * retired, still accepted, never reused. */
+#define LOGREC_FLAGS_KNOWN 0x01
 
 /* Which histogram a HIST block carries, and its place in the set. */
 struct logfmt_histkey {

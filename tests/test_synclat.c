@@ -3,15 +3,18 @@
  * merged runs -> report/compare numbers and outputs -> the CLI's exit
  * codes. Logs are synthesized here with known answers.
  *
- * The CLI is compiled into this test (synclat.c without its main) so its
- * exit codes are checked in-process, under the sanitizers too; the built
- * binary is checked as well when $SYNCSHIM_BUILD/synclat exists.
+ * The CLI is linked into this test from libsynclat.a (synclat_main, the
+ * function the program's main() calls) so its exit codes are checked
+ * in-process, under the sanitizers too; the built binary is checked as
+ * well when $SYNCSHIM_BUILD/synclat exists.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <stdlib.h>
@@ -25,9 +28,7 @@
 #include "logread.h"
 #include "report.h"
 #include "svg.h"
-
-#define SYNCLAT_NO_MAIN
-#include "synclat.c"
+#include "synclat_cli.h"
 
 #define SEC 1000000000ull
 #define WALL0 (1700000000ull * SEC + 250000000ull)  /* not on a second boundary */
@@ -285,7 +286,7 @@ Test(synclat, roundtrip_every_block_type)
 
 	struct logfmt_record recs[3] = {
 		{ MONO0 + 10, 123, 4096, 4096, 7, 11, LOGOP_PWRITE, 0, 1 },
-		{ MONO0 + 20, 456789, 0, -5, 7, 12, LOGOP_FDATASYNC, LOGREC_EMULATED, 1 },
+		{ MONO0 + 20, 456789, 0, -5, 7, 12, LOGOP_FDATASYNC, 0x01 /* retired bit */, 1 },
 		{ MONO0 + 30, 99, 0, 0, 0, 13, LOGOP_SYNC, 0, 0 },
 	};
 	lb_put(&b, logfmt_encode_records(blk, sizeof(blk), b.seq, recs, 3));
@@ -884,6 +885,44 @@ static void expect_error(const uint8_t *d, size_t len, enum lr_status st, uint64
 	lr_free(&log);
 }
 
+/* A log with an event of kind k and a record with flags fl, both after a
+ * FILE block (the record's file). */
+static void retired_log(struct logbuf *b, unsigned k, unsigned fl)
+{
+	lb_header(b, 100, 1, WALL0, MONO0);
+	lb_file(b, 1, "/data/x.wal", "ext4");
+	struct logfmt_event ev = { MONO0 + 5, 0, 0, (uint8_t)k, "old" };
+	lb_put(b, logfmt_encode_event(blk, sizeof(blk), b->seq, &ev));
+	struct logfmt_record r = { MONO0 + 6, 10, 0, 0, 1, 7, LOGOP_FSYNC, (uint8_t)fl, 1 };
+	lb_put(b, logfmt_encode_records(blk, sizeof(blk), b->seq, &r, 1));
+}
+
+/* Event kinds 0 and 4 and record flag bit 0 were defined in 1.0 and are
+ * retired: a log holding them still reads; the next numbers up do not. */
+Test(synclat, retired_values_still_read)
+{
+	static const unsigned kinds[] = { 0, 4 };
+	for (int i = 0; i < 2; i++) {
+		struct logbuf b;
+		retired_log(&b, kinds[i], 0x01);
+		struct lr_log log;
+		read_ok(&b, &log);
+		cr_assert_eq(log.nevents, 1);
+		cr_assert_eq(log.events[0].kind, kinds[i]);
+		cr_assert_str_eq(logev_name(kinds[i]), "?");
+		cr_assert_eq(log.recs[0].flags, 0x01);
+		lr_free(&log);
+		free(b.data);
+	}
+	struct logbuf b;
+	retired_log(&b, LOGEV_KIND_LIMIT, 0);
+	expect_error(b.data, b.len, LR_CORRUPT, b.ends[1] + 24 + 16, "unknown event kind 5");
+	free(b.data);
+	retired_log(&b, LOGEV_SYNC_ERROR, 0x02);
+	expect_error(b.data, b.len, LR_CORRUPT, b.ends[2] + 24 + 8 + 37, "unknown flags 0x2");
+	free(b.data);
+}
+
 Test(synclat, corruption_is_named)
 {
 	struct logbuf b = small_log();
@@ -1186,6 +1225,19 @@ Test(synclat, svg_and_html_are_self_contained)
 	}
 	free(a.data);
 	free(b.data);
+}
+
+/* The one escaper of the SVG and HTML writers: markup characters become
+ * entities, control bytes (not allowed in XML) are left out. */
+Test(synclat, markup_text_escapes)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	markup_text(out, "a<b>&\"c\"\x1b[1m\tz\x7f\xc3\xa9");
+	fclose(out);
+	cr_assert_str_eq(text, "a&lt;b&gt;&amp;&quot;c&quot;[1mz\x7f\xc3\xa9");
+	free(text);
 }
 
 /* ---- the CLI ---- */

@@ -709,7 +709,7 @@ static int parse_event(struct lr_log *log, struct lr_parse *ps, struct cur *c)
 		return cut_short(ps, c);
 	if (fid && find_file(ps, fid) < 0)
 		return bad(ps, c, at + 8, "unknown file id %u", fid);
-	if (kind >= LOGEV_KIND_COUNT && !ps->newer)
+	if (kind >= LOGEV_KIND_LIMIT && !ps->newer)  /* retired kinds included */
 		return bad(ps, c, at + 16, "unknown event kind %u", kind);
 	if (res)
 		return bad(ps, c, at + 17, "reserved byte not zero");

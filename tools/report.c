@@ -175,6 +175,23 @@ static void csv_field(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+void markup_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		default:
+			/* XML 1.0 forbids most control characters; a log's
+			 * strings could hold any byte but NUL. */
+			if ((unsigned char)*s >= 0x20)
+				fputc(*s, out);
+		}
+	}
+}
+
 static void json_str(FILE *out, const char *s)
 {
 	fputc('"', out);
@@ -696,15 +713,8 @@ static void json_warnings(FILE *out, const struct run *r)
 	fputc(']', out);
 }
 
-static void report_json(FILE *out, const struct run *r, unsigned flags)
+static void json_ops(FILE *out, const struct run *r)
 {
-	fputc('{', out);
-	json_logs(out, r);
-	fprintf(out, ",\"duration_s\":%.6f,\"dropped\":%" PRIu64 ",\"percentiles_from\":\"%s\"",
-		r->duration_s, r->drops,
-		r->pct_source == PCT_HIST ? "hist" : r->pct_source == PCT_RECORDS ? "records"
-		: r->pct_source == PCT_MIXED ? "mixed" : "none");
-	json_warnings(out, r);
 	fputs(",\"ops\":[", out);
 	int n = 0;
 	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
@@ -717,49 +727,69 @@ static void report_json(FILE *out, const struct run *r, unsigned flags)
 		fputc('}', out);
 	}
 	fputc(']', out);
-	if (flags & REPORT_FILES) {
-		fputs(",\"files\":[", out);
-		for (size_t i = 0; i < r->nfiles; i++) {
-			const struct run_file *f = &r->files[i];
-			fputs(i ? ",{\"path\":" : "{\"path\":", out);
-			json_str(out, f->path);
-			fputs(",\"fs\":", out);
-			json_str(out, f->fstype);
-			fputs(",\"rule\":", out);
-			json_str(out, f->rule_name);
-			fprintf(out, ",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"calls\":{", f->bytes,
-				f->errors);
-			for (unsigned op = 0, k = 0; op < LOGOP_COUNT; op++)
-				if (f->calls[op])
-					fprintf(out, "%s\"%s\":%" PRIu64, k++ ? "," : "", logop_name(op),
-						f->calls[op]);
-			fputc('}', out);
-			json_hist(out, "sync", f->sync);
-			json_hist(out, "real_sync", f->real);
-			fputc('}', out);
-		}
-		fputc(']', out);
+}
+
+static void json_files(FILE *out, const struct run *r)
+{
+	fputs(",\"files\":[", out);
+	for (size_t i = 0; i < r->nfiles; i++) {
+		const struct run_file *f = &r->files[i];
+		fputs(i ? ",{\"path\":" : "{\"path\":", out);
+		json_str(out, f->path);
+		fputs(",\"fs\":", out);
+		json_str(out, f->fstype);
+		fputs(",\"rule\":", out);
+		json_str(out, f->rule_name);
+		fprintf(out, ",\"bytes\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"calls\":{", f->bytes,
+			f->errors);
+		for (unsigned op = 0, k = 0; op < LOGOP_COUNT; op++)
+			if (f->calls[op])
+				fprintf(out, "%s\"%s\":%" PRIu64, k++ ? "," : "", logop_name(op),
+					f->calls[op]);
+		fputc('}', out);
+		json_hist(out, "sync", f->sync);
+		json_hist(out, "real_sync", f->real);
+		fputc('}', out);
 	}
-	if (flags & REPORT_PER_SECOND) {
-		fputs(",\"seconds\":[", out);
-		for (size_t i = 0; i < r->nsecs; i++) {
-			const struct run_sec *s = &r->secs[i];
-			struct sec_sum t = sec_sum(s);
-			fprintf(out, "%s{\"sec\":%" PRId64 ",\"calls\":%" PRIu64 ",\"mb\":%.6f,\"ops\":{",
-				i ? "," : "", s->sec, t.calls, (double)t.bytes / 1e6);
-			for (unsigned op = 0, k = 0; op < LOGOP_COUNT; op++) {
-				const struct tally *o = &s->op[op];
-				if (!o->calls)
-					continue;
-				fprintf(out, "%s\"%s\":{\"calls\":%" PRIu64 ",\"bytes\":%" PRIu64
-					",\"mean_ns\":%.1f,\"max_ns\":%" PRIu64 "}", k++ ? "," : "",
-					logop_name(op), o->calls, o->bytes,
-					(double)o->sum_ns / (double)o->calls, o->max_ns);
-			}
-			fputs("}}", out);
+	fputc(']', out);
+}
+
+static void json_seconds(FILE *out, const struct run *r)
+{
+	fputs(",\"seconds\":[", out);
+	for (size_t i = 0; i < r->nsecs; i++) {
+		const struct run_sec *s = &r->secs[i];
+		struct sec_sum t = sec_sum(s);
+		fprintf(out, "%s{\"sec\":%" PRId64 ",\"calls\":%" PRIu64 ",\"mb\":%.6f,\"ops\":{",
+			i ? "," : "", s->sec, t.calls, (double)t.bytes / 1e6);
+		for (unsigned op = 0, k = 0; op < LOGOP_COUNT; op++) {
+			const struct tally *o = &s->op[op];
+			if (!o->calls)
+				continue;
+			fprintf(out, "%s\"%s\":{\"calls\":%" PRIu64 ",\"bytes\":%" PRIu64
+				",\"mean_ns\":%.1f,\"max_ns\":%" PRIu64 "}", k++ ? "," : "",
+				logop_name(op), o->calls, o->bytes,
+				(double)o->sum_ns / (double)o->calls, o->max_ns);
 		}
-		fputc(']', out);
+		fputs("}}", out);
 	}
+	fputc(']', out);
+}
+
+static void report_json(FILE *out, const struct run *r, unsigned flags)
+{
+	fputc('{', out);
+	json_logs(out, r);
+	fprintf(out, ",\"duration_s\":%.6f,\"dropped\":%" PRIu64 ",\"percentiles_from\":\"%s\"",
+		r->duration_s, r->drops,
+		r->pct_source == PCT_HIST ? "hist" : r->pct_source == PCT_RECORDS ? "records"
+		: r->pct_source == PCT_MIXED ? "mixed" : "none");
+	json_warnings(out, r);
+	json_ops(out, r);
+	if (flags & REPORT_FILES)
+		json_files(out, r);
+	if (flags & REPORT_PER_SECOND)
+		json_seconds(out, r);
 	fputs("}\n", out);
 }
 
@@ -1052,19 +1082,6 @@ void compare_print(FILE *out, const struct run *a, const struct run *b, enum rep
 		compare_text(out, a, b);
 }
 
-static void html_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default: fputc(*s, out);
-		}
-	}
-}
-
 static void html_row(FILE *out, const char *op, const char *run, const double v[CMP_NMETRIC],
 		     bool present, const char *cls)
 {
@@ -1101,7 +1118,7 @@ void compare_html_table(FILE *out, const struct run *a, const struct run *b)
 			char cell[32];
 			fmt_ratio(cell, sizeof(cell), c.in_a && c.in_b ? compare_ratio(va[i], vb[i]) : -1);
 			fputs("<td>", out);
-			html_text(out, cell);
+			markup_text(out, cell);
 			fputs("</td>", out);
 		}
 		fputs("</tr>\n", out);

@@ -56,6 +56,10 @@ double compare_ratio(double a, double b);
 void compare_verdict(const struct run *a, const struct run *b, char *buf, size_t len);
 
 void compare_print(FILE *out, const struct run *a, const struct run *b, enum report_format fmt);
+/* Text into HTML or SVG, as element content or a quoted attribute: & < >
+ * and " escaped, control bytes left out. The one escaper of both writers. */
+void markup_text(FILE *out, const char *s);
+
 /* The comparison table as an HTML <table> (for synclat compare --html). */
 void compare_html_table(FILE *out, const struct run *a, const struct run *b);
 

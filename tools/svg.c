@@ -46,21 +46,6 @@ static double py(const struct panel *p, double ns)
 	return finite_or(p->y + p->h - (l - p->ly0) / (p->ly1 - p->ly0) * p->h, p->y + p->h);
 }
 
-static void xml_text(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		switch (*s) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		default:
-			if ((unsigned char)*s >= 0x20)
-				fputc(*s, out);
-		}
-	}
-}
-
 static double nines_to_pct(double x)
 {
 	return 100.0 * (1.0 - pow(10.0, -x));
@@ -110,7 +95,7 @@ static void frame(FILE *out, const struct panel *p, const char *title, const cha
 		"stroke=\"#888\"/>\n", p->x, p->y, p->w, p->h);
 	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\" "
 		"text-anchor=\"middle\">", p->x + p->w / 2, p->y - 10);
-	xml_text(out, title);
+	markup_text(out, title);
 	fputs("</text>\n", out);
 	fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
 		p->x + p->w / 2, p->y + p->h + 34, xlabel);
@@ -285,7 +270,7 @@ static void legend(FILE *out, const char *la, const char *lb)
 		fprintf(out, "<line x1=\"%.0f\" y1=\"52\" x2=\"%.0f\" y2=\"52\" stroke=\"%s\" "
 			"stroke-width=\"3\"/>\n", x, x + 30, color[s]);
 		fprintf(out, "<text x=\"%.0f\" y=\"56\" font-size=\"12\">%s: ", x + 36, s ? "B" : "A");
-		xml_text(out, label[s]);
+		markup_text(out, label[s]);
 		fputs("</text>\n", out);
 	}
 }
@@ -317,21 +302,16 @@ void svg_compare(FILE *out, const struct run *a, const struct run *b, const char
 	fputs("</svg>\n", out);
 }
 
-static void html_esc(FILE *out, const char *s)
-{
-	xml_text(out, s);
-}
-
 static void html_side(FILE *out, const char *side, const struct run *r)
 {
 	fprintf(out, "<p><b>%s</b>: ", side);
 	for (size_t l = 0; l < r->nlogs; l++) {
 		fputs(l ? ", " : "", out);
-		html_esc(out, r->logs[l]->path);
+		markup_text(out, r->logs[l]->path);
 		fprintf(out, " (pid %u)", r->logs[l]->pid);
 	}
 	fputs(" &mdash; <code>", out);
-	html_esc(out, r->logs[0]->cmdline);
+	markup_text(out, r->logs[0]->cmdline);
 	fprintf(out, "</code>, ran %.3f s, %llu dropped records%s</p>\n", r->duration_s,
 		(unsigned long long)r->drops,
 		(r->warnings & LRW_NO_TRAILER) ? ", no trailer (process ended abruptly?)" : "");
@@ -355,7 +335,7 @@ void html_compare(FILE *out, const struct run *a, const struct run *b, const cha
 	html_side(out, "A", a);
 	html_side(out, "B", b);
 	fputs("<p class=\"verdict\">", out);
-	html_esc(out, verdict);
+	markup_text(out, verdict);
 	fputs("</p>\n", out);
 	compare_html_table(out, a, b);
 	svg_compare(out, a, b, la, lb, false);

@@ -641,6 +641,13 @@ OPEN_HOOK(open64)
 OPENAT_HOOK(openat)
 OPENAT_HOOK(openat64)
 
+/* The fortified opens: glibc declares them only when _FORTIFY_SOURCE
+ * makes it call them. */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
 API int __open_2(const char *path, int flags)
 {
 	return open_common("__open_2", ID___open_2, AT_FDCWD, path, flags, 0, 2);

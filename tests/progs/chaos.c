@@ -338,23 +338,23 @@ static void report(bool handlers, bool forks, bool vfk)
 int main(int argc, char **argv)
 {
 	long millis = 2000;
-	bool F = false, V = false, G = false, X = false, N = false;
+	int F = 0, V = 0, G = 0, X = 0, N = 0;
 	const char *acks_path = NULL;
-	int opt;
-	while ((opt = getopt(argc, argv, "d:T:t:a:FVGXN")) != -1) {
-		switch (opt) {
-		case 'd': dir = optarg; break;
-		case 'T': millis = atol(optarg); break;
-		case 't': nwriters = atoi(optarg) > MAX_WRITERS ? MAX_WRITERS : atoi(optarg); break;
-		case 'a': acks_path = optarg; break;
-		case 'F': F = true; break;
-		case 'V': V = true; break;
-		case 'G': G = true; break;
-		case 'X': X = true; break;
-		case 'N': N = true; break;
-		default: return 2;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'T', OPT_LONG, .p = &millis },
+		{ 't', OPT_INT, .p = &nwriters },
+		{ 'a', OPT_STR, .p = &acks_path },
+		{ 'F', OPT_FLAG, .p = &F },
+		{ 'V', OPT_FLAG, .p = &V },
+		{ 'G', OPT_FLAG, .p = &G },
+		{ 'X', OPT_FLAG, .p = &X },
+		{ 'N', OPT_FLAG, .p = &N },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
+	if (nwriters > MAX_WRITERS)
+		nwriters = MAX_WRITERS;
 	struct sigaction sa = { .sa_handler = on_timer, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);

@@ -79,19 +79,15 @@ static long long size_of(const char *path)
 int main(int argc, char **argv)
 {
 	const char *mode = "loop", *log = NULL;
-	int nfiles = 120, opt;
-	while ((opt = getopt(argc, argv, "d:m:n:l:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else if (opt == 'm')
-			mode = optarg;
-		else if (opt == 'n')
-			nfiles = atoi(optarg);
-		else if (opt == 'l')
-			log = optarg;
-		else
-			return 2;
-	}
+	int nfiles = 120;
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'm', OPT_STR, .p = &mode },
+		{ 'n', OPT_INT, .p = &nfiles },
+		{ 'l', OPT_STR, .p = &log },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/a.dat", dir);
 	int a = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

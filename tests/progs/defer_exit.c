@@ -55,17 +55,14 @@ static void *writer(void *arg)
 int main(int argc, char **argv)
 {
 	const char *mode = "main";
-	int threads = 4, opt;
-	while ((opt = getopt(argc, argv, "d:m:t:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else if (opt == 'm')
-			mode = optarg;
-		else if (opt == 't')
-			threads = atoi(optarg);
-		else
-			return 2;
-	}
+	int threads = 4;
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'm', OPT_STR, .p = &mode },
+		{ 't', OPT_INT, .p = &threads },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	if (!strcmp(mode, "threads")) {
 		pthread_t th[64];
 		threads = threads > 64 ? 64 : threads;

@@ -118,14 +118,12 @@ int main(int argc, char **argv)
 		close(fd);
 		return bad;
 	}
-	int c;
-	while ((c = getopt(argc, argv, "d:n:")) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'n': count = atoi(optarg); break;
-		default: dir = NULL; optind = argc; break;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'n', OPT_INT, .p = &count },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		dir = NULL;
 	if (!dir || count < 1) {
 		fprintf(stderr, "usage: fd_life -d DIR [-n COUNT]\n");
 		return 2;

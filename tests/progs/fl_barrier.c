@@ -306,20 +306,19 @@ int main(int argc, char **argv)
 	}
 	const char *dir = NULL, *file = NULL, *file2 = NULL, *call = NULL;
 	long wait_ms = 0;
-	int use_exit = 0, c;
+	int use_exit = 0;
 	optind = 2;
-	while ((c = getopt(argc, argv, "d:f:g:x:w:s:E")) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'f': file = optarg; break;
-		case 'g': file2 = optarg; break;
-		case 'x': call = optarg; break;
-		case 'w': wait_ms = atol(optarg); break;
-		case 's': size = atol(optarg); break;
-		case 'E': use_exit = 1; break;
-		default: goto usage;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'f', OPT_STR, .p = &file },
+		{ 'g', OPT_STR, .p = &file2 },
+		{ 'x', OPT_STR, .p = &call },
+		{ 'w', OPT_LONG, .p = &wait_ms },
+		{ 's', OPT_LONG, .p = &size },
+		{ 'E', OPT_FLAG, .p = &use_exit },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		goto usage;
 	if (size < 16 || size % 16)
 		goto usage;
 	int r;

@@ -88,16 +88,14 @@ static void must_write(int fd, unsigned long long off)
 int main(int argc, char **argv)
 {
 	const char *file = NULL;
-	int c;
-	while ((c = getopt(argc, argv, "f:m:Fw:")) != -1) {
-		switch (c) {
-		case 'f': file = optarg; break;
-		case 'm': method = optarg; break;
-		case 'F': use_flush = 1; break;
-		case 'w': wait_ms = atol(optarg); break;
-		default: goto usage;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'f', OPT_STR, .p = &file },
+		{ 'm', OPT_STR, .p = &method },
+		{ 'F', OPT_FLAG, .p = &use_flush },
+		{ 'w', OPT_LONG, .p = &wait_ms },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		goto usage;
 	if (!file || (strcmp(method, "fsync") && strcmp(method, "fdatasync")))
 		goto usage;
 	int fd1 = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);

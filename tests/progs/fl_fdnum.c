@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "progs.h"
+
 static int fail(const char *what)
 {
 	printf("fl_fdnum: FAIL %s: %s\n", what, strerror(errno));
@@ -34,16 +36,15 @@ static int fail(const char *what)
 int main(int argc, char **argv)
 {
 	const char *a = NULL, *b = NULL;
-	int num = -1, do_sync = 0, c;
-	while ((c = getopt(argc, argv, "a:b:n:S")) != -1) {
-		switch (c) {
-		case 'a': a = optarg; break;
-		case 'b': b = optarg; break;
-		case 'n': num = atoi(optarg); break;
-		case 'S': do_sync = 1; break;
-		default: goto usage;
-		}
-	}
+	int num = -1, do_sync = 0;
+	const struct opt opts[] = {
+		{ 'a', OPT_STR, .p = &a },
+		{ 'b', OPT_STR, .p = &b },
+		{ 'n', OPT_INT, .p = &num },
+		{ 'S', OPT_FLAG, .p = &do_sync },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		goto usage;
 	if (!a || !b)
 		goto usage;
 	int fda = open(a, O_WRONLY | O_CREAT | O_TRUNC, 0644);

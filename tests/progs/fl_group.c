@@ -82,18 +82,16 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
 	const char *times = NULL;
-	int c;
-	while ((c = getopt(argc, argv, "f:o:t:n:s:m:")) != -1) {
-		switch (c) {
-		case 'f': file = optarg; break;
-		case 'o': times = optarg; break;
-		case 't': threads = atol(optarg); break;
-		case 'n': count = atol(optarg); break;
-		case 's': size = atol(optarg); break;
-		case 'm': method = optarg; break;
-		default: goto usage;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'f', OPT_STR, .p = &file },
+		{ 'o', OPT_STR, .p = &times },
+		{ 't', OPT_LONG, .p = &threads },
+		{ 'n', OPT_LONG, .p = &count },
+		{ 's', OPT_LONG, .p = &size },
+		{ 'm', OPT_STR, .p = &method },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		goto usage;
 	if (!file || !times || threads < 1 || threads > MAX_THREADS || count < 1 || size < 16 || size % 16)
 		goto usage;
 	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -61,24 +61,23 @@ int main(int argc, char **argv)
 {
 	const char *file = NULL, *method = "fsync", *stop = NULL;
 	long count = 100, size = 4096, every = 1, pause_us = 0, wait_ms = 0, max_ms = 20000;
-	int odsync = 0, flush = 0, idle = 0, c;
-	while ((c = getopt(argc, argv, "f:n:s:m:e:p:w:OFS:IT:")) != -1) {
-		switch (c) {
-		case 'f': file = optarg; break;
-		case 'n': count = atol(optarg); break;
-		case 's': size = atol(optarg); break;
-		case 'm': method = optarg; break;
-		case 'e': every = atol(optarg); break;
-		case 'p': pause_us = atol(optarg); break;
-		case 'w': wait_ms = atol(optarg); break;
-		case 'O': odsync = 1; break;
-		case 'F': flush = 1; break;
-		case 'S': stop = optarg; break;
-		case 'I': idle = 1; break;
-		case 'T': max_ms = atol(optarg); break;
-		default: usage();
-		}
-	}
+	int odsync = 0, flush = 0, idle = 0;
+	const struct opt opts[] = {
+		{ 'f', OPT_STR, .p = &file },
+		{ 'n', OPT_LONG, .p = &count },
+		{ 's', OPT_LONG, .p = &size },
+		{ 'm', OPT_STR, .p = &method },
+		{ 'e', OPT_LONG, .p = &every },
+		{ 'p', OPT_LONG, .p = &pause_us },
+		{ 'w', OPT_LONG, .p = &wait_ms },
+		{ 'O', OPT_FLAG, .p = &odsync },
+		{ 'F', OPT_FLAG, .p = &flush },
+		{ 'S', OPT_STR, .p = &stop },
+		{ 'I', OPT_FLAG, .p = &idle },
+		{ 'T', OPT_LONG, .p = &max_ms },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		usage();
 	int m_fsync = !strcmp(method, "fsync"), m_fdatasync = !strcmp(method, "fdatasync");
 	if (!file || size <= 0 || size % 16 || every <= 0 || (!m_fsync && !m_fdatasync && strcmp(method, "none")))
 		usage();

@@ -183,18 +183,16 @@ static long reap(pid_t *kids, long nkids, int block, long *failed)
 
 int main(int argc, char **argv)
 {
-	int c;
-	while ((c = getopt(argc, argv, "d:t:T:k:c:s:")) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 't': threads = atol(optarg); break;
-		case 'T': duration_ms = atol(optarg); break;
-		case 'k': nshared = atol(optarg); break;
-		case 'c': child_ms = atol(optarg); break;
-		case 's': size = atol(optarg); break;
-		default: goto usage;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 't', OPT_LONG, .p = &threads },
+		{ 'T', OPT_LONG, .p = &duration_ms },
+		{ 'k', OPT_LONG, .p = &nshared },
+		{ 'c', OPT_LONG, .p = &child_ms },
+		{ 's', OPT_LONG, .p = &size },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		goto usage;
 	if (!dir || threads < 1 || threads > MAX_THREADS || nshared < 1 || nshared > MAX_SHARED || child_ms < 1 ||
 	    size < 16 || size % 16)
 		goto usage;

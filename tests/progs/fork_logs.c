@@ -47,13 +47,11 @@ static pid_t spawn(char which)
 
 int main(int argc, char **argv)
 {
-	int opt;
-	while ((opt = getopt(argc, argv, "d:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else
-			return 2;
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	if (write_sync("p.dat"))
 		return 1;
 	pid_t a = spawn('a'), b = spawn('b'), c = spawn('c');

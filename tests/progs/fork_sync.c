@@ -66,15 +66,13 @@ static int work(const char *dir, const char *who, char tag, int shared)
 int main(int argc, char **argv)
 {
 	const char *dir = NULL;
-	int c;
-	while ((c = getopt(argc, argv, "d:n:m:")) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'n': count = atoi(optarg); break;
-		case 'm': method = optarg; break;
-		default: dir = NULL; optind = argc; break;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'n', OPT_INT, .p = &count },
+		{ 'm', OPT_STR, .p = &method },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		dir = NULL;
 	if (!dir || count < 1) {
 		fprintf(stderr, "usage: fork_sync -d DIR [-n COUNT] [-m fsync|fdatasync]\n");
 		return 2;

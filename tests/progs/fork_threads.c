@@ -64,17 +64,14 @@ static void child(int n)
 
 int main(int argc, char **argv)
 {
-	int threads = 4, forks = 20, opt;
-	while ((opt = getopt(argc, argv, "d:t:f:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else if (opt == 't')
-			threads = atoi(optarg);
-		else if (opt == 'f')
-			forks = atoi(optarg);
-		else
-			return 2;
-	}
+	int threads = 4, forks = 20;
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 't', OPT_INT, .p = &threads },
+		{ 'f', OPT_INT, .p = &forks },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	pthread_t th[64];
 	if (threads > 64)
 		threads = 64;

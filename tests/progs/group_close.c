@@ -81,17 +81,14 @@ static void print(const char *who, _Atomic long *c)
 
 int main(int argc, char **argv)
 {
-	int nhealthy = 4, millis = 1500, opt;
-	while ((opt = getopt(argc, argv, "f:t:T:")) != -1) {
-		if (opt == 'f')
-			file = optarg;
-		else if (opt == 't')
-			nhealthy = atoi(optarg);
-		else if (opt == 'T')
-			millis = atoi(optarg);
-		else
-			return 2;
-	}
+	int nhealthy = 4, millis = 1500;
+	const struct opt opts[] = {
+		{ 'f', OPT_STR, .p = &file },
+		{ 't', OPT_INT, .p = &nhealthy },
+		{ 'T', OPT_INT, .p = &millis },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	if (!file)
 		return 2;
 	atomic_store(&shared_fd, open(file, O_WRONLY | O_CREAT, 0644));

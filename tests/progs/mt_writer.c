@@ -107,17 +107,15 @@ static int verify(const char *path, size_t expect)
 
 int main(int argc, char **argv)
 {
-	int c;
-	while ((c = getopt(argc, argv, "d:t:n:s:m:")) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 't': nthreads = atoi(optarg); break;
-		case 'n': count = atoi(optarg); break;
-		case 's': size = strtoul(optarg, NULL, 10); break;
-		case 'm': method = optarg; break;
-		default: goto usage;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 't', OPT_INT, .p = &nthreads },
+		{ 'n', OPT_INT, .p = &count },
+		{ 's', OPT_SIZE, .p = &size },
+		{ 'm', OPT_STR, .p = &method },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		goto usage;
 	if (!dir || nthreads < 1 || nthreads > MAX_THREADS || count < 0 || !size ||
 	    (strcmp(method, "fsync") && strcmp(method, "fdatasync") && strcmp(method, "none"))) {
 usage:

@@ -25,17 +25,14 @@
 int main(int argc, char **argv)
 {
 	const char *dir = ".";
-	int limit = 64, nfiles = -1, opt;
-	while ((opt = getopt(argc, argv, "d:l:n:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else if (opt == 'l')
-			limit = atoi(optarg);
-		else if (opt == 'n')
-			nfiles = atoi(optarg);
-		else
-			return 2;
-	}
+	int limit = 64, nfiles = -1;
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'l', OPT_INT, .p = &limit },
+		{ 'n', OPT_INT, .p = &nfiles },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	if (nfiles < 0)
 		nfiles = limit - 4;
 	struct rlimit rl;

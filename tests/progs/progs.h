@@ -9,7 +9,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The 16-byte record pattern of tests/harness.h: byte o of a file is part
  * of the record at o & ~15, that offset as 15 hex digits then '\n'. Fills
@@ -30,6 +32,92 @@ static inline uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Options, table-driven: one entry per letter says what its value is and
+ * where it goes, and one call parses them all:
+ *
+ *	const struct opt opts[] = {
+ *		{ 'd', OPT_STR, .p = &dir },
+ *		{ 'n', OPT_INT, .p = &count },
+ *		{ 'S', OPT_FLAG, .p = &do_sync },
+ *	};
+ *	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+ *		return 2;
+ *
+ * Numbers are read as atoi/atol/strtoull read them (the suite passes good
+ * ones; each program checks its ranges after the call). A later use of
+ * an option overrides an earlier one, except for an OPT_STR with many
+ * slots. The type at p must be the kind's.
+ */
+enum opt_kind {
+	OPT_FLAG,    /* int: set to 1; takes no value */
+	OPT_STR,     /* const char *: the value itself */
+	OPT_INT,     /* int: atoi */
+	OPT_LONG,    /* long: atol */
+	OPT_SIZE,    /* size_t: strtoull */
+	OPT_ULL,     /* unsigned long long: strtoull */
+};
+
+struct opt {
+	char letter;
+	enum opt_kind kind;
+	void *p;
+	int many;    /* OPT_STR: p is an array of this many (NULL until used);
+	              * each use fills the next, one more is an error */
+};
+
+#define NOPTS(table) (sizeof(table) / sizeof((table)[0]))
+
+/* Stores one option's value; -1 if a repeatable option is full. */
+static inline int opt_store(const struct opt *o, const char *v)
+{
+	const char **slot = o->p;
+	switch (o->kind) {
+	case OPT_FLAG: *(int *)o->p = 1; break;
+	case OPT_STR:
+		if (o->many) {
+			int i = 0;
+			while (i < o->many && slot[i])
+				i++;
+			if (i == o->many)
+				return -1;
+			slot += i;
+		}
+		*slot = v;
+		break;
+	case OPT_INT: *(int *)o->p = atoi(v); break;
+	case OPT_LONG: *(long *)o->p = atol(v); break;
+	case OPT_SIZE: *(size_t *)o->p = strtoull(v, NULL, 10); break;
+	case OPT_ULL: *(unsigned long long *)o->p = strtoull(v, NULL, 10); break;
+	}
+	return 0;
+}
+
+/* getopt(3) by the table, from optind on (a program whose argv[1] is a
+ * subcommand sets optind = 2 first). Returns 0, or -1 at the first unknown
+ * option or missing value (getopt has said which on stderr) or a
+ * repeatable option used once too often. Afterwards optind is the first
+ * operand. */
+static inline int parse_opts(int argc, char **argv, const struct opt *t, size_t n)
+{
+	char spec[64] = "";
+	for (size_t i = 0, k = 0; i < n && k + 3 < sizeof(spec); i++) {
+		spec[k++] = t[i].letter;
+		if (t[i].kind != OPT_FLAG)
+			spec[k++] = ':';
+		spec[k] = '\0';
+	}
+	int c;
+	while ((c = getopt(argc, argv, spec)) != -1) {
+		size_t i = 0;
+		while (i < n && t[i].letter != c)
+			i++;
+		if (i == n || opt_store(&t[i], optarg) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 #endif /* SYNCSHIM_PROGS_H */

@@ -29,15 +29,12 @@ static int fill(int fd)
 int main(int argc, char **argv)
 {
 	const char *dir = ".", *mode = "link";
-	int opt;
-	while ((opt = getopt(argc, argv, "d:m:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else if (opt == 'm')
-			mode = optarg;
-		else
-			return 2;
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'm', OPT_STR, .p = &mode },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	char src[PATH_MAX], dst[PATH_MAX];
 	snprintf(src, sizeof(src), "%s/src.dat", dir);
 	snprintf(dst, sizeof(dst), "%s/dst.dat", dir);

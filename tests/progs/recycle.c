@@ -52,13 +52,11 @@ static void *thread_a(void *arg)
 
 int main(int argc, char **argv)
 {
-	int opt;
-	while ((opt = getopt(argc, argv, "d:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else
-			return 2;
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	sem_init(&inside, 0, 0);
 	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);

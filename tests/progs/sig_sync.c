@@ -150,20 +150,18 @@ static int check(const char *name, long records)
 
 int main(int argc, char **argv)
 {
-	int threads = 2, opt;
-	char n[16] = "40";
-	while ((opt = getopt(argc, argv, "d:n:t:i:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else if (opt == 'n')
-			snprintf(n, sizeof(n), "%s", optarg);
-		else if (opt == 't')
-			threads = atoi(optarg);
-		else if (opt == 'i')
-			micros = atoi(optarg);
-		else
-			return 2;
-	}
+	int threads = 2;
+	const char *n_arg = "40";
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'n', OPT_STR, .p = &n_arg },
+		{ 't', OPT_INT, .p = &threads },
+		{ 'i', OPT_INT, .p = &micros },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
+	char n[16];
+	snprintf(n, sizeof(n), "%s", n_arg);
 	setenv("SIG_SYNC_N", n, 1);
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);

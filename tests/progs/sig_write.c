@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "progs.h"
+
 static int hfd = -1;
 static char h2path[4096];
 static volatile sig_atomic_t handler_runs, handler_opens, handler_errors;
@@ -96,15 +98,13 @@ int main(int argc, char **argv)
 {
 	const char *dir = NULL;
 	long millis = 600, micros = 500;
-	int c;
-	while ((c = getopt(argc, argv, "d:T:i:")) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'T': millis = atol(optarg); break;
-		case 'i': micros = atol(optarg); break;
-		default: dir = NULL; optind = argc; break;
-		}
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'T', OPT_LONG, .p = &millis },
+		{ 'i', OPT_LONG, .p = &micros },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		dir = NULL;
 	if (!dir || millis <= 0 || micros <= 0) {
 		fprintf(stderr, "usage: sig_write -d DIR [-T MILLIS] [-i MICROS]\n");
 		return 2;

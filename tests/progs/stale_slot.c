@@ -95,15 +95,12 @@ static int range(const char *path)
 int main(int argc, char **argv)
 {
 	const char *dir = ".", *mode = "reuse";
-	int opt;
-	while ((opt = getopt(argc, argv, "d:m:")) != -1) {
-		if (opt == 'd')
-			dir = optarg;
-		else if (opt == 'm')
-			mode = optarg;
-		else
-			return 2;
-	}
+	const struct opt opts[] = {
+		{ 'd', OPT_STR, .p = &dir },
+		{ 'm', OPT_STR, .p = &mode },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/s.dat", dir);
 	return !strcmp(mode, "range") ? range(path) : reuse(path);

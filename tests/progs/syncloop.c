@@ -99,44 +99,43 @@ static int verify(const char *path, size_t expect)
 	return 0;
 }
 
-static void usage(void)
+static _Noreturn void usage(void)
 {
 	fprintf(stderr, "usage: syncloop -f FILE [-f FILE ...] [-n COUNT] [-s SIZE] "
 			"[-m fsync|fdatasync|msync|sfr|syncfs|sync|osync|odsync|none|mix|rwfsync|rwfdsync] [-a]\n");
 	exit(2);
 }
 
+static enum method method_of(const char *name)
+{
+	for (size_t k = 0; k < sizeof(method_names) / sizeof(method_names[0]); k++)
+		if (strcmp(name, method_names[k]) == 0)
+			return (enum method)k;
+	usage();
+}
+
 int main(int argc, char **argv)
 {
-	struct file files[MAX_FILES];
-	int nfiles = 0, use_at = 0;
+	const char *paths[MAX_FILES] = { NULL }, *mname = "fsync";
+	int use_at = 0, readback = 1; /* -r: the files are always read back */
 	unsigned long long count = 200;
 	size_t size = 4096;
-	enum method m = M_FSYNC;
-	int c;
-	while ((c = getopt(argc, argv, "f:n:s:m:ar")) != -1) {
-		switch (c) {
-		case 'f':
-			if (nfiles == MAX_FILES)
-				usage();
-			files[nfiles++] = (struct file){ .path = optarg, .fd = -1 };
-			break;
-		case 'n': count = strtoull(optarg, NULL, 10); break;
-		case 's': size = strtoull(optarg, NULL, 10); break;
-		case 'm': {
-			size_t k;
-			for (k = 0; k < sizeof(method_names) / sizeof(method_names[0]); k++)
-				if (strcmp(optarg, method_names[k]) == 0)
-					break;
-			if (k == sizeof(method_names) / sizeof(method_names[0]))
-				usage();
-			m = (enum method)k;
-			break;
-		}
-		case 'a': use_at = 1; break;
-		case 'r': break;
-		default: usage();
-		}
+	const struct opt opts[] = {
+		{ 'f', OPT_STR, .p = paths, .many = MAX_FILES },
+		{ 'n', OPT_ULL, .p = &count },
+		{ 's', OPT_SIZE, .p = &size },
+		{ 'm', OPT_STR, .p = &mname },
+		{ 'a', OPT_FLAG, .p = &use_at },
+		{ 'r', OPT_FLAG, .p = &readback },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		usage();
+	enum method m = method_of(mname);
+	struct file files[MAX_FILES];
+	int nfiles = 0;
+	while (nfiles < MAX_FILES && paths[nfiles]) {
+		files[nfiles] = (struct file){ .path = paths[nfiles], .fd = -1 };
+		nfiles++;
 	}
 	if (!nfiles || !size || optind != argc)
 		usage();

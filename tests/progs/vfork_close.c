@@ -39,15 +39,12 @@ static const char *file, *mode = "range";
 
 int main(int argc, char **argv)
 {
-	int opt;
-	while ((opt = getopt(argc, argv, "f:m:")) != -1) {
-		if (opt == 'f')
-			file = optarg;
-		else if (opt == 'm')
-			mode = optarg;
-		else
-			return 2;
-	}
+	const struct opt opts[] = {
+		{ 'f', OPT_STR, .p = &file },
+		{ 'm', OPT_STR, .p = &mode },
+	};
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
 	int fd = file ? open(file, O_WRONLY | O_CREAT | O_TRUNC | O_SYNC, 0644) : -1;
 	if (fd < 0 || batch(fd, 0) < 0)
 		return 1;
