@@ -269,6 +269,11 @@ static const char *join_names(const char *const *names, int count, char *buf, si
 	return buf;
 }
 
+const char *sync_policy_names(char *buf, size_t len)
+{
+	return join_names(sync_names, SYNC_POLICY_COUNT, buf, len);
+}
+
 static const char *join_keys(int sections, char *buf, size_t len)
 {
 	const char *names[KEY_COUNT];

@@ -144,6 +144,8 @@ const struct rule *policy_match(const struct policy *p, const char *abspath);
 /* Name <-> enum; parse returns -1 for an unknown name. */
 int sync_policy_parse(const char *name);
 const char *sync_policy_name(enum sync_policy s);
+/* "passthrough, fdatasync, ...": every policy's name, for messages. */
+const char *sync_policy_names(char *buf, size_t len);
 int osync_mode_parse(const char *name);
 const char *osync_mode_name(enum osync_mode m);
 int log_mode_parse(const char *name);

@@ -42,8 +42,9 @@ struct side {
 
 static void ab_usage(FILE *to)
 {
+	char names[128];
 	fprintf(to, "usage: syncshim ab [-n ROUNDS] [-o DIR] [-m summary|calls] A B -- CMD [ARGS]\n"
-		    "  A, B: a policy (passthrough, fdatasync, noop, defer, group) or an ini file\n");
+		    "  A, B: a policy (%s) or an ini file\n", sync_policy_names(names, sizeof(names)));
 }
 
 static int side_parse(struct side *s, char tag, const char *spec)
@@ -160,7 +161,7 @@ static int synclat_path(char *out, size_t len)
 		if (snprintf(out, len, "%s/synclat", self) < (int)len && access(out, X_OK) == 0)
 			return 0;
 	}
-	if (shim_library_path(lib, sizeof(lib)) == 0) {
+	if (launcher_library_path(lib, sizeof(lib)) == 0) {
 		char *slash = strrchr(lib, '/');
 		if (slash) {
 			*slash = '\0';

@@ -21,17 +21,15 @@
 const double report_pct[REPORT_NPCT] = { 50, 90, 99, 99.9, 99.99 };
 const char *const report_pct_name[REPORT_NPCT] = { "p50", "p90", "p99", "p99.9", "p99.99" };
 
-/* Mirrors policy.c's names; tools and tests must not need policy.c. */
+/* The log stores policies and modes by their policy.h numbers. */
 const char *report_sync_name(unsigned sync)
 {
-	static const char *const n[] = { "passthrough", "fdatasync", "noop", "defer", "group" };
-	return sync < sizeof(n) / sizeof(n[0]) ? n[sync] : "?";
+	return sync_policy_name((enum sync_policy)sync);
 }
 
 const char *report_mode_name(unsigned mode)
 {
-	static const char *const n[] = { "off", "summary", "calls" };
-	return mode < sizeof(n) / sizeof(n[0]) ? n[mode] : "?";
+	return log_mode_name((enum log_mode)mode);
 }
 
 /* ---- numbers ---- */

@@ -19,16 +19,18 @@
 
 static void usage(FILE *to)
 {
+	char names[128];
 	fprintf(to,
 		"usage: syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]\n"
 		"       syncshim check FILE\n"
 		"       syncshim ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]\n"
-		"POLICY: passthrough | fdatasync | noop | defer | group\n"
+		"POLICY: one of %s\n"
 		"MODE (log detail): summary | calls\n"
-		"A, B: a policy name or an ini file\n");
+		"A, B: a policy name or an ini file\n",
+		sync_policy_names(names, sizeof(names)));
 }
 
-int shim_library_path(char *out, size_t len)
+int launcher_library_path(char *out, size_t len)
 {
 	const char *env = getenv("SYNCSHIM_LIB");
 	if (env && *env) {
@@ -109,7 +111,7 @@ static int absolute_log(const char *log, char *out, size_t len)
 int shim_prepare_env(const char *config, const char *policy, const char *log, const char *mode)
 {
 	char lib[PATH_MAX];
-	if (shim_library_path(lib, sizeof(lib)) < 0) {
+	if (launcher_library_path(lib, sizeof(lib)) < 0) {
 		fprintf(stderr, "syncshim: cannot find libsyncshim.so next to this program; set SYNCSHIM_LIB\n");
 		return -1;
 	}
@@ -122,8 +124,9 @@ int shim_prepare_env(const char *config, const char *policy, const char *log, co
 		fprintf(stderr, "syncshim: %s; running as passthrough\n", err);
 		bad = 1;
 	} else if (policy && sync_policy_parse(policy) < 0) {
-		fprintf(stderr, "syncshim: unknown policy '%s'; use passthrough, fdatasync, noop, defer or group; running as passthrough\n",
-			policy);
+		char names[128];
+		fprintf(stderr, "syncshim: unknown policy '%s'; use one of: %s; running as passthrough\n", policy,
+			sync_policy_names(names, sizeof(names)));
 		bad = 1;
 	}
 	if (mode && log_mode_parse(mode) < 0) {

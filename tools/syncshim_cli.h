@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-int shim_library_path(char *out, size_t len);
+int launcher_library_path(char *out, size_t len);
 /* Set LD_PRELOAD and the SYNCSHIM_* variables for a child; -1 on error. */
 int shim_prepare_env(const char *config, const char *policy, const char *log, const char *mode);
 int cmd_ab(int argc, char **argv);
