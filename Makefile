@@ -109,7 +109,7 @@ $(B)/exports.map: shim/calls.h
 
 # The private allocator, deaf to the host's MALLOC_CONF and
 # /etc/malloc.conf, with its fork handlers ours to call (shim/alloc.c).
-$(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a
+$(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a Makefile
 	@mkdir -p $(B)
 	objcopy --redefine-sym secure_getenv=syncshim_je_secure_getenv \
 	  --redefine-sym readlink=syncshim_je_readlink \
