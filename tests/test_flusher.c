@@ -860,7 +860,9 @@ Test(barrier, fork_parent_and_child_keep_their_syncs)
 					       pf, B_LONG, cf));
 		struct h_cmd c;
 		fl_cmd(&c, H_SHIM_REC, ini);
-		h_args(&c, h_prog("fl_barrier"), "fork", "-f", pf, "-g", cf, "-w", "400", NULL);
+		/* the child waits for its flusher thread (max_delay_ms 100): longer
+		 * under a sanitizer, whose threads start slowly on a loaded machine */
+		h_args(&c, h_prog("fl_barrier"), "fork", "-f", pf, "-g", cf, "-w", h_ctx.asan ? "1500" : "400", NULL);
 		if (k)
 			h_arg(&c, "-E");
 		struct h_result r = h_run(&c);
