@@ -22,7 +22,7 @@ static void ff_setup(void)
 	h_failfs_mount(back, mnt);
 }
 
-TestSuite(failfs, .init = ff_setup, .fini = h_failfs_fini, .timeout = 30);
+TestSuite(failfs, .init = ff_setup, .fini = h_failfs_fini, .timeout = 60);
 
 /* ---- helpers ------------------------------------------------------------ */
 
