@@ -122,6 +122,7 @@ static void rule_init_defaults(struct rule *r)
 	r->max_calls = 1000;
 	r->writeback_bytes = 0;
 	r->group_wait_us = 0;
+	r->max_at_risk_ms = 0;
 }
 
 void policy_init_defaults(struct policy *p)
@@ -149,7 +150,7 @@ enum key_id {
 	K_POLICY, K_LOG, K_LOG_MODE, K_MAX_FLUSHERS, K_RING_RECORDS, K_RELOAD, K_UNREPORTED_ERRORS,
 	K_PATH, K_SYNC,
 	K_OSYNC, K_REAL_SYNC, K_ON_CLOSE, K_MAX_DELAY_MS, K_MAX_BYTES, K_MAX_CALLS,
-	K_WRITEBACK_BYTES, K_GROUP_WAIT_US,
+	K_WRITEBACK_BYTES, K_GROUP_WAIT_US, K_MAX_AT_RISK_MS,
 	KEY_COUNT
 };
 
@@ -176,6 +177,7 @@ static const struct key_def {
 	[K_MAX_CALLS] = { "max_calls", IN_BOTH },
 	[K_WRITEBACK_BYTES] = { "writeback_bytes", IN_BOTH },
 	[K_GROUP_WAIT_US] = { "group_wait_us", IN_BOTH },
+	[K_MAX_AT_RISK_MS] = { "max_at_risk_ms", IN_BOTH },
 };
 
 static int key_find(const char *name)
@@ -327,22 +329,25 @@ struct num_range {
 	uint64_t lo, hi;
 	bool bytes;         /* K/M/G suffixes allowed */
 	bool zero_ok;       /* 0 is also valid (means "off") */
+	bool auto_ok;       /* "auto" is also valid (POLICY_AUTO) */
 	bool power_of_two;
 };
 
 static const struct num_range ranges[KEY_COUNT] = {
 	[K_MAX_FLUSHERS] = { .lo = 1, .hi = 4096 },
 	[K_RING_RECORDS] = { .lo = 1024, .hi = 1048576, .power_of_two = true },
-	[K_MAX_DELAY_MS] = { .lo = 1, .hi = 600000 },
+	[K_MAX_DELAY_MS] = { .lo = 1, .hi = 600000, .auto_ok = true },
 	[K_MAX_BYTES] = { .lo = 4096, .hi = UINT64_C(1) << 40, .bytes = true },
 	[K_MAX_CALLS] = { .lo = 1, .hi = 1000000000 },
 	[K_WRITEBACK_BYTES] = { .lo = 4096, .hi = UINT64_C(1) << 40, .bytes = true, .zero_ok = true },
-	[K_GROUP_WAIT_US] = { .lo = 0, .hi = 1000000 },
+	[K_GROUP_WAIT_US] = { .lo = 0, .hi = 1000000, .auto_ok = true },
+	[K_MAX_AT_RISK_MS] = { .lo = 1, .hi = 600000, .zero_ok = true },
 };
 
 static const char *range_text(const struct num_range *r, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%llu to %llu%s%s", r->zero_ok ? "0 (off) or " : "",
+	snprintf(buf, len, "%s%s%llu to %llu%s%s", r->auto_ok ? "auto or " : "",
+		 r->zero_ok ? "0 (off) or " : "",
 		 (unsigned long long)r->lo, (unsigned long long)r->hi,
 		 r->power_of_two ? ", a power of two" : "",
 		 r->bytes ? " (suffix K, M or G allowed)" : "");
@@ -355,6 +360,10 @@ static bool set_number(struct parser *ps, int k, const char *v, uint64_t *out)
 	char text[96];
 	uint64_t n;
 
+	if (r->auto_ok && strcmp(v, "auto") == 0) {
+		*out = POLICY_AUTO;
+		return true;
+	}
 	if (!parse_number(v, r->bytes, &n))
 		return fail(ps, ps->lineno, "bad number '%s' for %s; use a plain decimal number, %s",
 			    v, keys[k].name, range_text(r, text, sizeof(text)));
@@ -477,6 +486,7 @@ static bool set_key(struct parser *ps, int k, const char *v)
 	case K_MAX_CALLS: r->max_calls = (uint32_t)n; break;
 	case K_WRITEBACK_BYTES: r->writeback_bytes = n; break;
 	case K_GROUP_WAIT_US: r->group_wait_us = (uint32_t)n; break;
+	case K_MAX_AT_RISK_MS: r->max_at_risk_ms = (uint32_t)n; break;
 	}
 	return true;
 }
@@ -1019,16 +1029,25 @@ static void put_bytes(struct out *o, const char *key, uint64_t n)
 	put(o, "%s = %llu\n", key, (unsigned long long)n);
 }
 
+static void put_auto(struct out *o, const char *key, uint32_t n)
+{
+	if (n == POLICY_AUTO)
+		put(o, "%s = auto\n", key);
+	else
+		put(o, "%s = %u\n", key, (unsigned)n);
+}
+
 static void put_knobs(struct out *o, const struct rule *r)
 {
 	put(o, "osync = %s\n", osync_mode_name(r->osync));
 	put(o, "real_sync = %s\n", real_sync_name(r->real_sync));
 	put(o, "on_close = %s\n", on_close_name(r->on_close));
-	put(o, "max_delay_ms = %u\n", (unsigned)r->max_delay_ms);
+	put_auto(o, "max_delay_ms", r->max_delay_ms);
 	put_bytes(o, "max_bytes", r->max_bytes);
 	put(o, "max_calls = %u\n", (unsigned)r->max_calls);
 	put_bytes(o, "writeback_bytes", r->writeback_bytes);
-	put(o, "group_wait_us = %u\n", (unsigned)r->group_wait_us);
+	put_auto(o, "group_wait_us", r->group_wait_us);
+	put(o, "max_at_risk_ms = %u\n", (unsigned)r->max_at_risk_ms);
 }
 
 size_t policy_format(const struct policy *p, char *buf, size_t len)

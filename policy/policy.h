@@ -18,6 +18,8 @@
 #define POLICY_GLOB_MAX 256
 #define POLICY_PATH_MAX 1024
 #define POLICY_ERR_MAX 512
+/* A knob set to "auto": max_delay_ms, group_wait_us (policy/pace.h). */
+#define POLICY_AUTO UINT32_MAX
 
 /* What a sync call on a matching file turns into. */
 enum sync_policy {
@@ -78,11 +80,12 @@ struct rule {
 	enum osync_mode osync;
 	enum real_sync real_sync;
 	enum on_close on_close;
-	uint32_t max_delay_ms;        /* defer: oldest request waits at most this */
+	uint32_t max_delay_ms;        /* defer: oldest request waits at most this; POLICY_AUTO */
 	uint64_t max_bytes;           /* defer: sync once this many bytes are dirty */
 	uint32_t max_calls;           /* defer: sync once this many requests pend */
 	uint64_t writeback_bytes;     /* defer: sync_file_range(WRITE) every N bytes, 0 = off */
-	uint32_t group_wait_us;       /* group: linger to gather more callers */
+	uint32_t group_wait_us;       /* group: linger to gather more callers; POLICY_AUTO */
+	uint32_t max_at_risk_ms;      /* defer: app syncs wait once acknowledged data is older, 0 none */
 };
 
 struct policy {

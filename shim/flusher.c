@@ -37,6 +37,7 @@
 
 #include "flusher.h"
 #include "log.h"
+#include "pace.h"
 #include "trace.h"
 #include "workers.h"
 
@@ -61,6 +62,12 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->want_fsync, 0);
 	atomic_store(&fl->dirty_bytes, 0);
 	atomic_store(&fl->wb_mark, 0);
+	atomic_store(&fl->covering_since, 0);
+	atomic_store(&fl->last_req_ns, 0);
+	atomic_store(&fl->sync_ns, 0);
+	atomic_store(&fl->gap_ns, 0);
+	atomic_store(&fl->joined_x16, 0);
+	atomic_store(&fl->leads, 0);
 	workers_reset(f);
 }
 
@@ -226,13 +233,64 @@ static bool use_fsync(const struct knobs *k, bool asked)
 	}
 }
 
-static void linger(const struct knobs *k)
+/* ---- pacing (the arithmetic is policy/pace.c's) ------------------------------ */
+
+static void learn(_Atomic uint32_t *avg, uint64_t sample)
+{
+	uint32_t old = atomic_load_explicit(avg, memory_order_relaxed);
+	atomic_store_explicit(avg, pace_average(old, sample), memory_order_relaxed);
+}
+
+/* A group caller's request: how far apart they come. */
+static void note_group_request(struct shim_file *f, const struct knobs *k)
+{
+	if (k->group_wait_us != POLICY_AUTO)
+		return;
+	uint64_t now = trace_now();
+	uint64_t prev = atomic_exchange_explicit(&f->fl.last_req_ns, now, memory_order_relaxed);
+	if (prev && now > prev)
+		learn(&f->fl.gap_ns, now - prev);
+}
+
+static uint64_t linger_ns(struct shim_file *f, const struct knobs *k)
 {
 	if (k->act[CALL_FSYNC] != ACT_GROUP || !k->group_wait_us)
+		return 0;
+	if (k->group_wait_us != POLICY_AUTO)
+		return (uint64_t)k->group_wait_us * 1000;
+	struct pace_seen seen = {
+		.sync_ns = atomic_load_explicit(&f->fl.sync_ns, memory_order_relaxed),
+		.gap_ns = atomic_load_explicit(&f->fl.gap_ns, memory_order_relaxed),
+		.joined_x16 = atomic_load_explicit(&f->fl.joined_x16, memory_order_relaxed),
+	};
+	bool probe = (atomic_fetch_add_explicit(&f->fl.leads, 1, memory_order_relaxed) & 31) == 0;
+	return pace_linger_ns(&seen, probe);
+}
+
+/* A group leader waits a little for more callers to join its sync. */
+static void linger(struct shim_file *f, const struct knobs *k)
+{
+	uint64_t ns = linger_ns(f, k);
+	if (!ns)
 		return;
-	struct timespec ts = { 0, (long)k->group_wait_us * 1000 };
+	uint64_t before = atomic_load(&f->fl.req_seq);
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
 	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 		;
+	if (k->group_wait_us == POLICY_AUTO) {
+		uint32_t old = atomic_load_explicit(&f->fl.joined_x16, memory_order_relaxed);
+		atomic_store_explicit(&f->fl.joined_x16,
+				      pace_joined(old, atomic_load(&f->fl.req_seq) - before),
+				      memory_order_relaxed);
+	}
+}
+
+/* The oldest request acknowledged to the app and not yet durable: the
+ * one the running sync covers, else the oldest still waiting. */
+static uint64_t oldest_at_risk(struct shim_file *f)
+{
+	uint64_t running = atomic_load(&f->fl.covering_since), waiting = workers_first_request(f);
+	return running && (!waiting || running < waiting) ? running : waiting;
 }
 
 /* The real call; -errno on failure. A descriptor that vanished under a
@@ -241,7 +299,7 @@ static void linger(const struct knobs *k)
 static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, uint64_t bytes)
 {
 	int err;
-	uint64_t t0 = trace_stamp();
+	uint64_t t0 = trace_stamp(), began = trace_now();
 	if (s.fd < 0) {
 		err = own >= 0 ? NOT_DONE : EIO; /* defer with no way to the file: cannot vouch */
 	} else {
@@ -251,6 +309,8 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, 
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}
+	if (s.fd >= 0 && err != NOT_DONE)
+		learn(&f->fl.sync_ns, trace_now() - began);
 	if (err != NOT_DONE)
 		trace_real_sync(full ? OP_REAL_FSYNC : OP_REAL_FDATASYNC, f, t0, trace_stamp(),
 				(int64_t)bytes, err ? -1 : 0, err);
@@ -279,8 +339,10 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	struct sync_fd s = pick_locked(f, own, own_closing);
 	unlock_fl(f);
 
-	linger(&k);
-	workers_disarm(f);
+	linger(f, &k);
+	uint64_t since = workers_disarm(f);
+	if (since)
+		atomic_store(&fl->covering_since, since);
 	atomic_store(&fl->pending_calls, 0);
 	uint64_t started = atomic_load(&fl->req_seq);
 	bool full = use_fsync(&k, atomic_exchange(&fl->want_fsync, 0));
@@ -302,7 +364,8 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 		res.sticky = sticky;
 	}
 	if (!res.happened && flusher_owes(f))
-		workers_rearm(f); /* the counters were reset for a sync that never ran */
+		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
+	atomic_store(&fl->covering_since, 0);
 	fl->in_flight = false;
 	drop_priv_if_idle(f);
 	wake_all_locked(f);
@@ -385,31 +448,44 @@ static bool over_threshold(struct shim_file *f, const struct knobs *k)
 
 /* A deferred request: numbered, the deadline armed, the flusher told.
  * Lock-free. fd is an app descriptor the flusher may borrow. */
-static void defer_request(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
+static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
 	atomic_store(&f->fl.req_fd, fd);
-	next_request(&f->fl, want_fsync);
+	uint64_t seq = next_request(&f->fl, want_fsync);
 	workers_arm(f);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
 	/* Wake the flusher once per crossing, not once per request after it. */
 	bool urgent = over_threshold(f, k) && workers_force(f);
 	workers_schedule(f, urgent);
+	return seq;
+}
+
+/* Past max_at_risk_ms the app's sync is no longer deferred: it waits, like
+ * a group caller, until a real sync covers it, and gets that sync's error
+ * or one the file's earlier deferred syncs left. */
+static int wait_for_device(struct shim_file *f, int fd, uint64_t seq)
+{
+	int err = sync_until(f, fd, false, seq, true);
+	return err ? err : syncerr_take(f, fd);
 }
 
 static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
 	if (atomic_load(&shim.exiting) && fd >= 0)
 		return want_fsync ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
-	defer_request(f, k, fd, want_fsync);
+	uint64_t seq = defer_request(f, k, fd, want_fsync);
+	int err = 0;
 	/* After queueing, so a thread retiring right now cannot miss it. */
 	if (workers_ensure(false) < 0) {
-		int err = flusher_drain(f);
+		err = flusher_drain(f);
 		if (fd >= 0)
 			err = syncerr_take(f, fd);
-		if (err) {
-			errno = err;
-			return -1;
-		}
+	} else if (fd >= 0 && pace_over_ceiling(oldest_at_risk(f), trace_now(), k->at_risk_ns)) {
+		err = wait_for_device(f, fd, seq);
+	}
+	if (err) {
+		errno = err;
+		return -1;
 	}
 	pthread_testcancel();
 	return 0;
@@ -420,6 +496,7 @@ int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_actio
 {
 	if (act == ACT_GROUP && fd >= 0) {
 		pthread_testcancel();
+		note_group_request(f, k);
 		uint64_t seq = next_request(&f->fl, want_fsync);
 		int err = sync_until(f, fd, false, seq, false);
 		if (err) {

@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "pace.h"
 #include "shim.h"
 
 #define KNOB_WORDS (sizeof(struct knobs) / sizeof(uint64_t))
@@ -37,6 +38,7 @@ void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index)
 	k->max_calls = r->max_calls;
 	k->writeback_bytes = r->writeback_bytes;
 	k->group_wait_us = r->group_wait_us;
+	k->at_risk_ns = pace_at_risk_ns(r->max_delay_ms, r->max_at_risk_ms);
 	k->rule_index = rule_index;
 }
 

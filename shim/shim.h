@@ -90,6 +90,14 @@ struct flusher {
 	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */
 	_Atomic uint64_t dirty_bytes;    /* written since the last real sync began (defer files) */
 	_Atomic uint64_t wb_mark;        /* dirty bytes at the last writeback kick */
+	/* What pacing (policy/pace.h) learns of the file: relaxed and
+	 * approximate by design (a lost update only delays learning). */
+	_Atomic uint64_t covering_since; /* oldest request the running sync covers, 0 none */
+	_Atomic uint64_t last_req_ns;    /* when the last group request came */
+	_Atomic uint32_t sync_ns;        /* average real sync duration */
+	_Atomic uint32_t gap_ns;         /* average gap between group requests */
+	_Atomic uint32_t joined_x16;     /* average requests a linger gathered, x16 */
+	_Atomic uint32_t leads;          /* syncs led so far (paces the probes) */
 };
 
 /*
@@ -116,6 +124,7 @@ struct sched {
  * written as whole words with relaxed atomics.
  */
 struct knobs {
+	uint64_t at_risk_ns;         /* max_at_risk_ms as it applies (policy/pace.h), 0 none */
 	uint64_t max_bytes;
 	uint64_t writeback_bytes;
 	uint32_t max_delay_ms;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "pace.h"
 #include "trace.h"
 #include "workers.h"
 
@@ -53,10 +54,15 @@ bool workers_armed(struct shim_file *f)
 	return atomic_load(&f->sched.first_req_ns) != 0;
 }
 
-void workers_disarm(struct shim_file *f)
+uint64_t workers_disarm(struct shim_file *f)
 {
 	atomic_store(&f->sched.force, 0);
-	atomic_store(&f->sched.first_req_ns, 0);
+	return atomic_exchange(&f->sched.first_req_ns, 0);
+}
+
+uint64_t workers_first_request(struct shim_file *f)
+{
+	return atomic_load_explicit(&f->sched.first_req_ns, memory_order_relaxed);
 }
 
 bool workers_force(struct shim_file *f)
@@ -78,8 +84,11 @@ void workers_forget_in_child(struct shim_file *f)
 		atomic_fetch_sub(&f->refs, 1);
 }
 
-void workers_rearm(struct shim_file *f)
+void workers_rearm(struct shim_file *f, uint64_t since)
 {
+	uint64_t zero = 0;
+	if (since)
+		atomic_compare_exchange_strong(&f->sched.first_req_ns, &zero, since);
 	workers_arm(f);
 	workers_schedule(f, false);
 }
@@ -154,7 +163,7 @@ static uint64_t deadline_of(struct shim_file *f)
 		return UINT64_MAX;
 	struct knobs k;
 	knobs_of(f, &k);
-	return first + (uint64_t)k.max_delay_ms * NS_PER_MS;
+	return pace_due_ns(first, k.max_delay_ms);
 }
 
 static void take_ready(void)

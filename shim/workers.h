@@ -14,15 +14,19 @@ void workers_reset(struct shim_file *f);
 /* Start the deadline clock of f's oldest pending request (lock-free). */
 void workers_arm(struct shim_file *f);
 bool workers_armed(struct shim_file *f);
-/* A real sync of f begins: nothing is waiting for a deadline any more. */
-void workers_disarm(struct shim_file *f);
+/* A real sync of f begins: nothing is waiting for a deadline any more.
+ * Returns when the oldest request it covers came (0: none deferred). */
+uint64_t workers_disarm(struct shim_file *f);
+/* When the oldest deferred request not yet taken by a sync came, 0 none. */
+uint64_t workers_first_request(struct shim_file *f);
 /* Sync f now (a threshold): true if it was not already asked to. */
 bool workers_force(struct shim_file *f);
 /* Start writing f back now (lock-free). */
 void workers_writeback(struct shim_file *f);
 void workers_forget_in_child(struct shim_file *f);
-/* A sync was led for requests and never ran: arm the clock again. */
-void workers_rearm(struct shim_file *f);
+/* A sync was led for requests and never ran: arm the clock again, as of
+ * since (the oldest of them, 0 for now). */
+void workers_rearm(struct shim_file *f, uint64_t since);
 /* Hand f to the threads (lock-free, async-signal-safe; the queue takes a
  * reference). urgent: wake one now. */
 void workers_schedule(struct shim_file *f, bool urgent);

@@ -1522,3 +1522,132 @@ Test(stress, threads_forks_and_reloads)
 		cr_expect(fl_pattern_ok(f, 8 * S_RS), "stress: %s wrong (size %lld)", f, h_size(f));
 	}
 }
+
+/* ======================================================================== */
+/* Pacing: max_delay_ms = auto, max_at_risk_ms, group_wait_us = auto        */
+/* (the arithmetic itself is unit-tested in test_pace.c)                    */
+/* ======================================================================== */
+TestSuite(pace, .init = fl_setup, .fini = h_teardown, .timeout = 60);
+
+/* Wait (polling, bounded) until path exists. */
+static bool appears(const char *path, double timeout_s)
+{
+	double dl = h_now() + timeout_s;
+	while (access(path, F_OK) != 0) {
+		if (h_now() > dl)
+			return false;
+		sleep_ms(5);
+	}
+	return true;
+}
+
+/* Real syncs of ino that ended before t (ns). */
+static int syncs_before(const struct syncs *s, unsigned long long t)
+{
+	int n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += s->r[i]->t1 < t;
+	return n;
+}
+
+/*
+ * max_delay_ms = auto: one deferred fsync, then the app idles. The real
+ * sync comes from a flusher thread while the app is still idling: no
+ * window to wait out. (Read as a fixed window, or not at all, the sync
+ * would come only from the exit drain, or from the app's own thread.)
+ */
+Test(pace, auto_window_syncs_without_waiting_out_a_window)
+{
+	char *file = h_path("a.dat"), *stop = h_path("stop");
+	char *ini = fl_ini_rule("shim.ini", file, "defer", "max_delay_ms = auto\nmax_calls = 1000000\nmax_bytes = 1G\n");
+	struct h_cmd c;
+	fl_cmd(&c, H_SHIM_REC, ini);
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "1", "-S", stop, "-I", "-T", "20000", NULL);
+	pid_t pid = fl_spawn(&c);
+	unsigned long long ino = 0;
+	bool synced = false;
+	for (double dl = h_now() + 15; !synced && h_now() < dl; sleep_ms(5)) {
+		if (!ino && access(file, F_OK) == 0)
+			ino = h_ino(file);
+		if (ino) {
+			struct h_log log = h_log_load(&c);
+			synced = real_syncs(&log, ino, 0).n > 0;
+		}
+	}
+	unsigned long long stopped = now_ns();
+	struct h_result r = reload_stop(&c, pid, stop);
+	cr_assert(synced, "auto window: no real sync while the app idled for 15 s");
+	cr_assert(fl_pattern_ok(file, 4096));
+	struct h_log log = h_log_load(&c);
+	struct syncs s = real_syncs(&log, ino, 0);
+	log_syncs("auto window", &s);
+	const struct h_rec *cover = sync_started_after(&s, last_write_t1(&log, ino));
+	cr_assert_not_null(cover, "auto window: no real sync began after the write");
+	cr_assert_lt(cover->t1, stopped);
+	cr_assert_neq(cover->tid, (long)fl_val(r.out, "fl_loop:", "pid"),
+		      "auto window: the app's own thread synced: the fsync was not deferred");
+}
+
+/*
+ * max_at_risk_ms = 50 under a 10-minute window: the first fsync is
+ * deferred; the second, 150 ms later, finds acknowledged data older than
+ * the ceiling and waits for a real sync, made on the app's own thread
+ * before the call returns. The third is deferred again (what was at risk
+ * is durable now), so while the app idles exactly one real sync exists.
+ */
+Test(pace, at_risk_ceiling_makes_the_app_sync_wait)
+{
+	char *file = h_path("c.dat"), *stop = h_path("stop");
+	char *ini = fl_ini_rule("shim.ini", file, "defer",
+				"max_delay_ms = 600000\nmax_at_risk_ms = 50\nmax_calls = 1000000\nmax_bytes = 1G\n");
+	struct h_cmd c;
+	fl_cmd(&c, H_SHIM_REC, ini);
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "3", "-p", "150000", "-S", stop, "-I", "-T", "20000",
+	       NULL);
+	pid_t pid = fl_spawn(&c);
+	cr_assert(appears(h_fmt("%s.idle", stop), 15), "fl_loop never reached its idle state");
+	unsigned long long idle = now_ns();
+	struct h_result r = reload_stop(&c, pid, stop);
+	cr_assert(fl_pattern_ok(file, 3 * 4096));
+	long app = (long)fl_val(r.out, "fl_loop:", "pid");
+	struct h_log log = h_log_load(&c);
+	unsigned long long ino = h_ino(file);
+	struct syncs s = real_syncs(&log, ino, 0);
+	log_syncs("ceiling", &s);
+	cr_assert_eq(syncs_before(&s, idle), 1, "ceiling: %d real syncs before the app idled, want 1",
+		     syncs_before(&s, idle));
+	cr_assert_eq(s.r[0]->tid, app, "ceiling: the waiting sync ran on thread %ld, not the app's (%ld)",
+		     s.r[0]->tid, app);
+	cr_assert_eq(s.r[0]->ret, 0);
+}
+
+/* The sync the ceiling made the app wait for fails: the app gets EIO from
+ * that very call (it was told nothing was deferred this time). */
+Test(pace, at_risk_ceiling_wait_reports_the_device_error)
+{
+	char *file = h_path("e.dat");
+	char *ini = fl_ini_rule("shim.ini", file, "defer",
+				"max_delay_ms = 600000\nmax_at_risk_ms = 50\nmax_calls = 1000000\nmax_bytes = 1G\n");
+	struct h_cmd c;
+	fl_cmd(&c, H_SHIM_REC, ini);
+	h_env(&c, "RECLAYER_FAIL=sync:EIO");
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "2", "-p", "150000", NULL);
+	struct h_result r = h_run(&c);
+	cr_assert_eq(r.code, 1, "ceiling + failing device: exit %d, want 1 (the fsync's EIO)\n%s", r.code, r.err);
+	cr_assert(h_has(r.err, "fl_loop: fsync #2: Input/output error"), "stderr: %s", r.err);
+}
+
+/* group_wait_us = auto keeps group's promise: every fsync contains a
+ * whole real sync that began after it, and callers still share syncs. */
+Test(pace, auto_linger_keeps_every_group_call_durable)
+{
+	char *ini = fl_ini_rule("shim.ini", h_path("ga.dat"), "group", "group_wait_us = auto\n");
+	struct syncs s;
+	long pid;
+	int bad = group_run(ini, true, "ga", &s, &pid);
+	cr_log_info("group, auto linger: %zu real syncs for %d fsync calls", s.n, G_THREADS * G_COUNT);
+	cr_assert_eq(bad, 0, "auto linger: %d fsync calls returned without a whole real sync inside", bad);
+	cr_assert_lt(s.n, G_THREADS * G_COUNT);
+	for (size_t j = 1; j < s.n; j++)
+		cr_assert_geq(s.r[j]->t0, s.r[j - 1]->t1, "auto linger: real syncs #%zu and #%zu overlap", j - 1, j);
+}

@@ -100,6 +100,7 @@ static void expect_rule_eq(const struct rule *a, const struct rule *b)
 	cr_expect_eq(a->max_calls, b->max_calls, "%s: max_calls", a->name);
 	cr_expect_eq(a->writeback_bytes, b->writeback_bytes, "%s: writeback_bytes", a->name);
 	cr_expect_eq(a->group_wait_us, b->group_wait_us, "%s: group_wait_us", a->name);
+	cr_expect_eq(a->max_at_risk_ms, b->max_at_risk_ms, "%s: max_at_risk_ms", a->name);
 }
 
 /* Equal as far as the ini text can say: header lines and source differ. */
@@ -276,6 +277,7 @@ Test(good, range_limits_are_inclusive)
 		{ "max_calls", "1", "1000000000" },
 		{ "writeback_bytes", "4096", "1099511627776" },
 		{ "group_wait_us", "0", "1000000" },
+		{ "max_at_risk_ms", "1", "600000" },
 	};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -461,10 +463,10 @@ Test(errors, unknown_keys_list_the_valid_ones)
 	expect_err("[shim]\nflush = 1\n", "t.ini:2: ",
 		   "unknown key 'flush' in [shim]; valid keys here: policy, log, log_mode, max_flushers, "
 		   "ring_records, reload, unreported_errors, osync, real_sync, on_close, max_delay_ms, max_bytes, max_calls, "
-		   "writeback_bytes, group_wait_us");
+		   "writeback_bytes, group_wait_us, max_at_risk_ms");
 	expect_err("[rule a]\npath = /a\nPath = /b\n", "t.ini:3: ",
 		   "unknown key 'Path' in [rule a]; valid keys here: path, sync, osync, real_sync, on_close, "
-		   "max_delay_ms, max_bytes, max_calls, writeback_bytes, group_wait_us");
+		   "max_delay_ms, max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
 	expect_err("[shim]\npath = /a\n", "t.ini:2: ", "only in [rule NAME]");
 	expect_err("[shim]\nsync = defer\n", "t.ini:2: ", "only in [rule NAME]");
 	expect_err("[rule a]\npath = /a\npolicy = defer\n", "t.ini:3: ", "only in [shim]");
@@ -527,7 +529,39 @@ Test(errors, out_of_range_names_the_range)
 	expect_bad_value(RULE, "max_calls", "1000000001", "1 to 1000000000");
 	expect_bad_value(SHIM, "writeback_bytes", "1", "0 (off) or 4096 to 1099511627776");
 	expect_bad_value(RULE, "writeback_bytes", "4095", "0 (off) or 4096");
-	expect_bad_value(SHIM, "group_wait_us", "1000001", "0 to 1000000");
+	expect_bad_value(SHIM, "group_wait_us", "1000001", "auto or 0 to 1000000");
+	expect_bad_value(SHIM, "max_delay_ms", "0", "auto or 1 to 600000");
+	expect_bad_value(RULE, "max_at_risk_ms", "600001", "0 (off) or 1 to 600000");
+}
+
+/* "auto" where the key takes it (and exactly "auto"); nowhere else. */
+Test(errors, auto_only_where_it_means_something)
+{
+	expect_bad_value(SHIM, "max_at_risk_ms", "auto", "bad number 'auto' for max_at_risk_ms");
+	expect_bad_value(RULE, "max_bytes", "auto", "bad number 'auto'");
+	expect_bad_value(SHIM, "max_calls", "auto", "bad number");
+	expect_bad_value(SHIM, "max_delay_ms", "Auto", "use a plain decimal number, auto or 1 to 600000");
+	expect_bad_value(RULE, "group_wait_us", "auto1", "bad number");
+}
+
+Test(good, auto_pacing_values_load_and_format)
+{
+	struct policy p, q;
+	char out[8192];
+	expect_ok("[shim]\nmax_delay_ms = auto\ngroup_wait_us = auto\n"
+		  "[rule a]\npath = /a/**\nsync = defer\nmax_delay_ms = auto\nmax_at_risk_ms = 250\n", &p);
+	cr_expect_eq(p.deflt.max_delay_ms, POLICY_AUTO);
+	cr_expect_eq(p.deflt.group_wait_us, POLICY_AUTO);
+	cr_expect_eq(p.deflt.max_at_risk_ms, 0, "default: none given");
+	cr_expect_eq(p.rules[0].max_delay_ms, POLICY_AUTO);
+	cr_expect_eq(p.rules[0].max_at_risk_ms, 250);
+	policy_format(&p, out, sizeof(out));
+	cr_expect(strstr(out, "max_delay_ms = auto\n"), "%s", out);
+	cr_expect(strstr(out, "group_wait_us = auto\n"), "%s", out);
+	cr_expect(strstr(out, "max_at_risk_ms = 250\n"), "%s", out);
+	expect_ok(out, &q);
+	cr_expect_eq(q.rules[0].max_delay_ms, POLICY_AUTO, "formatted text loads to the same policy");
+	cr_expect_eq(q.rules[0].max_at_risk_ms, 250);
 }
 
 Test(errors, bad_booleans)

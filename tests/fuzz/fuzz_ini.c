@@ -29,7 +29,8 @@ static void same_rule(const struct rule *a, const struct rule *b)
 		   a->on_close == b->on_close, "rule enums");
 	die_unless(a->max_delay_ms == b->max_delay_ms && a->max_bytes == b->max_bytes &&
 		   a->max_calls == b->max_calls && a->writeback_bytes == b->writeback_bytes &&
-		   a->group_wait_us == b->group_wait_us, "rule numbers");
+		   a->group_wait_us == b->group_wait_us && a->max_at_risk_ms == b->max_at_risk_ms,
+		   "rule numbers");
 }
 
 static void round_trip(const struct policy *p)

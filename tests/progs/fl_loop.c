@@ -16,8 +16,10 @@
  *   -F  after the loop call syncshim_flush() (dlsym(RTLD_DEFAULT)) if the
  *       shim is loaded
  *   -S  stop (before the next iteration) once STOPFILE exists
- *   -I  after the loop (and -F, -w), idle until STOPFILE exists (looked
- *       for every 10 ms; the program makes no other call meanwhile)
+ *   -I  after the loop (and -F, -w), create STOPFILE.idle (so a test
+ *       knows every call of the loop has returned), then idle until
+ *       STOPFILE exists (looked for every 10 ms; the program makes no
+ *       other call meanwhile)
  *   -T  stop after MAX_MS in any case (a bound, default 20000)
  *
  * Data: the 16-byte record pattern of tests/harness.h (each record is its
@@ -131,6 +133,13 @@ int main(int argc, char **argv)
 	}
 	if (wait_ms > 0)
 		sleep_ns((uint64_t)wait_ms * 1000000ull);
+	if (idle && stop) {
+		char mark[4096];
+		snprintf(mark, sizeof(mark), "%s.idle", stop);
+		int m = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (m >= 0)
+			close(m);
+	}
 	while (idle && stop && access(stop, F_OK) != 0 && now_ns() - start < (uint64_t)max_ms * 1000000ull)
 		sleep_ns(10 * 1000000ull);
 	if (close(fd) != 0) {
