@@ -28,6 +28,7 @@
 
 #include "flusher.h"
 #include "log.h"
+#include "risk.h"
 #include "shim.h"
 
 #define HASH_BUCKETS 4096
@@ -165,6 +166,7 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	syncerr_reset(f); /* nfds is 0 already: every slot held a reference */
 	knobs_set(f, &p->knobs);
 	flusher_reset(f);
+	risk_reset(f);
 	f->ghost = f->dead = false;
 	f->free_next = NULL;
 	log_file_notice_post(p->notice, f); /* before any record can name it */
@@ -220,6 +222,7 @@ static char *retire_locked(struct shim_file *f)
 		f->ghost = false;
 		nghosts--;
 	}
+	log_file_gone(f);
 	struct shim_file **pp = &buckets[hash_of(f->dev, f->ino)];
 	while (*pp && *pp != f)
 		pp = &(*pp)->hash_next;

@@ -38,6 +38,7 @@
 #include "flusher.h"
 #include "log.h"
 #include "pace.h"
+#include "risk.h"
 #include "trace.h"
 #include "workers.h"
 
@@ -60,9 +61,8 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->req_seq, 0);
 	atomic_store(&fl->pending_calls, 0);
 	atomic_store(&fl->want_fsync, 0);
-	atomic_store(&fl->dirty_bytes, 0);
+	atomic_store(&fl->synced_mark, 0);
 	atomic_store(&fl->wb_mark, 0);
-	atomic_store(&fl->covering_since, 0);
 	atomic_store(&fl->last_req_ns, 0);
 	atomic_store(&fl->sync_ns, 0);
 	atomic_store(&fl->gap_ns, 0);
@@ -71,14 +71,25 @@ void flusher_reset(struct shim_file *f)
 	workers_reset(f);
 }
 
-void flusher_wrote(struct shim_file *f, uint64_t bytes)
+/* Bytes written since the last real sync began; marks it as begun now. */
+static uint64_t take_dirty(struct shim_file *f)
 {
-	atomic_fetch_add_explicit(&f->fl.dirty_bytes, bytes, memory_order_relaxed);
+	uint64_t w = risk_written(f);
+	atomic_store_explicit(&f->fl.wb_mark, w, memory_order_relaxed);
+	uint64_t mark = atomic_exchange_explicit(&f->fl.synced_mark, w, memory_order_relaxed);
+	return w > mark ? w - mark : 0;
 }
 
-void flusher_real_sync_begins(struct shim_file *f)
+static uint64_t dirty_bytes(const struct shim_file *f)
 {
-	atomic_store_explicit(&f->fl.dirty_bytes, 0, memory_order_relaxed);
+	uint64_t w = risk_written(f), mark = atomic_load_explicit(&f->fl.synced_mark, memory_order_relaxed);
+	return w > mark ? w - mark : 0;
+}
+
+struct risk_sync flusher_real_sync_begins(struct shim_file *f)
+{
+	take_dirty(f);
+	return risk_sync_begins(f);
 }
 
 void flusher_offer_fd(struct shim_file *f, int fd)
@@ -285,13 +296,6 @@ static void linger(struct shim_file *f, const struct knobs *k)
 	}
 }
 
-/* The oldest request acknowledged to the app and not yet durable: the
- * one the running sync covers, else the oldest still waiting. */
-static uint64_t oldest_at_risk(struct shim_file *f)
-{
-	uint64_t running = atomic_load(&f->fl.covering_since), waiting = workers_first_request(f);
-	return running && (!waiting || running < waiting) ? running : waiting;
-}
 
 /* The real call; -errno on failure. A descriptor that vanished under a
  * caller's own sync means nothing was synced: NOT_DONE. */
@@ -341,15 +345,14 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 
 	linger(f, &k);
 	uint64_t since = workers_disarm(f);
-	if (since)
-		atomic_store(&fl->covering_since, since);
 	atomic_store(&fl->pending_calls, 0);
 	uint64_t started = atomic_load(&fl->req_seq);
 	bool full = use_fsync(&k, atomic_exchange(&fl->want_fsync, 0));
-	uint64_t bytes = atomic_exchange(&fl->dirty_bytes, 0);
-	atomic_store(&fl->wb_mark, 0);
+	uint64_t bytes = take_dirty(f);
+	struct risk_sync rs = risk_sync_begins(f);
 	s = confirm(f, s, own);
 	int err = real_sync(f, s, own, full, bytes);
+	risk_sync_ends(f, rs, err == 0, trace_now());
 	if (s.kind == SFD_TEMP)
 		shimfd_close(s.fd);
 
@@ -365,7 +368,6 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	}
 	if (!res.happened && flusher_owes(f))
 		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
-	atomic_store(&fl->covering_since, 0);
 	fl->in_flight = false;
 	drop_priv_if_idle(f);
 	wake_all_locked(f);
@@ -442,8 +444,7 @@ static uint64_t next_request(struct flusher *fl, bool want_fsync)
 
 static bool over_threshold(struct shim_file *f, const struct knobs *k)
 {
-	return atomic_load(&f->fl.pending_calls) >= k->max_calls ||
-	       atomic_load(&f->fl.dirty_bytes) >= k->max_bytes;
+	return atomic_load(&f->fl.pending_calls) >= k->max_calls || dirty_bytes(f) >= k->max_bytes;
 }
 
 /* A deferred request: numbered, the deadline armed, the flusher told.
@@ -452,6 +453,7 @@ static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd
 {
 	atomic_store(&f->fl.req_fd, fd);
 	uint64_t seq = next_request(&f->fl, want_fsync);
+	risk_acked(f, trace_now());
 	workers_arm(f);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
 	/* Wake the flusher once per crossing, not once per request after it. */
@@ -480,7 +482,7 @@ static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool w
 		err = flusher_drain(f);
 		if (fd >= 0)
 			err = syncerr_take(f, fd);
-	} else if (fd >= 0 && pace_over_ceiling(oldest_at_risk(f), trace_now(), k->at_risk_ns)) {
+	} else if (fd >= 0 && pace_over_ceiling(risk_oldest(f), trace_now(), k->at_risk_ns)) {
 		err = wait_for_device(f, fd, seq);
 	}
 	if (err) {
@@ -534,14 +536,14 @@ void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
 				osync_inline(f, fd);
 		}
 	}
-	uint64_t dirty = atomic_load_explicit(&f->fl.dirty_bytes, memory_order_relaxed);
+	uint64_t written = risk_written(f);
 	uint64_t mark = atomic_load_explicit(&f->fl.wb_mark, memory_order_relaxed);
-	if (k.writeback_bytes && dirty >= mark + k.writeback_bytes &&
-	    atomic_compare_exchange_strong(&f->fl.wb_mark, &mark, dirty)) {
+	if (k.writeback_bytes && written >= mark + k.writeback_bytes &&
+	    atomic_compare_exchange_strong(&f->fl.wb_mark, &mark, written)) {
 		atomic_store(&f->fl.req_fd, fd);
 		workers_writeback(f);
 	}
-	if (dirty >= k.max_bytes && workers_armed(f) && workers_force(f))
+	if (dirty_bytes(f) >= k.max_bytes && workers_armed(f) && workers_force(f))
 		workers_schedule(f, true);
 }
 
@@ -705,6 +707,7 @@ static void reset_in_child(struct shim_file *f, void *arg)
 	workers_forget_in_child(f); /* before the reset: it knows whether f was queued */
 	flusher_init_locks(f); /* a parent thread may have held them */
 	flusher_reset(f);      /* the parent's flusher owns the parent's pending syncs */
+	risk_reset(f);         /* and the parent's data at risk */
 	atomic_store(&fl->priv_fd, priv);
 	atomic_store(&fl->req_fd, req);
 	atomic_store(&fl->req_seq, seq);

@@ -55,8 +55,9 @@ bool flusher_release_privs(void);
 void flusher_atfork_child(void);
 
 /* Accounting the write path and the sync path feed. */
-void flusher_wrote(struct shim_file *f, uint64_t bytes); /* lock-free */
-void flusher_real_sync_begins(struct shim_file *f);     /* it covers everything written */
+/* An app's own real sync of f begins: it covers everything written (for
+ * data at risk and the max_bytes threshold); hand the result to risk_sync_ends. */
+struct risk_sync flusher_real_sync_begins(struct shim_file *f);
 /* fd (an app descriptor of f: a mapping's) may be borrowed if nothing
  * better is known. */
 void flusher_offer_fd(struct shim_file *f, int fd);

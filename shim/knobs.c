@@ -61,6 +61,20 @@ void knobs_of(const struct shim_file *f, struct knobs *out)
 	*out = copy.k;
 }
 
+/* Writes are counted wherever a sync may be answered without the device:
+ * that is what data at risk is made of (risk.h). */
+static uint8_t write_work_of(const struct knobs *k)
+{
+	static const enum shim_call answers[] = { CALL_FSYNC, CALL_FDATASYNC, CALL_MSYNC };
+	uint8_t w = k->act[CALL_WRITE] == ACT_DEFER ? WRITES_DEFERRED | WRITES_COUNTED : 0;
+	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++)
+		if (k->act[answers[i]] == ACT_NOOP || k->act[answers[i]] == ACT_DEFER)
+			w |= WRITES_COUNTED;
+	if (k->act[CALL_OPEN_SYNC] == ACT_STRIP || k->act[CALL_OPEN_SYNC] == ACT_DEFER)
+		w |= WRITES_COUNTED;
+	return w;
+}
+
 void knobs_set(struct shim_file *f, const struct knobs *k)
 {
 	uint64_t *dst = ((union knob_words *)(void *)&f->knobs)->w;
@@ -71,5 +85,5 @@ void knobs_set(struct shim_file *f, const struct knobs *k)
 	for (size_t i = 0; i < KNOB_WORDS; i++)
 		__atomic_store_n(&dst[i], from.w[i], __ATOMIC_RELAXED);
 	atomic_store_explicit(&f->knob_seq, s + 2, memory_order_release);
-	atomic_store_explicit(&f->defers, k->act[CALL_WRITE] == ACT_DEFER, memory_order_relaxed);
+	atomic_store_explicit(&f->write_work, write_work_of(k), memory_order_relaxed);
 }

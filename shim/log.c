@@ -51,6 +51,7 @@
 
 #include "log.h"
 #include "logfmt.h"
+#include "risk.h"
 #include "shim.h"
 #include "trace.h"
 #include <sys/stat.h>
@@ -139,6 +140,8 @@ static struct {
 	_Atomic int running;          /* file open and logger thread started: nothing to do */
 	_Atomic int activity;         /* a write, sync or rename was counted */
 	uint32_t first_id;            /* files below this id are announced at open (fork child) */
+	uint64_t *announced;          /* mu: bit per file id with a FILE block in this log */
+	uint32_t announced_words;
 	_Atomic int fd_lost;          /* the app got our number: reopen before writing */
 	_Atomic uint64_t ident_dev, ident_ino; /* the log file, for checks of L.fd */
 	_Atomic int ident_ok;
@@ -479,6 +482,33 @@ static void write_policy(const struct policy *p, uint64_t time_ns)
 	write_block(logfmt_encode_policy(L.buf, BUF_BYTES, L.seq, time_ns, rules, n, ini));
 }
 
+/* ---- which files this log has named ----------------------------------------- */
+
+/* A RISK block may only name files whose FILE block came first; a notice
+ * lost to a failed allocation (or not yet drained) leaves its file out. */
+static bool announced(uint32_t id)
+{
+	return id / 64 < L.announced_words && (L.announced[id / 64] >> (id % 64) & 1);
+}
+
+static void set_announced(uint32_t id)
+{
+	if (id / 64 >= L.announced_words) {
+		uint32_t words = L.announced_words ? L.announced_words : 64;
+		while (words <= id / 64)
+			words *= 2;
+		uint64_t *bits = shim_alloc(words * sizeof(uint64_t));
+		if (!bits)
+			return;
+		if (L.announced)
+			memcpy(bits, L.announced, L.announced_words * sizeof(uint64_t));
+		shim_free(L.announced);
+		L.announced = bits;
+		L.announced_words = words;
+	}
+	L.announced[id / 64] |= 1ull << (id % 64);
+}
+
 static void drain_queue(void)
 {
 	pthread_mutex_lock(&L.queue_mu);
@@ -493,6 +523,7 @@ static void drain_queue(void)
 			break;
 		case NOTICE_FILE:
 			write_block(logfmt_encode_file(L.buf, BUF_BYTES, L.seq, &n->file));
+			set_announced(n->file.id);
 			break;
 		case NOTICE_POLICY:
 			write_policy((const struct policy *)(void *)n->text, n->event.time_ns);
@@ -636,6 +667,132 @@ static void write_hist_set(uint64_t now)
 	L.hist_snap++;
 }
 
+/* ---- data at risk ----------------------------------------------------------- */
+
+/* Files that left the registry with data at risk on record: their last
+ * figures wait here for the next RISK block, so a closed file's series
+ * ends where it really ended. One producer at a time (the registry lock
+ * is held), the logger consumes; when full, the file's last logged second
+ * stands. */
+#define GONE_RING 256
+static struct {
+	_Atomic uint32_t head, tail;
+	struct logfmt_risk e[GONE_RING];
+} gone;
+
+static struct logfmt_risk risk_entry(struct shim_file *f, uint64_t now)
+{
+	struct risk_now rn;
+	risk_read(f, RISK_LOG, now, &rn);
+	return (struct logfmt_risk){ f->id, rn.worst_bytes, rn.worst_age_ns, rn.bytes, rn.age_ns, rn.written };
+}
+
+void log_file_gone(struct shim_file *f)
+{
+	if (!L.configured || !risk_seen(f))
+		return;
+	uint32_t h = atomic_load_explicit(&gone.head, memory_order_relaxed);
+	if (h - atomic_load_explicit(&gone.tail, memory_order_acquire) >= GONE_RING)
+		return;
+	gone.e[h % GONE_RING] = risk_entry(f, trace_now());
+	atomic_store_explicit(&gone.head, h + 1, memory_order_release);
+}
+
+/* L.mu: one tick's entries, grown in the logger thread. */
+static struct {
+	struct logfmt_risk *e;
+	uint32_t n, cap;
+} batch;
+
+static void batch_add(const struct logfmt_risk *e)
+{
+	if (!announced(e->file_id))
+		return;
+	if (batch.n == batch.cap) {
+		uint32_t cap = batch.cap ? batch.cap * 2 : 256;
+		struct logfmt_risk *v = shim_alloc(cap * sizeof(*v));
+		if (!v)
+			return;
+		if (batch.e)
+			memcpy(v, batch.e, batch.n * sizeof(*v));
+		shim_free(batch.e);
+		batch.e = v;
+		batch.cap = cap;
+	}
+	batch.e[batch.n++] = *e;
+}
+
+/* Shell sort by file id (no libc qsort: it may call the host's malloc). */
+static void batch_sort(void)
+{
+	for (uint32_t gap = batch.n / 2; gap > 0; gap /= 2)
+		for (uint32_t i = gap; i < batch.n; i++) {
+			struct logfmt_risk x = batch.e[i];
+			uint32_t j = i;
+			for (; j >= gap && batch.e[j - gap].file_id > x.file_id; j -= gap)
+				batch.e[j] = batch.e[j - gap];
+			batch.e[j] = x;
+		}
+}
+
+static bool has_risk(struct shim_file *f)
+{
+	return risk_seen(f);
+}
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* A registry walk may meet a file twice, and only the first read got the
+ * worst figures: one entry per file id, the larger of each. */
+static uint32_t batch_unique(void)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < batch.n; i++) {
+		struct logfmt_risk *p = k ? &batch.e[k - 1] : NULL, *e = &batch.e[i];
+		if (!p || p->file_id != e->file_id) {
+			batch.e[k++] = *e;
+			continue;
+		}
+		p->worst_bytes = max64(p->worst_bytes, e->worst_bytes);
+		p->worst_age_ns = max64(p->worst_age_ns, e->worst_age_ns);
+		p->bytes = max64(p->bytes, e->bytes);
+		p->age_ns = max64(p->age_ns, e->age_ns);
+		p->written = max64(p->written, e->written);
+	}
+	return k;
+}
+
+/* The RISK blocks of one second: files that left since the last one, then
+ * every file in the registry that ever had data at risk. */
+static void write_risk(uint64_t second, uint64_t now)
+{
+	enum { WALK = 128, PER_BLOCK = 16384 };
+	batch.n = 0;
+	uint32_t t = atomic_load_explicit(&gone.tail, memory_order_relaxed);
+	for (uint32_t h = atomic_load_explicit(&gone.head, memory_order_acquire); t != h; t++)
+		batch_add(&gone.e[t % GONE_RING]);
+	atomic_store_explicit(&gone.tail, t, memory_order_release);
+	struct shim_file *files[WALK];
+	uint64_t cursor = 0;
+	do {
+		int n = registry_collect(files, WALK, has_risk, &cursor);
+		for (int i = 0; i < n; i++) {
+			struct logfmt_risk e = risk_entry(files[i], now);
+			batch_add(&e);
+			file_put(files[i]);
+		}
+	} while (cursor);
+	batch_sort();
+	uint32_t n = batch_unique();
+	for (uint32_t i = 0; i < n; i += PER_BLOCK) {
+		uint16_t k = (uint16_t)(n - i < PER_BLOCK ? n - i : PER_BLOCK);
+		write_block(logfmt_encode_risk(L.buf, BUF_BYTES, L.seq, (uint32_t)second, batch.e + i, k));
+	}
+}
+
 static void write_records_staged(void)
 {
 	drain_queue(); /* announces every file the staged records name */
@@ -713,6 +870,7 @@ static void tick(bool final)
 		if (final)
 			write_interval(L.next_second++);
 		write_hist_set(now);
+		write_risk(L.next_second - 1, now);
 		write_block(logfmt_encode_drops(L.buf, BUF_BYTES, L.seq, now, total_drops()));
 		retire_dead_threads();
 	}
@@ -1110,6 +1268,10 @@ static void reset_for_child(void)
 	}
 	atomic_store(&L.ringless_drops, 0);
 	L.queue_head = L.queue_tail = NULL; /* may be mid-update: leak, never walk */
+	atomic_store(&gone.head, 0);
+	atomic_store(&gone.tail, 0);
+	if (L.announced) /* the parent's log named them, not the child's */
+		memset(L.announced, 0, L.announced_words * sizeof(uint64_t));
 }
 
 /* Inside the fork handler: system calls only, no allocation, no file, no

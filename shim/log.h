@@ -29,6 +29,9 @@ struct log_notice;
 struct log_notice *log_file_notice_new(const char *path, const char *rule_name);
 void log_file_notice_post(struct log_notice *n, const struct shim_file *f);
 void log_notice_free(struct log_notice *n);
+/* f leaves the registry (its lock held): its last data-at-risk figures
+ * go into the next RISK block. Lock-free, no allocation. */
+void log_file_gone(struct shim_file *f);
 
 /* A timestamped event in the log: kind is a LOGEV_* (logfmt.h), file and
  * err may be 0. Allocates: never under the registry or regions lock. */

@@ -41,6 +41,7 @@ static const char *const block_names[LOGBLK_LAST + 1] = {
 	[LOGBLK_DROPS] = "DROPS",
 	[LOGBLK_POLICY] = "POLICY",
 	[LOGBLK_TRAILER] = "TRAILER",
+	[LOGBLK_RISK] = "RISK",
 };
 
 /* Retired kinds have no entry (NULL): they are shown as "?". */
@@ -416,6 +417,25 @@ size_t logfmt_encode_interval(uint8_t *buf, size_t cap, uint32_t seq, uint32_t s
 		w_u64(&w, t[op].max_ns);
 	}
 	return finish(&w, buf, LOGBLK_INTERVAL, seq);
+}
+
+size_t logfmt_encode_risk(uint8_t *buf, size_t cap, uint32_t seq, uint32_t second,
+			  const struct logfmt_risk *r, uint16_t n)
+{
+	struct w w = payload_writer(buf, cap);
+	w_u32(&w, second);
+	w_u16(&w, n);
+	w_u16(&w, LOGFMT_RISK_SIZE);
+	for (uint16_t i = 0; i < n; i++) {
+		w_u32(&w, r[i].file_id);
+		w_u32(&w, 0);
+		w_u64(&w, r[i].worst_bytes);
+		w_u64(&w, r[i].worst_age_ns);
+		w_u64(&w, r[i].bytes);
+		w_u64(&w, r[i].age_ns);
+		w_u64(&w, r[i].written);
+	}
+	return finish(&w, buf, LOGBLK_RISK, seq);
 }
 
 size_t logfmt_encode_hist(uint8_t *buf, size_t cap, uint32_t seq,

@@ -24,11 +24,12 @@
 
 #define LOGFMT_MAGIC 0x474c5353u        /* bytes "SSLG" */
 #define LOGFMT_MAJOR 1                  /* readers reject any other major */
-#define LOGFMT_MINOR 0                  /* newer minors only append */
+#define LOGFMT_MINOR 1                  /* newer minors only append; 1 added RISK */
 #define LOGFMT_BLOCK_HDR 24
 #define LOGFMT_MAX_PAYLOAD (4u << 20)   /* readers reject longer blocks */
 #define LOGFMT_RECORD_SIZE 40
 #define LOGFMT_IVENT_SIZE 40           /* one op of an INTERVAL */
+#define LOGFMT_RISK_SIZE 48            /* one file of a RISK block */
 #define LOGFMT_MAX_HIST_PARTS 4096      /* histograms in one HIST set */
 
 /* Block types. Numbers are on disk: never reuse one. */
@@ -42,7 +43,8 @@ enum logfmt_block {
 	LOGBLK_DROPS = 7,
 	LOGBLK_POLICY = 8,
 	LOGBLK_TRAILER = 9,
-	LOGBLK_LAST = LOGBLK_TRAILER
+	LOGBLK_RISK = 10,           /* since minor 1 */
+	LOGBLK_LAST = LOGBLK_RISK
 };
 
 /*
@@ -167,6 +169,16 @@ struct logfmt_event {
 	const char *text;
 };
 
+/* Data at risk of one file over one second (shim/risk.h). */
+struct logfmt_risk {
+	uint32_t file_id;
+	uint64_t worst_bytes;        /* most bytes at risk at any moment of the second */
+	uint64_t worst_age_ns;       /* oldest acknowledged byte not yet durable, at worst */
+	uint64_t bytes;              /* at risk at the end of the second */
+	uint64_t age_ns;             /* its oldest byte's age then, 0 none */
+	uint64_t written;            /* bytes written to the file so far */
+};
+
 struct logfmt_trailer {
 	uint64_t end_wall_ns, end_mono_ns;
 	int32_t exit_status;         /* -1 if unknown */
@@ -192,6 +204,9 @@ size_t logfmt_encode_drops(uint8_t *buf, size_t cap, uint32_t seq, uint64_t time
 			   uint64_t dropped_total);
 size_t logfmt_encode_trailer(uint8_t *buf, size_t cap, uint32_t seq,
 			     const struct logfmt_trailer *t);
+/* Entries in increasing file id order; n >= 1. */
+size_t logfmt_encode_risk(uint8_t *buf, size_t cap, uint32_t seq, uint32_t second,
+			  const struct logfmt_risk *r, uint16_t n);
 
 #define LOGFMT_HIST_BLOCK_MAX (LOGFMT_BLOCK_HDR + 28 + HIST_ENCODED_MAX)
 

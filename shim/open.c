@@ -41,6 +41,7 @@ int open_adjust_flags(const struct knobs *k, int flags, uint32_t *slot_flags)
 	case ACT_DATASYNC:
 		return (flags & ~O_SYNC) | O_DSYNC; /* O_SYNC contains the O_DSYNC bit */
 	case ACT_STRIP:
+		*slot_flags |= SLOT_OSYNC_STRIP;
 		return flags & ~O_SYNC;
 	case ACT_DEFER:
 		*slot_flags |= SLOT_OSYNC_DEFER;

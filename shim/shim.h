@@ -48,6 +48,7 @@ enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_SHIM = 3 /* the shim
 #define SLOT_APP_ODSYNC (1u << 3)  /* the app asked for O_DSYNC */
 #define SLOT_OSYNC_DEFER (1u << 4) /* we dropped O_(D)SYNC: each write is a deferred sync */
 #define SLOT_CLOSING (1u << 5)     /* the app is closing it: no new sync may use it */
+#define SLOT_OSYNC_STRIP (1u << 6) /* we dropped O_(D)SYNC for nothing: each write is answered unsynced */
 /* FD_SHIM slots: whose descriptor it is. */
 #define SLOT_OWN_SHIFT 8
 enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3 };
@@ -88,11 +89,10 @@ struct flusher {
 	_Atomic uint64_t req_seq;
 	_Atomic uint32_t pending_calls;
 	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */
-	_Atomic uint64_t dirty_bytes;    /* written since the last real sync began (defer files) */
-	_Atomic uint64_t wb_mark;        /* dirty bytes at the last writeback kick */
+	_Atomic uint64_t synced_mark;    /* risk.written when the last real sync began */
+	_Atomic uint64_t wb_mark;        /* risk.written at the last writeback kick */
 	/* What pacing (policy/pace.h) learns of the file: relaxed and
 	 * approximate by design (a lost update only delays learning). */
-	_Atomic uint64_t covering_since; /* oldest request the running sync covers, 0 none */
 	_Atomic uint64_t last_req_ns;    /* when the last group request came */
 	_Atomic uint32_t sync_ns;        /* average real sync duration */
 	_Atomic uint32_t gap_ns;         /* average gap between group requests */
@@ -136,6 +136,21 @@ struct knobs {
 	uint8_t pad[20 - CALL_COUNT];
 };
 
+/* Data at risk (risk.c's alone; see risk.h). */
+struct risk {
+	_Atomic uint64_t written;        /* bytes written while the rule can answer syncs unsynced */
+	_Atomic uint64_t acked;          /* written, at the latest such answer */
+	_Atomic uint64_t durable;        /* written, at the start of the latest completed real sync */
+	_Atomic uint64_t since;          /* oldest answer no real sync has taken up, 0 none */
+	_Atomic uint64_t covering;       /* oldest answer a running real sync covers, 0 none */
+	_Atomic uint64_t worst_bytes[2]; /* per reader (enum risk_reader), since it last looked */
+	_Atomic uint64_t worst_age[2];
+};
+
+/* What the write path does besides the write (one byte, from the knobs). */
+#define WRITES_COUNTED 1u  /* add to risk.written: a sync may be answered without the device */
+#define WRITES_DEFERRED 2u /* writes are deferred requests' bytes (max_bytes, writeback) */
+
 struct shim_file {
 	_Atomic uint32_t refs;      /* fd slots, mmap regions, queue, threads inside a call */
 	_Atomic uint32_t nfds;      /* app descriptors bound to it */
@@ -146,11 +161,12 @@ struct shim_file {
 	ino_t ino;
 	_Atomic uint32_t knob_seq;  /* odd while a reload rewrites knobs */
 	struct knobs knobs;         /* read through knobs_of() */
-	_Atomic uint8_t defers;     /* writes are counted for the flusher: the write path's one load */
+	_Atomic uint8_t write_work; /* WRITES_*: the write path's one load */
 	_Atomic uint32_t err_seq;       /* failed deferred syncs so far */
 	_Atomic int err_errno;          /* errno of the latest one */
 	_Atomic uint32_t err_seen_seq;  /* newest err_seq some fd has reported */
 	_Atomic uint32_t err_told_seq;  /* newest err_seq said on stderr (nobody left to tell) */
+	struct risk risk;               /* risk.c */
 	struct flusher fl;              /* flusher.c */
 	struct sched sched;             /* workers.c */
 	char *path;                     /* absolute; private allocation, registry lock */
@@ -216,9 +232,13 @@ static inline int file_rule_index(const struct shim_file *f)
 {
 	return __atomic_load_n(&f->knobs.rule_index, __ATOMIC_RELAXED);
 }
+static inline unsigned file_write_work(const struct shim_file *f)
+{
+	return atomic_load_explicit(&f->write_work, memory_order_relaxed);
+}
 static inline bool file_defers(const struct shim_file *f)
 {
-	return atomic_load_explicit(&f->defers, memory_order_relaxed) != 0;
+	return (file_write_work(f) & WRITES_DEFERRED) != 0;
 }
 
 /* ---- snapshot.c: the live policy ------------------------------------------ */

@@ -18,6 +18,7 @@
 #include "flusher.h"
 #include "log.h"
 #include "reload.h"
+#include "risk.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -46,8 +47,10 @@ static int sync_validate_fd(int fd)
 /* A real sync about to start covers everything written so far. */
 static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 {
-	flusher_real_sync_begins(f);
-	return real_sync_call(fd, op);
+	struct risk_sync rs = flusher_real_sync_begins(f);
+	int r = real_sync_call(fd, op);
+	risk_sync_ends(f, rs, r == 0, trace_now());
+	return r;
 }
 
 static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, enum shim_op op)
@@ -62,6 +65,7 @@ static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, e
 	switch (act) {
 	case ACT_NOOP:
 		pthread_testcancel(); /* fd_get vouched for fd: fsync(2) would not fail */
+		risk_acked(f, trace_now());
 		return 0;
 	case ACT_DATASYNC:
 		return synced_call(f, fd, OP_FDATASYNC);
@@ -191,6 +195,8 @@ SHIM_API int msync(void *addr, size_t len, int flags)
 	switch (k.act[CALL_MSYNC]) {
 	case ACT_NOOP:
 		r = LIBC(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
+		if (r == 0)
+			risk_acked(f, trace_now());
 		break;
 	case ACT_DEFER:
 		r = msync_defer(f, &k, addr, len, flags);

@@ -13,21 +13,29 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "risk.h"
 #include "shim.h"
 #include "trace.h"
 
 static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op op,
 			      ssize_t r, const struct trace_start *t)
 {
-	/* Only the flusher reads the dirty count: other files skip the atomic. */
-	bool deferred = r > 0 && ((state & SLOT_OSYNC_DEFER) || file_defers(f));
-	if (!deferred && !t->t0)
+	/* Only files whose syncs may be answered without the device count
+	 * their bytes (data at risk, the flusher's thresholds): the others
+	 * skip the atomic. */
+	unsigned work = file_write_work(f);
+	bool counted = r > 0 && ((work & WRITES_COUNTED) || (state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP)));
+	if (!counted && !t->t0)
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;
-	if (deferred) {
-		flusher_wrote(f, (uint64_t)r);
-		TEST_POINT("write");
-		flusher_after_write(f, fd, state);
+	if (counted) {
+		risk_wrote(f, (uint64_t)r);
+		if (state & SLOT_OSYNC_STRIP)
+			risk_acked(f, trace_now()); /* the app thinks this write is durable */
+		if ((work & WRITES_DEFERRED) || (state & SLOT_OSYNC_DEFER)) {
+			TEST_POINT("write");
+			flusher_after_write(f, fd, state);
+		}
 	}
 	trace_end(t, op, f, r, r < 0 ? saved : 0);
 	errno = saved;
@@ -85,6 +93,7 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 	case ACT_DATASYNC:
 		return (flags & ~RWF_SYNC) | RWF_DSYNC;
 	case ACT_STRIP:
+		*state |= SLOT_OSYNC_STRIP;
 		return flags & ~(RWF_SYNC | RWF_DSYNC);
 	case ACT_DEFER:
 		*state |= SLOT_OSYNC_DEFER | ((flags & RWF_SYNC) ? SLOT_APP_OSYNC : 0);

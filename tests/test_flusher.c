@@ -27,6 +27,8 @@
  * SYNCSHIM_TEST_KEEP=1.
  */
 #include "harness.h"
+#include "logread.h"
+#include "policy.h"
 
 #define MS 1000000ull /* ns */
 
@@ -1650,4 +1652,170 @@ Test(pace, auto_linger_keeps_every_group_call_durable)
 	cr_assert_lt(s.n, G_THREADS * G_COUNT);
 	for (size_t j = 1; j < s.n; j++)
 		cr_assert_geq(s.r[j]->t0, s.r[j - 1]->t1, "auto linger: real syncs #%zu and #%zu overlap", j - 1, j);
+}
+
+/* ======================================================================== */
+/* Data at risk (shim/risk.c), as the log reports it, against what the     */
+/* recording layer beneath the shim saw really happen                      */
+/* ======================================================================== */
+TestSuite(risk, .init = fl_setup, .fini = h_teardown, .timeout = 60);
+
+struct risk_seen {
+	bool any;
+	uint64_t bytes, age_ns;  /* the worst of any second */
+	bool unbounded;
+};
+
+/* The run's log, read back with the tools' own reader. */
+static struct risk_seen risk_of_log(const char *path, const char *file)
+{
+	struct lr_log log;
+	struct lr_error e;
+	cr_assert_eq(lr_read_file(path, &log, &e), 0, "%s", e.msg);
+	cr_assert_geq(log.minor, 1);
+	struct lr_log *lp = &log;
+	struct run r;
+	run_build(&r, &lp, 1);
+	struct risk_seen s = { 0 };
+	for (size_t i = 0; i < r.nfiles; i++)
+		if (!strcmp(r.files[i].path, file) && r.files[i].risk)
+			s = (struct risk_seen){ true, r.files[i].risk_bytes, r.files[i].risk_age_ns,
+						r.files[i].sync_policy == SYNC_NOOP };
+	run_free(&r);
+	lr_free(&log);
+	return s;
+}
+
+static struct h_result risk_run(const char *ini, const char *file, const char *log, const char *n,
+				 const char *pause_us, const char *wait_ms, struct h_cmd *c)
+{
+	fl_cmd(c, H_SHIM_REC, ini);
+	h_envf(c, "SYNCSHIM_LOG=%s", log);
+	h_args(c, h_prog("fl_loop"), "-f", file, "-n", n, "-p", pause_us, "-w", wait_ms, NULL);
+	struct h_result r = h_run(c);
+	h_assert_ok(r, "fl_loop");
+	return r;
+}
+
+/* passthrough and group return from a sync only after a real one: the
+ * log never has anything at risk. */
+Test(risk, durable_policies_never_have_data_at_risk)
+{
+	static const char *const pols[] = { "passthrough", "group", "fdatasync" };
+	for (int i = 0; i < 3; i++) {
+		char *file = h_path(h_fmt("%s.dat", pols[i])), *log = h_path(h_fmt("%s.log", pols[i]));
+		char *ini = fl_ini_rule(h_fmt("%s.ini", pols[i]), file, pols[i], NULL);
+		struct h_cmd c;
+		risk_run(ini, file, log, "300", "200", "1100", &c);
+		struct risk_seen s = risk_of_log(log, file);
+		cr_assert(!s.any, "%s: %llu bytes at risk, oldest %llu ns", pols[i], (unsigned long long)s.bytes,
+			  (unsigned long long)s.age_ns);
+	}
+}
+
+/*
+ * defer, max_delay_ms = 50: 4 KiB write + fsync every ~500 us for about
+ * 1.5 s. The worst age the log reports must match what the recording
+ * layer saw: for each write (the fsync that acknowledges it follows at
+ * once), the time until the first real sync begun after it completed.
+ * Both stay within the window plus the longest real sync (and a
+ * scheduling allowance); the worst bytes within what was written in that
+ * span.
+ */
+Test(risk, defer_stays_within_the_window_plus_one_sync)
+{
+	char *file = h_path("d.dat"), *log = h_path("d.log");
+	char *ini = fl_ini_rule("shim.ini", file, "defer", "max_delay_ms = 50\nmax_calls = 1000000\nmax_bytes = 1G\n");
+	struct h_cmd c;
+	risk_run(ini, file, log, "3000", "500", "0", &c);
+	cr_assert(fl_pattern_ok(file, 3000 * 4096LL));
+	struct risk_seen s = risk_of_log(log, file);
+	cr_assert(s.any && s.bytes > 0 && s.age_ns > 0, "defer: nothing at risk in the log");
+
+	struct h_log rl = h_log_load(&c);
+	unsigned long long ino = h_ino(file), longest = 0;
+	struct syncs sy = real_syncs(&rl, ino, 0);
+	for (size_t j = 0; j < sy.n; j++)
+		if (sy.r[j]->t1 - sy.r[j]->t0 > longest)
+			longest = sy.r[j]->t1 - sy.r[j]->t0;
+	unsigned long long truth = 0;
+	size_t j = 0;
+	for (size_t i = 0; i < rl.n; i++) {
+		const struct h_rec *w = &rl.r[i];
+		if (w->ino != ino || (strcmp(w->op, "write") && strcmp(w->op, "pwrite")))
+			continue;
+		while (j < sy.n && sy.r[j]->t0 < w->t1)
+			j++;
+		cr_assert_lt(j, sy.n, "a write at %llu was never covered by a real sync", w->t1);
+		if (sy.r[j]->t1 - w->t1 > truth)
+			truth = sy.r[j]->t1 - w->t1;
+	}
+	unsigned long long bound = (DEFER_DELAY_MS + DEADLINE_SLACK_MS) * MS + longest;
+	cr_log_info("defer: log says worst %.1f ms / %llu bytes at risk; recording layer: %.1f ms; longest real "
+		    "sync %.1f ms; %zu real syncs",
+		    s.age_ns / 1e6, (unsigned long long)s.bytes, truth / 1e6, longest / 1e6, sy.n);
+	cr_assert_leq(s.age_ns, bound, "defer: %.1f ms at risk exceeds the window + one sync", s.age_ns / 1e6);
+	cr_assert_leq(truth, bound);
+	/* The shim stamps the acknowledgement a moment after the write returned
+	 * and the completion a moment after the sync did: it may read a little
+	 * late (a busy machine can stretch that moment), hardly ever early. */
+	cr_assert_geq((double)s.age_ns, (double)truth - 2e6 - 0.02 * (double)truth,
+		      "the log's worst age %.1f ms is below the recording layer's %.1f ms", s.age_ns / 1e6,
+		      truth / 1e6);
+	cr_assert_leq((double)s.age_ns, (double)truth + 10e6 + 0.2 * (double)truth,
+		      "the log's worst age %.1f ms is above the recording layer's %.1f ms", s.age_ns / 1e6,
+		      truth / 1e6);
+	/* bytes: never more than was written in any span of the bound's length */
+	unsigned long long most = 0;
+	size_t lo = 0, sum = 0;
+	for (size_t i = 0; i < rl.n; i++) {
+		const struct h_rec *w = &rl.r[i];
+		if (w->ino != ino || w->ret <= 0 || (strcmp(w->op, "write") && strcmp(w->op, "pwrite")))
+			continue;
+		sum += (size_t)w->ret;
+		while (rl.r[lo].t1 + bound < w->t1) {
+			if (rl.r[lo].ino == ino && rl.r[lo].ret > 0 &&
+			    (!strcmp(rl.r[lo].op, "write") || !strcmp(rl.r[lo].op, "pwrite")))
+				sum -= (size_t)rl.r[lo].ret;
+			lo++;
+		}
+		if (sum > most)
+			most = sum;
+	}
+	cr_assert_leq(s.bytes, most, "defer: %llu bytes at risk, but at most %llu were written in %.0f ms",
+		      (unsigned long long)s.bytes, most, bound / 1e6);
+}
+
+/* noop: nothing is ever synced, so everything written stays at risk and
+ * the report flags it. The app holds the file open 1.2 s after its last
+ * write, so the log sees the final figures. */
+Test(risk, noop_grows_without_bound_and_is_flagged)
+{
+	char *file = h_path("n.dat"), *log = h_path("n.log");
+	char *ini = fl_ini_rule("shim.ini", file, "noop", NULL);
+	struct h_cmd c;
+	risk_run(ini, file, log, "300", "0", "1200", &c);
+	struct risk_seen s = risk_of_log(log, file);
+	struct h_log rl = h_log_load(&c);
+	cr_assert_eq(real_syncs(&rl, h_ino(file), 0).n, 0, "noop: real syncs were made");
+	cr_assert(s.any && s.unbounded, "noop: not flagged");
+	cr_assert_eq(s.bytes, 300 * 4096ull, "noop: %llu bytes at risk, all %d written are", (unsigned long long)s.bytes,
+		     300 * 4096);
+	cr_assert_geq(s.age_ns, 1000 * MS, "noop: oldest at risk %.0f ms, the app idled 1200 ms after", s.age_ns / 1e6);
+}
+
+/* An O_DSYNC file under noop: the flag is dropped, so every write is one
+ * the app believes durable and is not. */
+Test(risk, osync_writes_with_the_flag_dropped_are_at_risk)
+{
+	char *file = h_path("o.dat"), *log = h_path("o.log");
+	char *ini = fl_ini_rule("shim.ini", file, "noop", NULL);
+	struct h_cmd c;
+	fl_cmd(&c, H_SHIM_REC, ini);
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "50", "-O", "-m", "none", "-w", "1200", NULL);
+	h_assert_ok(h_run(&c), "fl_loop -O");
+	struct risk_seen s = risk_of_log(log, file);
+	cr_assert(s.any && s.unbounded, "O_DSYNC writes under noop: nothing at risk in the log");
+	cr_assert_eq(s.bytes, 50 * 4096ull, "%llu bytes at risk", (unsigned long long)s.bytes);
 }

@@ -31,6 +31,7 @@
 #include "synclat_cli.h"
 
 #define SEC 1000000000ull
+#define MS 1000000ull
 #define WALL0 (1700000000ull * SEC + 250000000ull)  /* not on a second boundary */
 #define MONO0 (5000ull * SEC)
 
@@ -959,7 +960,7 @@ Test(synclat, corruption_is_named)
 	memcpy(d, b.data, b.len);
 	d[24] = 2;  /* format major 2 */
 	reseal(d, 0);
-	expect_error(d, b.len, LR_CORRUPT, 24, "unsupported format version 2.0");
+	expect_error(d, b.len, LR_CORRUPT, 24, "unsupported format version 2.");
 
 	memcpy(d, b.data, b.len);
 	d[b2 + 24 + 8 + 28] = 99;  /* first record's file id */
@@ -1520,5 +1521,205 @@ Test(synclat, dash_reads_stdin)
 	struct proc_run r = run_synclat(save(&b, "in.log"), "report", "-", NULL);
 	cr_expect_eq(r.status, 0, "%s", r.err);
 	free(r.err);
+	free(b.data);
+}
+
+/* ---- data at risk (RISK blocks, format 1.1) ---- */
+
+static void lb_risk(struct logbuf *b, uint32_t second, const struct logfmt_risk *r, uint16_t n)
+{
+	lb_put(b, logfmt_encode_risk(blk, sizeof(blk), b->seq, second, r, n));
+}
+
+static void lb_interval(struct logbuf *b, uint32_t second)
+{
+	struct tally t[LOGOP_COUNT];
+	memset(t, 0, sizeof(t));
+	t[LOGOP_WRITE] = (struct tally){ 1, 4096, 100, 100 };
+	lb_put(b, logfmt_encode_interval(blk, sizeof(blk), b->seq, second, t));
+}
+
+/* Two files (7 under the "wal" rule, group; 9 under the default), two
+ * seconds; second 1 split over two blocks. */
+static struct logbuf risk_log(void)
+{
+	struct logbuf b;
+	lb_header(&b, 300, 1, WALL0, MONO0);
+	lb_file(&b, 7, "/data/a.wal", "ext4");
+	struct logfmt_file f9 = { .id = 9, .rule = 0, .dev = 5, .ino = 6, .rule_name = "", .fstype = "ext4",
+				  .path = "/data/b.log" };
+	lb_put(&b, logfmt_encode_file(blk, sizeof(blk), b.seq, &f9));
+	lb_interval(&b, 0);
+	struct logfmt_risk s0[] = { { 7, 8192, 30 * MS, 4096, 10 * MS, 16384 },
+				    { 9, 1000, 5 * MS, 0, 0, 1000 } };
+	lb_risk(&b, 0, s0, 2);
+	lb_interval(&b, 1);
+	struct logfmt_risk s1a[] = { { 9, 20000, 250 * MS, 20000, 250 * MS, 30000 } };
+	struct logfmt_risk s1b[] = { { 7, 4096, 12 * MS, 0, 0, 20480 } };
+	lb_risk(&b, 1, s1a, 1);
+	lb_risk(&b, 1, s1b, 1);
+	lb_trailer(&b, WALL0 + 2 * SEC, MONO0 + 2 * SEC);
+	return b;
+}
+
+static char *report_of(struct lr_log *log, enum report_format fmt, unsigned flags)
+{
+	struct run r;
+	run_build(&r, &log, 1);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	report_print(out, &r, fmt, flags);
+	fclose(out);
+	run_free(&r);
+	return text;
+}
+
+Test(synclat, risk_blocks_read_and_reported)
+{
+	struct logbuf b = risk_log();
+	struct lr_log log;
+	read_ok(&b, &log);
+	cr_assert_eq(log.minor, 1);
+	cr_assert_eq(log.nrisks, 4);
+	cr_assert_eq(log.risks[2].file_id, 9);
+	cr_assert_eq(log.risks[2].second, 1);
+	cr_assert_eq(log.risks[2].worst_age_ns, 250 * MS);
+
+	char *text = report_of(&log, FMT_TEXT, REPORT_PER_SECOND);
+	cr_assert(strstr(text, "at risk: max 20.00 kB, oldest 250 ms"), "%s", text);
+	cr_assert(strstr(text, "8.19 kB    30.0 ms  group       /data/a.wal"), "%s", text);
+	cr_assert(strstr(text, "20.00 kB     250 ms  passthrough /data/b.log"), "%s", text);
+	cr_assert(strstr(text, "9.19 kB    30.0 ms"), "second 0: the files' worst summed, the oldest:\n%s", text);
+	cr_assert(!strstr(text, "unbounded"), "%s", text);
+	free(text);
+	text = report_of(&log, FMT_JSON, REPORT_FILES | REPORT_PER_SECOND);
+	cr_assert(strstr(text, "\"risk\":{\"max_bytes\":8192,\"oldest_ns\":30000000,\"unbounded\":false}"), "%s", text);
+	cr_assert(strstr(text, "\"risk\":{\"bytes\":24096,\"oldest_ns\":250000000}"), "%s", text);
+	free(text);
+	text = report_of(&log, FMT_CSV, 0);
+	cr_assert(strstr(text, "risk,/data/b.log,passthrough,0,20000,,,,,,,250000000,,"), "%s", text);
+	free(text);
+	lr_free(&log);
+	free(b.data);
+}
+
+/* noop never syncs: the report says its risk has no bound. */
+Test(synclat, risk_under_noop_is_flagged_unbounded)
+{
+	static const struct logfmt_rule noop_rules[] = { { "", "", 2 } };
+	struct logbuf b;
+	memset(&b, 0, sizeof(b));
+	struct logfmt_header h = { .pid = 1, .ppid = 0, .log_mode = 1, .start_wall_ns = WALL0,
+				   .start_mono_ns = MONO0, .hostname = "h", .kernel = "k", .cmdline = "c",
+				   .rules = noop_rules, .nrules = 1, .policy_ini = "[shim]\npolicy = noop\n" };
+	lb_put(&b, logfmt_encode_header(blk, sizeof(blk), &h));
+	struct logfmt_file f = { .id = 1, .rule = 0, .dev = 1, .ino = 2, .rule_name = "", .fstype = "ext4",
+				 .path = "/n" };
+	lb_put(&b, logfmt_encode_file(blk, sizeof(blk), b.seq, &f));
+	struct logfmt_risk r = { 1, 1 << 20, 3 * SEC, 1 << 20, 3 * SEC, 1 << 20 };
+	lb_risk(&b, 2, &r, 1);
+	struct lr_log log;
+	read_ok(&b, &log);
+	char *text = report_of(&log, FMT_TEXT, 0);
+	cr_assert(strstr(text, "noop        /n  (unbounded: noop never syncs)"), "%s", text);
+	free(text);
+	lr_free(&log);
+	free(b.data);
+}
+
+/* A 1.1 run with no RISK block had nothing at risk; a 1.0 log (written
+ * before the accounting existed) still reads, and says nothing either way. */
+Test(synclat, risk_none_and_logs_of_1_0)
+{
+	struct logbuf b;
+	lb_header(&b, 5, 1, WALL0, MONO0);
+	lb_file(&b, 7, "/data/a.wal", "ext4");
+	lb_interval(&b, 0);
+	lb_trailer(&b, WALL0 + SEC, MONO0 + SEC);
+	struct lr_log log;
+	read_ok(&b, &log);
+	char *text = report_of(&log, FMT_TEXT, 0);
+	cr_assert(strstr(text, "at risk: none"), "%s", text);
+	free(text);
+	lr_free(&log);
+	free(b.data);
+
+	struct lr_error e;
+	cr_assert_eq(lr_read_file("tests/data/log-1.0-summary.log", &log, &e), 0, "%s", e.msg);
+	cr_assert_eq(log.minor, 0);
+	cr_assert_eq(log.warnings & LRW_NEWER, 0);
+	text = report_of(&log, FMT_TEXT, REPORT_PER_SECOND);
+	cr_assert(strstr(text, "synclat report"), "%s", text);
+	cr_assert(!strstr(text, "at risk"), "a 1.0 log cannot know:\n%s", text);
+	free(text);
+	lr_free(&log);
+}
+
+/* Offset of the payload of block i (0: HEADER). */
+static size_t block_at(const struct logbuf *b, size_t i)
+{
+	return (i ? b->ends[i - 1] : 0) + LOGFMT_BLOCK_HDR;
+}
+
+static void put32le(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+Test(synclat, risk_corruption_is_named)
+{
+	struct logbuf b = risk_log();
+	/* blocks: 0 HEADER, 1-2 FILE, 3 INTERVAL, 4 RISK(0), 5 INTERVAL, 6-7 RISK(1), 8 TRAILER */
+	size_t r0 = block_at(&b, 4), r1a = block_at(&b, 6), r1b = block_at(&b, 7);
+	uint8_t *d = malloc(b.len);
+
+	memcpy(d, b.data, b.len);
+	put32le(d + r0 + 8, 99);
+	reseal(d, r0 - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r0 + 8, "references unknown file id 99");
+
+	memcpy(d, b.data, b.len);
+	put32le(d + r0 + 8 + 48, 7); /* 7, 7 */
+	reseal(d, r0 - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r0 + 8 + 48, "not in increasing order");
+
+	memcpy(d, b.data, b.len);
+	put32le(d + r1b + 8, 9); /* file 9 again in second 1 */
+	reseal(d, r1b - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r1b + 8, "file id 9 already has an entry for second 1");
+
+	memcpy(d, b.data, b.len);
+	put32le(d + r1b, 0); /* second 0 after second 1 */
+	reseal(d, r1b - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r1b, "second 0 goes back from the previous RISK block's 1");
+
+	memcpy(d, b.data, b.len);
+	d[r1a + 8 + 24] = 0xff; /* bytes at the end above the worst */
+	reseal(d, r1a - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r1a + 8 + 8, "exceeds the second's worst");
+
+	memcpy(d, b.data, b.len);
+	put32le(d + r1a + 8 + 40, 100); /* written below the worst */
+	reseal(d, r1a - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r1a + 8 + 8, "20000 bytes at risk of 100 written");
+
+	memcpy(d, b.data, b.len);
+	d[r0 + 8 + 5] = 1;
+	reseal(d, r0 - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r0 + 8 + 4, "reserved bytes not zero");
+
+	memcpy(d, b.data, b.len);
+	d[r0 + 6] = 40; /* entry size */
+	reseal(d, r0 - LOGFMT_BLOCK_HDR);
+	expect_error(d, b.len, LR_CORRUPT, r0 + 6, "file entry size 40, expected 48");
+
+	/* the same bytes in a log that says 1.0: RISK did not exist */
+	memcpy(d, b.data, b.len);
+	d[LOGFMT_BLOCK_HDR + 2] = 0;
+	reseal(d, 0);
+	expect_error(d, b.len, LR_CORRUPT, r0 - LOGFMT_BLOCK_HDR + 4, "unknown block type 10");
+	free(d);
 	free(b.data);
 }

@@ -81,6 +81,10 @@ struct lr_parse {
 	bool newer;                   /* file minor > ours: skip what we don't know */
 	bool have_second;
 	uint32_t last_second;
+	bool have_risk;
+	uint32_t risk_second;
+	uint32_t *risk_mark;          /* by file index: 1 + the last second it had a RISK entry */
+	size_t cap_risk_mark;
 
 	/* file id -> index into log->files, open addressing */
 	uint32_t *ids;
@@ -97,7 +101,7 @@ struct lr_parse {
 	size_t ncur, capcur;
 	struct hist scratch;
 
-	size_t cap_files, cap_recs, cap_secs, cap_ivents, cap_hists, cap_events;
+	size_t cap_files, cap_recs, cap_secs, cap_ivents, cap_hists, cap_events, cap_risks;
 };
 
 /* A cursor over one payload. Reads past the end set bad and return 0, so
@@ -762,6 +766,85 @@ static int parse_trailer(struct lr_log *log, struct lr_parse *ps, struct cur *c)
 	return 0;
 }
 
+/* A file named at most once per second, across the second's blocks. */
+static bool risk_mark_once(struct lr_parse *ps, size_t index, uint32_t second)
+{
+	if (index >= ps->cap_risk_mark) {
+		size_t cap = ps->cap_risk_mark ? ps->cap_risk_mark : 64;
+		while (cap <= index)
+			cap *= 2;
+		ps->risk_mark = xrealloc(ps->risk_mark, cap * sizeof(*ps->risk_mark));
+		memset(ps->risk_mark + ps->cap_risk_mark, 0, (cap - ps->cap_risk_mark) * sizeof(*ps->risk_mark));
+		ps->cap_risk_mark = cap;
+	}
+	if (ps->risk_mark[index] == second + 1)
+		return false;
+	ps->risk_mark[index] = second + 1;
+	return true;
+}
+
+static int check_risk_entry(struct lr_parse *ps, const struct cur *c, const uint8_t *ep, size_t i,
+			    uint32_t second, uint32_t prev_id, const struct lr_risk *e)
+{
+	long index = find_file(ps, e->file_id);
+	if (index < 0)
+		return bad(ps, c, ep, "entry %zu references unknown file id %u", i, e->file_id);
+	if (e->file_id <= prev_id)
+		return bad(ps, c, ep, "entry %zu: file ids not in increasing order", i);
+	if (ep[4] | ep[5] | ep[6] | ep[7])
+		return bad(ps, c, ep + 4, "entry %zu: reserved bytes not zero", i);
+	if (e->bytes > e->worst_bytes || e->age_ns > e->worst_age_ns)
+		return bad(ps, c, ep + 8, "entry %zu: at risk at the end exceeds the second's worst", i);
+	if (e->worst_bytes > e->written)
+		return bad(ps, c, ep + 8, "entry %zu: %llu bytes at risk of %llu written", i,
+			   (unsigned long long)e->worst_bytes, (unsigned long long)e->written);
+	if (!risk_mark_once(ps, (size_t)index, second))
+		return bad(ps, c, ep, "entry %zu: file id %u already has an entry for second %u", i,
+			   e->file_id, second);
+	return 0;
+}
+
+/* RISK (minor 1): per second, the files that had data at risk. */
+static int parse_risk(struct lr_log *log, struct lr_parse *ps, struct cur *c)
+{
+	const uint8_t *at = c->p;
+	uint32_t second = (uint32_t)rd(c, 4);
+	size_t n = (size_t)rd(c, 2), esz = (size_t)rd(c, 2);
+	if (c->bad)
+		return cut_short(ps, c);
+	if (esz < LOGFMT_RISK_SIZE || (esz != LOGFMT_RISK_SIZE && !ps->newer))
+		return bad(ps, c, at + 6, "file entry size %zu, expected %d", esz, LOGFMT_RISK_SIZE);
+	size_t left = (size_t)(c->end - c->p);
+	if (!n || n * esz != left)
+		return bad(ps, c, at + 4, "%zu entries of %zu bytes do not fill the %zu bytes left",
+			   n, esz, left);
+	if (ps->have_risk && second < ps->risk_second)
+		return bad(ps, c, at, "second %u goes back from the previous RISK block's %u", second,
+			   ps->risk_second);
+	uint32_t prev_id = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct cur e = { c->p + i * esz, c->p + i * esz, c->end, false };
+		struct lr_risk r = { .second = second };
+		r.file_id = (uint32_t)rd(&e, 4);
+		e.p += 4;
+		r.worst_bytes = rd(&e, 8);
+		r.worst_age_ns = rd(&e, 8);
+		r.bytes = rd(&e, 8);
+		r.age_ns = rd(&e, 8);
+		r.written = rd(&e, 8);
+		int rc = check_risk_entry(ps, c, e.start, i, second, prev_id, &r);
+		if (rc)
+			return rc;
+		prev_id = r.file_id;
+		*PUSH(log->risks, log->nrisks, ps->cap_risks) = r;
+	}
+	ps->have_risk = true;
+	ps->risk_second = second;
+	note_time(log, sat_add(log->start_mono_ns, ((uint64_t)second + 1) * 1000000000u));
+	c->p = c->end;
+	return 0;
+}
+
 static int parse_payload(struct lr_log *log, struct lr_parse *ps, const struct logfmt_blockhdr *b,
 			 struct cur *c)
 {
@@ -777,6 +860,10 @@ static int parse_payload(struct lr_log *log, struct lr_parse *ps, const struct l
 	case LOGBLK_DROPS: return parse_drops(log, ps, c);
 	case LOGBLK_POLICY: return parse_policy(log, ps, c);
 	case LOGBLK_TRAILER: return parse_trailer(log, ps, c);
+	case LOGBLK_RISK:
+		if (log->minor >= 1)
+			return parse_risk(log, ps, c);
+		break;
 	}
 	if (ps->newer)
 		return 0;  /* a block type from a newer minor: skip it */
@@ -1031,7 +1118,9 @@ void lr_free(struct lr_log *log)
 	for (size_t i = 0; i < log->nevents; i++)
 		free(log->events[i].text);
 	free(log->events);
+	free(log->risks);
 	if (log->ps) {
+		free(log->ps->risk_mark);
 		free(log->ps->ids);
 		free(log->ps->idx);
 		free_hists(log->ps->cur, &log->ps->ncur);
@@ -1176,6 +1265,28 @@ static void file_hists(struct run *r, const struct lr_log *L, const size_t *map,
 	}
 }
 
+/* Each file's worst data at risk, and what its rule's policy was. */
+static void file_risks(struct run *r, const struct lr_log *L, const size_t *map)
+{
+	for (size_t f = 0; f < L->nfiles; f++) {
+		uint16_t rule = L->files[f].rule;
+		if (rule < L->nrules)
+			r->files[map[f]].sync_policy = L->rules[rule].sync;
+	}
+	for (size_t i = 0; i < L->nrisks; i++) {
+		const struct lr_risk *k = &L->risks[i];
+		long f = lr_file_index(L, k->file_id);
+		if (f < 0)
+			continue;
+		struct run_file *rf = &r->files[map[f]];
+		rf->risk = true;
+		if (k->worst_bytes > rf->risk_bytes)
+			rf->risk_bytes = k->worst_bytes;
+		if (k->worst_age_ns > rf->risk_age_ns)
+			rf->risk_age_ns = k->worst_age_ns;
+	}
+}
+
 static void run_files(struct run *r, struct hist *tmp)
 {
 	size_t n = 0;
@@ -1203,6 +1314,7 @@ static void run_files(struct run *r, struct hist *tmp)
 		bool fh = has_file_hists(r->logs[l]);
 		file_records(r, r->logs[l], map[l], fh);
 		file_hists(r, r->logs[l], map[l], tmp);
+		file_risks(r, r->logs[l], map[l]);
 		free(map[l]);
 	}
 	free(map);
@@ -1230,6 +1342,38 @@ static void tally_merge(struct tally *d, const struct tally *s)
 		d->max_ns = s->max_ns;
 }
 
+static struct run_sec *sec_row(struct run *r, int64_t rel)
+{
+	size_t lo = 0, hi = r->nsecs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->secs[mid].sec < rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nsecs && r->secs[lo].sec == rel ? &r->secs[lo] : NULL;
+}
+
+/* RISK entries onto the rows of their wall-clock seconds (the logger
+ * writes an INTERVAL for every second it writes a RISK for). */
+static void secs_risks(struct run *r, const struct lr_log *L, uint64_t wall0)
+{
+	for (size_t i = 0; i < L->nrisks; i++) {
+		const struct lr_risk *k = &L->risks[i];
+		uint64_t at = L->start_wall_ns + (uint64_t)k->second * 1000000000u;
+		struct run_sec *row = sec_row(r, (int64_t)(at / 1000000000u - wall0));
+		if (!row)
+			continue;
+		row->risk = true;
+		row->risk_bytes += k->worst_bytes;
+		if (k->worst_age_ns > row->risk_age_ns)
+			row->risk_age_ns = k->worst_age_ns;
+	}
+	if (L->nrisks)
+		r->has_risk = true;
+}
+
 /* Each log counts seconds from its own start; rows are aligned on the
  * wall-clock second each interval began in. */
 static void run_secs(struct run *r)
@@ -1249,7 +1393,7 @@ static void run_secs(struct run *r)
 	}
 	qsort(refs, n, sizeof(*refs), cmp_sref);
 
-	r->secs = xcalloc(n, sizeof(*r->secs));
+	r->secs = xcalloc(n ? n : 1, sizeof(*r->secs));
 	for (size_t i = 0; i < n; i++) {
 		if (!r->nsecs || r->secs[r->nsecs - 1].sec != refs[i].rel)
 			r->secs[r->nsecs++] = (struct run_sec){ .sec = refs[i].rel };
@@ -1261,6 +1405,8 @@ static void run_secs(struct run *r)
 		}
 	}
 	free(refs);
+	for (size_t l = 0; l < r->nlogs; l++)
+		secs_risks(r, r->logs[l], wall0);
 }
 
 struct span {

@@ -73,6 +73,13 @@ struct lr_hist {
 	size_t enclen;
 };
 
+/* One file's entry of a RISK block (minor 1). */
+struct lr_risk {
+	uint32_t second;     /* since start_mono_ns */
+	uint32_t file_id;
+	uint64_t worst_bytes, worst_age_ns, bytes, age_ns, written;
+};
+
 struct lr_event {
 	uint64_t time_ns;
 	uint32_t file_id;
@@ -114,6 +121,8 @@ struct lr_log {
 	uint64_t hist_time_ns;
 	struct lr_event *events;
 	size_t nevents;
+	struct lr_risk *risks;        /* in order: seconds never go back */
+	size_t nrisks;
 	uint64_t drops;               /* last DROPS block */
 
 	bool has_trailer;
@@ -158,6 +167,10 @@ struct run_file {
 	uint64_t errors;              /* calls that failed */
 	struct hist *sync;            /* app sync latency, NULL if none */
 	struct hist *real;            /* flusher's real syncs, NULL if none */
+	/* Data at risk (RISK blocks): the worst of any second, any log. */
+	bool risk;                    /* the file ever had any */
+	uint64_t risk_bytes, risk_age_ns;
+	uint8_t sync_policy;          /* the rule's policy (enum sync_policy), per its log */
 };
 
 /* One wall-clock second, relative to the run's first second; only seconds
@@ -165,6 +178,9 @@ struct run_file {
 struct run_sec {
 	int64_t sec;
 	struct tally op[LOGOP_COUNT];
+	bool risk;                    /* some log wrote a RISK entry for it */
+	uint64_t risk_bytes;          /* sum over files of each one's worst */
+	uint64_t risk_age_ns;         /* the oldest at-risk byte of any file */
 };
 
 enum pct_source {
@@ -188,6 +204,7 @@ struct run {
 	double duration_s;            /* 0 if unknown */
 	uint64_t drops;
 	unsigned warnings;            /* OR of the logs' LRW_* */
+	bool has_risk;                /* some log has RISK blocks (minor >= 1) */
 };
 
 /* Returns 0 (a tool stops on out-of-memory). */

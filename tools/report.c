@@ -504,11 +504,13 @@ static void print_seconds(FILE *out, const struct run *r)
 	for (unsigned op = 0; op < LOGOP_COUNT; op++)
 		show[op] = sec_has_op(r, op);
 
-	fprintf(out, "\nper second %15s", "");
+	fprintf(out, "\nper second %15s%s", "", r->has_risk ? "                      " : "");
 	for (unsigned op = 0; op < LOGOP_COUNT; op++)
 		if (show[op])
 			fprintf(out, " | %30s", logop_name(op));
 	fprintf(out, "\n%6s %9s %9s", "sec", "MB/s", "calls");
+	if (r->has_risk)
+		fprintf(out, " %10s %10s", "at risk", "oldest");
 	for (unsigned op = 0; op < LOGOP_COUNT; op++)
 		if (show[op])
 			fprintf(out, " | %8s %10s %10s", "n", "mean", "max");
@@ -517,6 +519,14 @@ static void print_seconds(FILE *out, const struct run *r)
 		const struct run_sec *s = &r->secs[i];
 		struct sec_sum t = sec_sum(s);
 		fprintf(out, "%6" PRId64 " %9.2f %9" PRIu64, s->sec, (double)t.bytes / 1e6, t.calls);
+		if (r->has_risk) {
+			char b[32] = "-", age[32] = "-";
+			if (s->risk) {
+				fmt_bytes(b, sizeof(b), s->risk_bytes);
+				fmt_ns(age, sizeof(age), (double)s->risk_age_ns);
+			}
+			fprintf(out, " %10s %10s", b, age);
+		}
 		for (unsigned op = 0; op < LOGOP_COUNT; op++) {
 			if (!show[op])
 				continue;
@@ -534,6 +544,58 @@ static void print_seconds(FILE *out, const struct run *r)
 		fputs("(no INTERVAL blocks in the log)\n", out);
 }
 
+/* ---- data at risk ---- */
+
+/* Some log of the run was written by a shim that accounts for data at
+ * risk (format minor 1): no RISK entry then means none was ever at risk. */
+static bool run_counts_risk(const struct run *r)
+{
+	for (size_t l = 0; l < r->nlogs; l++)
+		if (r->logs[l]->minor >= 1)
+			return true;
+	return false;
+}
+
+/* noop answers every sync without ever making one: its risk only grows. */
+static bool risk_unbounded(const struct run_file *f)
+{
+	return f->sync_policy == SYNC_NOOP;
+}
+
+static void print_risk(FILE *out, const struct run *r)
+{
+	if (!run_counts_risk(r))
+		return;
+	const struct run_file *worst = NULL;
+	for (size_t i = 0; i < r->nfiles; i++)
+		if (r->files[i].risk && (!worst || r->files[i].risk_age_ns > worst->risk_age_ns))
+			worst = &r->files[i];
+	if (!worst) {
+		fputs("\nat risk: none (every sync the app made was durable when it returned)\n", out);
+		return;
+	}
+	char b[32], age[32];
+	uint64_t most = 0;
+	for (size_t i = 0; i < r->nfiles; i++)
+		if (r->files[i].risk_bytes > most)
+			most = r->files[i].risk_bytes;
+	fmt_bytes(b, sizeof(b), most);
+	fmt_ns(age, sizeof(age), (double)worst->risk_age_ns);
+	fprintf(out, "\nat risk: max %s, oldest %s (acknowledged as durable, not yet synced)\n", b, age);
+	fprintf(out, "%10s %10s  %-11s %s\n", "max", "oldest", "policy", "path");
+	for (size_t i = 0; i < r->nfiles; i++) {
+		const struct run_file *f = &r->files[i];
+		if (!f->risk)
+			continue;
+		fmt_bytes(b, sizeof(b), f->risk_bytes);
+		fmt_ns(age, sizeof(age), (double)f->risk_age_ns);
+		fprintf(out, "%10s %10s  ", b, age);
+		put_padded(out, report_sync_name(f->sync_policy), 11);
+		put_clean(out, f->path);
+		fputs(risk_unbounded(f) ? "  (unbounded: noop never syncs)\n" : "\n", out);
+	}
+}
+
 static void report_text(FILE *out, const struct run *r, unsigned flags)
 {
 	fprintf(out, "synclat report: %zu log%s%s\n", r->nlogs, r->nlogs > 1 ? "s" : "",
@@ -543,6 +605,7 @@ static void report_text(FILE *out, const struct run *r, unsigned flags)
 	print_op_table(out, r, true);
 	if (flags & REPORT_FILES)
 		print_files(out, r);
+	print_risk(out, r);
 	if (flags & REPORT_PER_SECOND)
 		print_seconds(out, r);
 	if (r->warnings & LRW_NO_TRAILER)
@@ -601,6 +664,16 @@ static void report_csv(FILE *out, const struct run *r, unsigned flags)
 		if (f->real)
 			csv_hist_stats(f->real, &rs);
 		csv_stats(out, "file", f->path, "real_syncs", &rs, f->real != NULL);
+	}
+	for (size_t i = 0; i < r->nfiles; i++) {
+		const struct run_file *f = &r->files[i];
+		if (!f->risk)
+			continue;
+		csv_field(out, "risk");
+		fputc(',', out);
+		csv_field(out, f->path);
+		fprintf(out, ",%s,0,%" PRIu64 ",,,,,,,%" PRIu64 ",,\n", report_sync_name(f->sync_policy),
+			f->risk_bytes, f->risk_age_ns);
 	}
 	for (size_t i = 0; (flags & REPORT_PER_SECOND) && i < r->nsecs; i++) {
 		char sec[32];
@@ -747,6 +820,10 @@ static void json_files(FILE *out, const struct run *r)
 		fputc('}', out);
 		json_hist(out, "sync", f->sync);
 		json_hist(out, "real_sync", f->real);
+		if (f->risk)
+			fprintf(out, ",\"risk\":{\"max_bytes\":%" PRIu64 ",\"oldest_ns\":%" PRIu64
+				",\"unbounded\":%s}", f->risk_bytes, f->risk_age_ns,
+				risk_unbounded(f) ? "true" : "false");
 		fputc('}', out);
 	}
 	fputc(']', out);
@@ -769,7 +846,11 @@ static void json_seconds(FILE *out, const struct run *r)
 				logop_name(op), o->calls, o->bytes,
 				(double)o->sum_ns / (double)o->calls, o->max_ns);
 		}
-		fputs("}}", out);
+		fputc('}', out);
+		if (s->risk)
+			fprintf(out, ",\"risk\":{\"bytes\":%" PRIu64 ",\"oldest_ns\":%" PRIu64 "}", s->risk_bytes,
+				s->risk_age_ns);
+		fputc('}', out);
 	}
 	fputc(']', out);
 }
