@@ -19,6 +19,9 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
+# ... and for the man pages, the Debian package, the systemd drop-in and the
+# ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq).
+INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq
 BENCH_PKGS := eatmydata libactivemq-java fio python3
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
@@ -61,11 +64,12 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
-.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install clean java fuzz fuzz-deps replay
+.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install uninstall deb deb-deps deb-check \
+	demo-activemq clean java fuzz fuzz-deps replay
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
 deps:
-	@missing=""; for p in $(BUILD_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(BUILD_PKGS) $(INSTALL_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
@@ -120,11 +124,15 @@ $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a Makefile
 	  --redefine-sym _Unwind_GetIP=syncshim_je_unwind_getip \
 	  --remove-section=.init_array $< $@
 
+# Full RELRO for the installed tools, as Debian's hardening asks (the shim
+# has it already: SHIM_LDFLAGS).
+TOOL_LDFLAGS := -Wl,-z,relro -Wl,-z,now
+
 $(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(PURE_OBJS)
-	$(CC) -pthread $(LDSAN) -o $@ $^ $(LIBDIR)/libinih.a -lm
+	$(CC) -pthread $(LDSAN) $(TOOL_LDFLAGS) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
 $(B)/synclat: $(B)/obj/tools/synclat.o $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
-	$(CC) -pthread $(LDSAN) -o $@ $^ $(LIBDIR)/libinih.a -lm
+	$(CC) -pthread $(LDSAN) $(TOOL_LDFLAGS) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
 $(B)/examples/%: examples/%.c $(wildcard examples/*.h)
 	@mkdir -p $(dir $@)
@@ -225,12 +233,73 @@ soak: deps
 	SYNCSHIM_CHAOS_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
 	  $(B)/tests/test_chaos --jobs 1 --verbose
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/syncshim
-	install -m 0755 $(B)/libsyncshim.so $(DESTDIR)$(PREFIX)/lib/libsyncshim.so
-	install -m 0755 $(B)/syncshim $(DESTDIR)$(PREFIX)/bin/syncshim
-	[ ! -f $(B)/synclat ] || install -m 0755 $(B)/synclat $(DESTDIR)$(PREFIX)/bin/synclat
-	install -m 0644 shim.ini $(DESTDIR)$(PREFIX)/share/syncshim/shim.ini
+# ---- installing ---------------------------------------------------------
+# The shim goes to a directory of its own, $(PREFIX)/lib/syncshim/: it is a
+# preload object, not a library to link against. An installed syncshim
+# finds it there relative to itself (bin/../lib/syncshim/, see
+# launcher_library_path() in tools/syncshim.c), so a tree installed under
+# any PREFIX or DESTDIR works without SYNCSHIM_LIB.
+BINDIR  := $(PREFIX)/bin
+SHIMDIR := $(PREFIX)/lib/syncshim
+MANDIR  := $(PREFIX)/share/man
+DOCDIR  := $(PREFIX)/share/doc/syncshim
+MAN1 := docs/man/syncshim.1 docs/man/synclat.1
+MAN5 := docs/man/syncshim.ini.5
+# What goes to $(DOCDIR): the reference config, the README, the systemd
+# drop-in with its rule file (examples/systemd/README.md).
+DOC_FILES := README.md shim.ini
+SYSTEMD_EXAMPLES := examples/systemd/README.md examples/systemd/activemq.ini \
+	examples/systemd/activemq.service.d/syncshim.conf
+INSTALLED := $(SHIMDIR)/libsyncshim.so $(BINDIR)/syncshim $(BINDIR)/synclat \
+	$(MAN1:docs/man/%=$(MANDIR)/man1/%) $(MAN5:docs/man/%=$(MANDIR)/man5/%) \
+	$(DOC_FILES:%=$(DOCDIR)/%) $(SYSTEMD_EXAMPLES:examples/%=$(DOCDIR)/examples/%)
+
+install: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	  $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d
+	install -m 0644 $(B)/libsyncshim.so $(DESTDIR)$(SHIMDIR)/libsyncshim.so
+	install -m 0755 $(B)/syncshim $(B)/synclat $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(DOC_FILES) $(DESTDIR)$(DOCDIR)/
+	for f in $(SYSTEMD_EXAMPLES); do install -m 0644 $$f $(DESTDIR)$(DOCDIR)/examples/$${f#examples/}; done
+
+# Removes what install put, and the directories it made once empty; also
+# the files of the older layout ($(PREFIX)/lib/libsyncshim.so,
+# $(PREFIX)/share/syncshim/shim.ini).
+uninstall:
+	rm -f $(INSTALLED:%=$(DESTDIR)%) $(DESTDIR)$(PREFIX)/lib/libsyncshim.so $(DESTDIR)$(PREFIX)/share/syncshim/shim.ini
+	-rmdir $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d \
+	  $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) \
+	  $(DESTDIR)$(PREFIX)/share/syncshim 2>/dev/null
+
+# ---- the Debian package -------------------------------------------------
+# `make deb`: $(B)/syncshim_VERSION_ARCH.deb built with dpkg-deb from an
+# install with PREFIX=/usr (packaging/deb/mkdeb.sh: stripped binaries,
+# gzipped man pages, copyright, changelog.Debian.gz, md5sums, Depends from
+# dpkg-shlibdeps, Installed-Size, root-owned files), then lintian on it
+# (what it still says, and why, is in packaging/deb/README.md).
+# `make deb-check`: the round trip on this machine: dpkg -i, run, man -w,
+# dpkg -r, and no file of the package left (root; it changes the system).
+DEB_PKGS := dpkg-dev lintian man-db
+DEB_UPSTREAM := $(shell sed -n 's/.*return "syncshim \([0-9][0-9.]*\)";.*/\1/p' shim/init.c)
+DEB_VERSION := $(DEB_UPSTREAM)-1
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_FILE := $(B)/syncshim_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb-deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+deb: deb-deps $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
+	@rm -rf $(B)/deb
+	@$(MAKE) --no-print-directory -s install B=$(B) PREFIX=/usr DESTDIR=$(abspath $(B))/deb/debian/syncshim
+	packaging/deb/mkdeb.sh $(B)/deb $(DEB_VERSION) $(DEB_FILE)
+	@lintian --tag-display-limit 0 $(DEB_FILE) || { echo "lintian found errors in $(DEB_FILE)"; exit 1; }
+
+deb-check: deb
+	packaging/deb/roundtrip.sh $(DEB_FILE)
 
 clean:
 	rm -rf build build-asan build-tsan
@@ -243,6 +312,14 @@ demo: deps all
 	@rm -rf $(DEMO_DIR)
 	$(B)/syncshim ab -n 3 -o $(DEMO_DIR) passthrough defer -- \
 	  $(B)/examples/sync_writes -n 2000 -f $(abspath $(B))/demo.dat
+
+# The ActiveMQ walkthrough (examples/activemq/walkthrough.sh): Debian's
+# broker with its KahaDB journal under passthrough and under defer, A/B with
+# syncshim ab, ending with the comparison table. DEMO_ACTIVEMQ_ARGS: its
+# options (-p group, -n MESSAGES, -t THREADS, -r ROUNDS, -o DIR ...).
+DEMO_ACTIVEMQ_ARGS ?=
+demo-activemq: deps all
+	SYNCSHIM_BUILD=$(abspath $(B)) examples/activemq/walkthrough.sh $(DEMO_ACTIVEMQ_ARGS)
 
 # Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
 bench: bench-deps all

@@ -44,7 +44,11 @@ int launcher_library_path(char *out, size_t len)
 	self[n] = '\0';
 	char *slash = strrchr(self, '/');
 	*slash = '\0';
-	static const char *const candidates[] = { "%s/libsyncshim.so", "%s/../lib/libsyncshim.so" };
+	/* The build tree; then the installed layout relative to bin/ ($(PREFIX)/lib/syncshim/,
+	 * what `make install` and the Debian package lay out, wherever the tree was put);
+	 * then $(PREFIX)/lib itself, where `make install` used to put it. */
+	static const char *const candidates[] = { "%s/libsyncshim.so", "%s/../lib/syncshim/libsyncshim.so",
+						  "%s/../lib/libsyncshim.so" };
 	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
 		snprintf(out, len, candidates[i], self);
 		if (access(out, R_OK) == 0) {
@@ -112,7 +116,8 @@ int shim_prepare_env(const char *config, const char *policy, const char *log, co
 {
 	char lib[PATH_MAX];
 	if (launcher_library_path(lib, sizeof(lib)) < 0) {
-		fprintf(stderr, "syncshim: cannot find libsyncshim.so next to this program; set SYNCSHIM_LIB\n");
+		fprintf(stderr, "syncshim: cannot find libsyncshim.so next to this program or in ../lib/syncshim/; "
+			"set SYNCSHIM_LIB\n");
 		return -1;
 	}
 	/* Validate here so a bad config says its one line once, not once per
