@@ -1,0 +1,124 @@
+/*
+ * livefmt.h - the live counters file a shimmed process publishes about
+ * once a second for `synclat top` and `synclat metrics`.
+ * docs/LIVEFORMAT.md is the specification; shim/live.c writes it,
+ * tools/live.c reads it.
+ *
+ * One file per process, DIR/PID.live, mode 0600, in native byte order
+ * (it never leaves the machine). The writer maps it shared and rewrites it
+ * in place under a sequence count (odd while it writes); a reader copies
+ * the file, and retries if the count was odd or changed: it never takes a
+ * lock the writer could wait on.
+ *
+ * Pure definitions and small pure helpers: no allocation, no system call.
+ */
+#ifndef SYNCSHIM_LIVEFMT_H
+#define SYNCSHIM_LIVEFMT_H
+
+#include <stdint.h>
+
+#define LIVE_MAGIC "SSLIVE1"          /* 8 bytes with its NUL */
+#define LIVE_VERSION 1
+#define LIVE_MAX_FILES 256            /* busiest first; the rest are counted in omitted */
+#define LIVE_PATH_MAX 256
+#define LIVE_NAME_MAX 64
+#define LIVE_CMD_MAX 256
+#define LIVE_SUFFIX ".live"
+
+/*
+ * Latency buckets, in ns: ten per decade from 100 ns to 10 s (upper bounds
+ * 100, 125, 160, 200, 250, 320, 400, 500, 630, 800, 1000, 1250, ... ns),
+ * so a value is placed within 12% and the 1-2-5 bounds Prometheus users
+ * expect are exact bucket bounds. Bucket 0 holds values below 100 ns,
+ * bucket i (1..80) [bound(i-1), bound(i)), bucket 81 values of 10 s and more.
+ */
+#define LIVE_NBOUNDS 81
+#define LIVE_NBUCKETS (LIVE_NBOUNDS + 1)
+
+/* Upper bound of bucket i in ns, i < LIVE_NBOUNDS. */
+static inline uint64_t live_bound_ns(unsigned i)
+{
+	static const uint16_t mant[10] = { 1000, 1250, 1600, 2000, 2500, 3200, 4000, 5000, 6300, 8000 };
+	uint64_t v = mant[i % 10];
+	for (unsigned d = 0; d < i / 10; d++)
+		v *= 10;
+	return v / 10; /* bound(0) = 100 ns */
+}
+
+/* Bucket of a value in ns. */
+static inline unsigned live_bucket(uint64_t ns)
+{
+	unsigned lo = 0, hi = LIVE_NBOUNDS; /* first bound above ns, or LIVE_NBOUNDS */
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (live_bound_ns(mid) > ns)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+enum live_file_flags {
+	LIVEF_UNBOUNDED = 1,   /* the rule answers syncs and never makes one (noop) */
+};
+
+/* 1024 bytes, then the files. All counts since the process started
+ * unless marked "interval": those cover the interval_ns before updated. */
+struct live_header {
+	char magic[8];             /* LIVE_MAGIC */
+	uint32_t version;          /* LIVE_VERSION */
+	uint32_t header_size;      /* sizeof(struct live_header) */
+	uint32_t file_size;        /* sizeof(struct live_file) */
+	uint32_t max_files;        /* LIVE_MAX_FILES: room in the file */
+	uint32_t seq;              /* odd while the writer rewrites the file */
+	uint32_t nfiles;           /* entries in use */
+	uint32_t omitted;          /* files with activity that did not fit */
+	uint32_t pid, ppid, uid;
+	uint32_t interval_ms;      /* how often the writer publishes */
+	uint32_t ended;            /* 1: the process is exiting; the file goes next */
+	uint64_t proc_start;       /* /proc/PID/stat starttime: a reused pid differs */
+	uint64_t start_wall_ns;    /* CLOCK_REALTIME when the shim started */
+	uint64_t updated_wall_ns;  /* CLOCK_REALTIME of the last publish */
+	uint64_t updated_mono_ns;  /* CLOCK_MONOTONIC of the same */
+	uint64_t interval_ns;      /* length of the last interval */
+	char cmdline[LIVE_CMD_MAX];
+	char config[LIVE_PATH_MAX];        /* the ini file, "" if none */
+	char default_policy[16];           /* the [shim] policy */
+	uint8_t reserved[1024 - 96 - LIVE_CMD_MAX - LIVE_PATH_MAX - 16];
+};
+
+struct live_file {
+	uint32_t id;               /* the shim's file id (as in its log) */
+	uint16_t rule;             /* 0: the [shim] default, i: [rule] number i */
+	uint8_t policy;            /* enum sync_policy of the rule */
+	uint8_t flags;             /* enum live_file_flags */
+	char rule_name[LIVE_NAME_MAX];     /* "" for the default rule */
+	char path[LIVE_PATH_MAX];          /* absolute; cut short if longer */
+	uint8_t pad[8 - (8 + LIVE_NAME_MAX + LIVE_PATH_MAX) % 8];
+	/* since the file was first met */
+	uint64_t writes, bytes;    /* the app's writes */
+	uint64_t syncs;            /* the app's fsync, fdatasync, msync(MS_SYNC) calls */
+	uint64_t real_syncs;       /* real syncs of the file: the app's own that passed, and the flusher's */
+	uint64_t errors;           /* syncs that failed: returned to the app, or made on its behalf */
+	/* now */
+	uint64_t pending;          /* deferred requests no real sync covers yet */
+	uint64_t risk_bytes;       /* acknowledged as durable, not yet synced (shim/risk.h) */
+	uint64_t risk_age_ns;      /* the oldest of them, 0 none */
+	/* interval */
+	uint64_t risk_worst_bytes, risk_worst_age_ns;
+	uint64_t iv_writes, iv_bytes, iv_syncs, iv_real_syncs, iv_errors;
+	uint64_t sync_p50_ns, sync_p99_ns, sync_max_ns;   /* the app's syncs; 0 if none */
+	uint64_t real_p50_ns, real_p99_ns, real_max_ns;   /* real syncs */
+	/* since the file was first met: histograms (live_bucket) and sums */
+	uint64_t sync_sum_ns, real_sum_ns;
+	uint64_t sync_buckets[LIVE_NBUCKETS];
+	uint64_t real_buckets[LIVE_NBUCKETS];
+};
+
+_Static_assert(sizeof(struct live_header) == 1024, "live header layout");
+_Static_assert(sizeof(struct live_file) % 8 == 0, "live file entries are whole words");
+
+#define LIVE_FILE_BYTES (sizeof(struct live_header) + LIVE_MAX_FILES * sizeof(struct live_file))
+
+#endif
