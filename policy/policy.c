@@ -148,6 +148,7 @@ const struct rule *policy_match(const struct policy *p, const char *abspath)
 
 enum key_id {
 	K_POLICY, K_LOG, K_LOG_MODE, K_MAX_FLUSHERS, K_RING_RECORDS, K_RELOAD, K_UNREPORTED_ERRORS,
+	K_LIVE, K_LIVE_DIR,
 	K_PATH, K_SYNC,
 	K_OSYNC, K_REAL_SYNC, K_ON_CLOSE, K_MAX_DELAY_MS, K_MAX_BYTES, K_MAX_CALLS,
 	K_WRITEBACK_BYTES, K_GROUP_WAIT_US, K_MAX_AT_RISK_MS,
@@ -167,6 +168,8 @@ static const struct key_def {
 	[K_RING_RECORDS] = { "ring_records", IN_SHIM },
 	[K_RELOAD] = { "reload", IN_SHIM },
 	[K_UNREPORTED_ERRORS] = { "unreported_errors", IN_SHIM },
+	[K_LIVE] = { "live", IN_SHIM },
+	[K_LIVE_DIR] = { "live_dir", IN_SHIM },
 	[K_PATH] = { "path", IN_RULE },
 	[K_SYNC] = { "sync", IN_RULE },
 	[K_OSYNC] = { "osync", IN_BOTH },
@@ -419,6 +422,19 @@ static bool set_log_path(struct parser *ps, const char *v)
 	return true;
 }
 
+/* An absolute directory, or "" for the default place. */
+static bool set_dir_path(struct parser *ps, int k, const char *v, char *out, size_t len)
+{
+	if (*v && *v != '/')
+		return fail(ps, ps->lineno, "%s '%s' is relative; use an absolute path, or leave it empty for the default",
+			    keys[k].name, v);
+	if (strlen(v) >= len)
+		return fail(ps, ps->lineno, "%s too long (max %zu characters); use a shorter path", keys[k].name,
+			    len - 1);
+	memcpy(out, v, strlen(v) + 1);
+	return true;
+}
+
 static bool set_glob(struct parser *ps, const char *v)
 {
 	char why[128];
@@ -465,6 +481,10 @@ static bool set_key(struct parser *ps, int k, const char *v)
 		return true;
 	case K_RELOAD:
 		return set_bool(ps, k, v, &p->reload);
+	case K_LIVE:
+		return set_bool(ps, k, v, &p->live);
+	case K_LIVE_DIR:
+		return set_dir_path(ps, k, v, p->live_dir, sizeof(p->live_dir));
 	case K_UNREPORTED_ERRORS:
 		if (!set_enum(ps, k, v, unreported_names, UNREPORTED_COUNT, &e))
 			return false;
@@ -526,6 +546,10 @@ int policy_apply_env(struct policy *p, const struct policy_env *env, char *err, 
 	if (env_one(p, "SYNCSHIM_LOG_MODE", env->log_mode, K_LOG_MODE, bad ? NULL : first,
 		    sizeof(first)) < 0)
 		bad = -1;
+	if (env_one(p, "SYNCSHIM_LIVE", env->live, K_LIVE, bad ? NULL : first, sizeof(first)) < 0)
+		bad = -1;
+	if (env_one(p, "SYNCSHIM_LIVE_DIR", env->live_dir, K_LIVE_DIR, bad ? NULL : first, sizeof(first)) < 0)
+		bad = -1;
 	if (bad && err && errlen)
 		snprintf(err, errlen, "%s", first);
 	return bad ? -1 : 0;
@@ -544,7 +568,7 @@ static const char *section_title(const struct parser *ps, char *buf, size_t len)
 static int unknown_key(struct parser *ps, const char *name, int k)
 {
 	int here = ps->section == SECTION_SHIM ? IN_SHIM : IN_RULE;
-	char title[POLICY_NAME_MAX + 8], list[256];
+	char title[POLICY_NAME_MAX + 8], list[384];
 
 	const char *where = section_title(ps, title, sizeof(title));
 
@@ -1062,6 +1086,8 @@ size_t policy_format(const struct policy *p, char *buf, size_t len)
 	put(&o, "ring_records = %u\n", (unsigned)p->ring_records);
 	put(&o, "reload = %s\n", p->reload ? "true" : "false");
 	put(&o, "unreported_errors = %s\n", unreported_errors_name(p->unreported_errors));
+	put(&o, "live = %s\n", p->live ? "true" : "false");
+	put_str(&o, "live_dir", p->live_dir);
 	put_knobs(&o, &p->deflt);
 	for (int i = 0; i < p->nrules && i < POLICY_MAX_RULES; i++) {
 		const struct rule *r = &p->rules[i];

@@ -98,6 +98,8 @@ struct policy {
 	uint32_t ring_records;        /* calls mode: per-thread ring capacity */
 	bool reload;                  /* watch the ini file and apply changes */
 	enum unreported_errors unreported_errors;
+	bool live;                    /* publish live counters (docs/LIVEFORMAT.md) */
+	char live_dir[POLICY_PATH_MAX]; /* where, "" = the default place */
 	char source[POLICY_PATH_MAX]; /* file it came from, "" if built-in */
 };
 
@@ -130,6 +132,8 @@ struct policy_env {
 	const char *policy;    /* SYNCSHIM_POLICY: replaces [shim] policy */
 	const char *log;       /* SYNCSHIM_LOG: replaces [shim] log (and turns log_mode off into summary) */
 	const char *log_mode;  /* SYNCSHIM_LOG_MODE: replaces [shim] log_mode */
+	const char *live;      /* SYNCSHIM_LIVE: replaces [shim] live */
+	const char *live_dir;  /* SYNCSHIM_LIVE_DIR: replaces [shim] live_dir */
 };
 
 /*

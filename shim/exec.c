@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "live.h"
 #include "log.h"
 #include "shim.h"
 
@@ -77,6 +78,7 @@ static void before_exec(void)
 	flusher_flush_all();
 	syncerr_tell_all_unreported();
 	log_stop(-1);
+	live_stop();
 }
 
 /* Exit status after the final drain: 74 (EX_IOERR) instead of 0 when a
@@ -89,6 +91,7 @@ static int before_exit(int status)
 	flusher_flush_all();
 	bool lost = syncerr_tell_all_unreported();
 	log_stop(status);
+	live_stop();
 	unsigned ticket;
 	bool strict = policy_enter(&ticket)->unreported_errors == UNREPORTED_EXIT;
 	policy_leave(ticket);

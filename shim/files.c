@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "flusher.h"
+#include "live.h"
 #include "log.h"
 #include "risk.h"
 #include "shim.h"
@@ -121,8 +122,10 @@ static void parts_gather(struct file_parts *p, const char *abspath)
 {
 	p->path = shim_strdup(abspath);
 	p->obj = shim_alloc(sizeof(*p->obj));
-	if (p->obj)
+	if (p->obj) {
 		flusher_init_locks(p->obj);
+		p->obj->live = live_stats_new();
+	}
 	unsigned ticket;
 	const struct policy *pol = policy_enter(&ticket);
 	const struct rule *r = policy_match(pol, abspath);
@@ -167,6 +170,7 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	knobs_set(f, &p->knobs);
 	flusher_reset(f);
 	risk_reset(f);
+	live_stats_reset(f->live);
 	f->ghost = f->dead = false;
 	f->free_next = NULL;
 	log_file_notice_post(p->notice, f); /* before any record can name it */

@@ -37,6 +37,7 @@
 
 #include "flusher.h"
 #include "log.h"
+#include "live.h"
 #include "pace.h"
 #include "risk.h"
 #include "trace.h"
@@ -137,6 +138,12 @@ static void wake_all_locked(struct shim_file *f)
 }
 
 /* Owed: some request is not yet covered by a completed real sync. */
+uint64_t flusher_pending(struct shim_file *f)
+{
+	uint64_t req = atomic_load(&f->fl.req_seq), done = atomic_load(&f->fl.done_seq);
+	return req > done ? req - done : 0;
+}
+
 bool flusher_owes(struct shim_file *f)
 {
 	return atomic_load(&f->fl.req_seq) > atomic_load(&f->fl.done_seq);
@@ -313,8 +320,11 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, 
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}
-	if (s.fd >= 0 && err != NOT_DONE)
-		learn(&f->fl.sync_ns, trace_now() - began);
+	if (s.fd >= 0 && err != NOT_DONE) {
+		uint64_t took = trace_now() - began;
+		learn(&f->fl.sync_ns, took);
+		live_real_synced(f, took, err);
+	}
 	if (err != NOT_DONE)
 		trace_real_sync(full ? OP_REAL_FSYNC : OP_REAL_FDATASYNC, f, t0, trace_stamp(),
 				(int64_t)bytes, err ? -1 : 0, err);

@@ -67,6 +67,8 @@ bool flusher_can_reach(struct shim_file *f);
 
 /* For the flusher threads (workers.c). */
 bool flusher_owes(struct shim_file *f);
+/* Deferred requests no real sync covers yet. */
+uint64_t flusher_pending(struct shim_file *f);
 void flusher_sync_requested(struct shim_file *f);
 void flusher_writeback(struct shim_file *f);
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "live.h"
 #include "log.h"
 #include "reload.h"
 #include "shim.h"
@@ -65,6 +66,8 @@ static struct policy_env env_overrides(bool with_policy)
 		.policy = with_policy ? getenv("SYNCSHIM_POLICY") : NULL,
 		.log = getenv("SYNCSHIM_LOG"),
 		.log_mode = getenv("SYNCSHIM_LOG_MODE"),
+		.live = getenv("SYNCSHIM_LIVE"),
+		.live_dir = getenv("SYNCSHIM_LIVE_DIR"),
 	};
 }
 
@@ -85,8 +88,8 @@ int shim_build_policy(const char *config, struct policy *p, char *err, size_t er
 	return 0;
 }
 
-/* The log settings still apply when the rest was refused (a log of the
- * passthrough run is what the user asked for); a bad one was already
+/* The log and live settings still apply when the rest was refused (a log
+ * of the passthrough run is what the user asked for); a bad one was already
  * reported by shim_build_policy and is skipped here without a word. */
 static void apply_log_env(struct policy *p)
 {
@@ -192,6 +195,7 @@ static void atfork_child(void)
 	flusher_atfork_child();
 	reload_atfork_child();
 	log_atfork_child();
+	live_atfork_child();
 }
 
 /* ---- load and exit ---------------------------------------------------------- */
@@ -234,6 +238,7 @@ __attribute__((constructor)) static void shim_init(void)
 	atomic_store_explicit(&shim.policy, &boot_policy, memory_order_release);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	log_start(&boot_policy);
+	live_start(&boot_policy);
 	atomic_store_explicit(&shim.ready, 1, memory_order_release);
 	shim_leave();
 }
@@ -260,6 +265,7 @@ __attribute__((destructor)) static void shim_fini(void)
 	flusher_flush_all();
 	bool lost = syncerr_tell_all_unreported();
 	log_stop(exit_status);
+	live_stop();
 	unsigned ticket;
 	bool strict = policy_enter(&ticket)->unreported_errors == UNREPORTED_EXIT;
 	policy_leave(ticket);

@@ -95,12 +95,11 @@ struct live_file {
 	uint8_t flags;             /* enum live_file_flags */
 	char rule_name[LIVE_NAME_MAX];     /* "" for the default rule */
 	char path[LIVE_PATH_MAX];          /* absolute; cut short if longer */
-	uint8_t pad[8 - (8 + LIVE_NAME_MAX + LIVE_PATH_MAX) % 8];
 	/* since the file was first met */
 	uint64_t writes, bytes;    /* the app's writes */
 	uint64_t syncs;            /* the app's fsync, fdatasync, msync(MS_SYNC) calls */
 	uint64_t real_syncs;       /* real syncs of the file: the app's own that passed, and the flusher's */
-	uint64_t errors;           /* syncs that failed: returned to the app, or made on its behalf */
+	uint64_t errors;           /* real syncs of the file that failed, whoever made them */
 	/* now */
 	uint64_t pending;          /* deferred requests no real sync covers yet */
 	uint64_t risk_bytes;       /* acknowledged as durable, not yet synced (shim/risk.h) */
@@ -118,6 +117,7 @@ struct live_file {
 
 _Static_assert(sizeof(struct live_header) == 1024, "live header layout");
 _Static_assert(sizeof(struct live_file) % 8 == 0, "live file entries are whole words");
+_Static_assert((8 + LIVE_NAME_MAX + LIVE_PATH_MAX) % 8 == 0, "the counters start on a word");
 
 #define LIVE_FILE_BYTES (sizeof(struct live_header) + LIVE_MAX_FILES * sizeof(struct live_file))
 

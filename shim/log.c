@@ -1046,22 +1046,6 @@ bool log_release_fd(void)
 	return had;
 }
 
-static void read_cmdline(char *out, size_t len)
-{
-	out[0] = '\0';
-	int fd = shimfd_open("/proc/self/cmdline", O_RDONLY, OWN_TEMP);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, out, len - 1);
-	shimfd_close(fd);
-	if (n <= 0)
-		return;
-	out[n] = '\0';
-	for (ssize_t i = 0; i < n - 1; i++)
-		if (out[i] == '\0')
-			out[i] = ' ';
-}
-
 static void *map_zeroed(size_t len)
 {
 	void *p = LIBC(mmap)(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -1104,7 +1088,7 @@ static void write_header(const struct policy *p)
 	static char cmdline[4096], ini[65536];
 	struct utsname u;
 	uname(&u);
-	read_cmdline(cmdline, sizeof(cmdline));
+	proc_self_cmdline(cmdline, sizeof(cmdline));
 	policy_format(p, ini, sizeof(ini));
 	struct logfmt_rule rules[POLICY_MAX_RULES + 1];
 	struct timespec wall;

@@ -17,6 +17,7 @@
 
 #include "flusher.h"
 #include "log.h"
+#include "live.h"
 #include "reload.h"
 #include "shim.h"
 #include "trace.h"
@@ -120,6 +121,7 @@ void open_bind(int fd, const char *abspath, uint32_t slot_flags)
 		workers_ensure(false); /* its writes hand work to a flusher thread */
 	reload_maybe_start();
 	log_maybe_start();
+	live_maybe_start();
 }
 
 static int open_end(struct open_req *q, int fd)

@@ -150,6 +150,7 @@ struct risk {
 /* What the write path does besides the write (one byte, from the knobs). */
 #define WRITES_COUNTED 1u  /* add to risk.written: a sync may be answered without the device */
 #define WRITES_DEFERRED 2u /* writes are deferred requests' bytes (max_bytes, writeback) */
+#define WRITES_LIVE 4u     /* count them for the live counters (live.h) */
 
 struct shim_file {
 	_Atomic uint32_t refs;      /* fd slots, mmap regions, queue, threads inside a call */
@@ -167,6 +168,7 @@ struct shim_file {
 	_Atomic uint32_t err_seen_seq;  /* newest err_seq some fd has reported */
 	_Atomic uint32_t err_told_seq;  /* newest err_seq said on stderr (nobody left to tell) */
 	struct risk risk;               /* risk.c */
+	struct live_stats *live;        /* live.c; NULL unless live = on; kept when recycled */
 	struct flusher fl;              /* flusher.c */
 	struct sched sched;             /* workers.c */
 	char *path;                     /* absolute; private allocation, registry lock */
@@ -363,6 +365,10 @@ int shimfd_high_base(void);
 /* The app's open/dup/socket failed with EMFILE: give back what the shim
  * can; true if the call is worth retrying. */
 bool shimfd_relieve_emfile(void);
+
+/* ---- procself.c ---------------------------------------------------------- */
+void proc_self_cmdline(char *out, size_t len);  /* arguments joined by spaces */
+uint64_t proc_self_start_time(void);            /* /proc/self/stat field 22, 0 if unknown */
 
 /* ---- paths.c ------------------------------------------------------------- */
 /* Absolute, lexically normalised path for (dirfd, path); 0 or -1. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "live.h"
 #include "log.h"
 #include "reload.h"
 #include "risk.h"
@@ -48,8 +49,14 @@ static int sync_validate_fd(int fd)
 static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 {
 	struct risk_sync rs = flusher_real_sync_begins(f);
+	uint64_t t0 = trace_now();
 	int r = real_sync_call(fd, op);
-	risk_sync_ends(f, rs, r == 0, trace_now());
+	int err = r < 0 ? errno : 0;
+	uint64_t t1 = trace_now();
+	risk_sync_ends(f, rs, r == 0, t1);
+	live_real_synced(f, t1 - t0, err);
+	if (err)
+		errno = err;
 	return r;
 }
 
@@ -81,6 +88,7 @@ static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, e
 static void chores(void)
 {
 	log_maybe_start();
+	live_maybe_start();
 	reload_maybe_start();
 }
 
@@ -99,8 +107,11 @@ static int sync_call(int fd, enum shim_op op)
 	knobs_of(f, &k);
 	struct trace_start t;
 	trace_begin(&t);
+	uint64_t t0 = f->live ? trace_now() : 0;
 	int r = apply_sync_rule(f, &k, fd, op);
 	int e = r == 0 ? e0 : errno;
+	if (f->live)
+		live_app_synced(f, trace_now() - t0);
 	trace_end(&t, op, f, r, r == 0 ? 0 : e);
 	file_put(f);
 	errno = e;
@@ -191,6 +202,7 @@ SHIM_API int msync(void *addr, size_t len, int flags)
 	knobs_of(f, &k);
 	struct trace_start t;
 	trace_begin(&t);
+	uint64_t t0 = f->live ? trace_now() : 0;
 	int r;
 	switch (k.act[CALL_MSYNC]) {
 	case ACT_NOOP:
@@ -205,6 +217,8 @@ SHIM_API int msync(void *addr, size_t len, int flags)
 		r = LIBC(msync)(addr, len, flags);
 	}
 	int e = r == 0 ? e0 : errno;
+	if (f->live)
+		live_app_synced(f, trace_now() - t0);
 	trace_end(&t, OP_MSYNC, f, r, r == 0 ? 0 : e);
 	file_put(f);
 	errno = e;

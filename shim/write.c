@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "live.h"
 #include "risk.h"
 #include "shim.h"
 #include "trace.h"
@@ -25,6 +26,8 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 	 * skip the atomic. */
 	unsigned work = file_write_work(f);
 	bool counted = r > 0 && ((work & WRITES_COUNTED) || (state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP)));
+	if (work & WRITES_LIVE)
+		live_wrote(f, r);
 	if (!counted && !t->t0)
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;

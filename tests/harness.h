@@ -496,6 +496,71 @@ struct h_log {
 	size_t n;
 };
 
+
+/* ---- running a program in the background -------------------------------------- */
+
+/* Start c like h_run does (own process group, clean environment, output
+ * to files, in the test's directory) but return at once. */
+H_FN pid_t h_spawn(struct h_cmd *c)
+{
+	char *env[H_MAX_ENV + 2];
+	int envc = 0;
+	for (int i = 0; i < c->envc; i++)
+		env[envc++] = c->env[i];
+	if (c->preload[0])
+		env[envc++] = h_fmt("LD_PRELOAD=%s", c->preload);
+	env[envc] = NULL;
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		setpgid(0, 0);
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(c->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int err = open(c->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (in < 0 || out < 0 || err < 0 || chdir(h_ctx.dir) < 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(err, 2);
+		syscall(SYS_close_range, 3, ~0u, 0);
+		execvpe(c->argv[0], c->argv, env);
+		dprintf(2, "h_spawn: exec %s: %s\n", c->argv[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	return pid;
+}
+
+/* Has it ended? (status in *st) */
+H_FN bool h_done(pid_t pid, int *st)
+{
+	return waitpid(pid, st, WNOHANG) == pid;
+}
+
+/* Wait for a spawned program (status already taken if have_st), kill its
+ * group after timeout_s, collect its output. */
+H_FN struct h_result h_reap(struct h_cmd *c, pid_t pid, int timeout_s, bool have_st, int st)
+{
+	struct h_result r = { .code = -1 };
+	if (!have_st && !h_wait(pid, timeout_s, &st)) {
+		r.timed_out = true;
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	kill(-pid, SIGKILL); /* leftovers of the process group */
+	if (WIFEXITED(st))
+		r.code = WEXITSTATUS(st);
+	else if (WIFSIGNALED(st))
+		r.sig = WTERMSIG(st);
+	r.out = h_read_file(c->out_path);
+	r.err = h_read_file(c->err_path);
+	cr_log_info("background run #%d (exit %d%s): %s", c->id, r.code, r.timed_out ? ", TIMED OUT" : "",
+		    c->argv[0]);
+	return r;
+}
+
 H_FN void h_parse_line(char *line, struct h_rec *r)
 {
 	memset(r, 0, sizeof(*r));

@@ -205,70 +205,6 @@ static void log_syncs(const char *what, const struct syncs *s)
 			    s->r[i]->err);
 }
 
-/* ---- running a program in the background -------------------------------------- */
-
-/* Start c like h_run does (own process group, clean environment, output
- * to files, in the test's directory) but return at once. */
-static pid_t fl_spawn(struct h_cmd *c)
-{
-	char *env[H_MAX_ENV + 2];
-	int envc = 0;
-	for (int i = 0; i < c->envc; i++)
-		env[envc++] = c->env[i];
-	if (c->preload[0])
-		env[envc++] = h_fmt("LD_PRELOAD=%s", c->preload);
-	env[envc] = NULL;
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		setpgid(0, 0);
-		int in = open("/dev/null", O_RDONLY);
-		int out = open(c->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int err = open(c->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (in < 0 || out < 0 || err < 0 || chdir(h_ctx.dir) < 0)
-			_exit(126);
-		dup2(in, 0);
-		dup2(out, 1);
-		dup2(err, 2);
-		syscall(SYS_close_range, 3, ~0u, 0);
-		execvpe(c->argv[0], c->argv, env);
-		dprintf(2, "fl_spawn: exec %s: %s\n", c->argv[0], strerror(errno));
-		_exit(127);
-	}
-	setpgid(pid, pid);
-	return pid;
-}
-
-/* Has it ended? (status in *st) */
-static bool fl_done(pid_t pid, int *st)
-{
-	return waitpid(pid, st, WNOHANG) == pid;
-}
-
-/* Wait for a spawned program (status already taken if have_st), kill its
- * group after timeout_s, collect its output. */
-static struct h_result fl_reap(struct h_cmd *c, pid_t pid, int timeout_s, bool have_st, int st)
-{
-	struct h_result r = { .code = -1 };
-	if (!have_st && !h_wait(pid, timeout_s, &st)) {
-		r.timed_out = true;
-		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-	}
-	kill(-pid, SIGKILL); /* leftovers of the process group */
-	if (WIFEXITED(st))
-		r.code = WEXITSTATUS(st);
-	else if (WIFSIGNALED(st))
-		r.sig = WTERMSIG(st);
-	r.out = h_read_file(c->out_path);
-	r.err = h_read_file(c->err_path);
-	cr_log_info("background run #%d (exit %d%s): %s", c->id, r.code, r.timed_out ? ", TIMED OUT" : "",
-		    c->argv[0]);
-	return r;
-}
-
 /* ======================================================================== */
 /* 1, 2, 8, 9: defer on one thread                                          */
 /* ======================================================================== */
@@ -1261,12 +1197,12 @@ static pid_t reload_start(struct h_cmd *c, const char *ini, const char *file, co
 	fl_cmd(c, H_SHIM_REC, ini);
 	h_args(c, h_prog("fl_loop"), "-f", file, "-m", "fsync", "-s", "4096", "-n", "1000000", "-p", "2000", "-S", stop,
 	       "-T", "15000", NULL);
-	pid_t pid = fl_spawn(c);
+	pid_t pid = h_spawn(c);
 	/* until it has done some iterations (its data file grows) */
 	double dl = h_now() + 10;
 	while (h_size(file) < 20 * 4096 && h_now() < dl) {
 		int st;
-		cr_assert(!fl_done(pid, &st), "fl_loop ended early (status 0x%x):\n%s", st, h_read_file(c->err_path));
+		cr_assert(!h_done(pid, &st), "fl_loop ended early (status 0x%x):\n%s", st, h_read_file(c->err_path));
 		sleep_ms(10);
 	}
 	cr_assert_geq(h_size(file), 20 * 4096, "fl_loop made no progress");
@@ -1276,7 +1212,7 @@ static pid_t reload_start(struct h_cmd *c, const char *ini, const char *file, co
 static struct h_result reload_stop(struct h_cmd *c, pid_t pid, const char *stop)
 {
 	h_write_file(stop, "");
-	struct h_result r = fl_reap(c, pid, 20, false, 0);
+	struct h_result r = h_reap(c, pid, 20, false, 0);
 	h_assert_ok(r, "fl_loop");
 	return r;
 }
@@ -1399,7 +1335,7 @@ Test(reload, edit_flushes_pending_syncs)
 	fl_cmd(&c, H_SHIM_REC, ini);
 	h_args(&c, h_prog("fl_loop"), "-f", file, "-m", "fsync", "-s", "4096", "-n", "5", "-S", stop, "-I", "-T", "15000",
 	       NULL);
-	pid_t pid = fl_spawn(&c);
+	pid_t pid = h_spawn(&c);
 	/* the loop is done when it has written it all (+ a moment for its last fsync call) */
 	double dl = h_now() + 10;
 	while (h_size(file) < 5 * 4096 && h_now() < dl)
@@ -1485,10 +1421,10 @@ Test(stress, threads_forks_and_reloads)
 	h_args(&c, h_prog("fl_stress"), "-d", h_ctx.dir, "-t", "16", "-k", "3", "-T", "4000", "-c", "50", NULL);
 	h_argf(&c, "-s%d", S_RS);
 	double t0 = h_now();
-	pid_t pid = fl_spawn(&c);
+	pid_t pid = h_spawn(&c);
 	int st = 0, k = 0;
 	bool done = false;
-	while (!(done = fl_done(pid, &st)) && h_now() - t0 < S_HARD_TIMEOUT_S) {
+	while (!(done = h_done(pid, &st)) && h_now() - t0 < S_HARD_TIMEOUT_S) {
 		sleep_ms(100);
 		k++;
 		const char *p = pols[k % 5];
@@ -1496,7 +1432,7 @@ Test(stress, threads_forks_and_reloads)
 			    h_fmt("max_delay_ms = %d\non_close = %s\nwriteback_bytes = %s\nmax_calls = %d\n",
 				  k % 2 ? 20 : 5, k % 3 ? "async" : "sync", k % 4 ? "0" : "64K", k % 7 ? 1000 : 8));
 	}
-	struct h_result r = fl_reap(&c, pid, 1, done, st);
+	struct h_result r = h_reap(&c, pid, 1, done, st);
 	cr_log_info("stress: %d config rewrites in %.1f s", k, h_now() - t0);
 	cr_assert(!r.timed_out && done, "stress: still running after %d s: deadlock?\nstdout:\n%s\nstderr:\n%s",
 		  S_HARD_TIMEOUT_S, r.out, r.err);
@@ -1565,7 +1501,7 @@ Test(pace, auto_window_syncs_without_waiting_out_a_window)
 	struct h_cmd c;
 	fl_cmd(&c, H_SHIM_REC, ini);
 	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "1", "-S", stop, "-I", "-T", "20000", NULL);
-	pid_t pid = fl_spawn(&c);
+	pid_t pid = h_spawn(&c);
 	unsigned long long ino = 0;
 	bool synced = false;
 	for (double dl = h_now() + 15; !synced && h_now() < dl; sleep_ms(5)) {
@@ -1606,7 +1542,7 @@ Test(pace, at_risk_ceiling_makes_the_app_sync_wait)
 	fl_cmd(&c, H_SHIM_REC, ini);
 	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "3", "-p", "150000", "-S", stop, "-I", "-T", "20000",
 	       NULL);
-	pid_t pid = fl_spawn(&c);
+	pid_t pid = h_spawn(&c);
 	cr_assert(appears(h_fmt("%s.idle", stop), 15), "fl_loop never reached its idle state");
 	unsigned long long idle = now_ns();
 	struct h_result r = reload_stop(&c, pid, stop);

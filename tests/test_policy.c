@@ -462,8 +462,8 @@ Test(errors, unknown_keys_list_the_valid_ones)
 {
 	expect_err("[shim]\nflush = 1\n", "t.ini:2: ",
 		   "unknown key 'flush' in [shim]; valid keys here: policy, log, log_mode, max_flushers, "
-		   "ring_records, reload, unreported_errors, osync, real_sync, on_close, max_delay_ms, max_bytes, max_calls, "
-		   "writeback_bytes, group_wait_us, max_at_risk_ms");
+		   "ring_records, reload, unreported_errors, live, live_dir, osync, real_sync, on_close, max_delay_ms, "
+		   "max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
 	expect_err("[rule a]\npath = /a\nPath = /b\n", "t.ini:3: ",
 		   "unknown key 'Path' in [rule a]; valid keys here: path, sync, osync, real_sync, on_close, "
 		   "max_delay_ms, max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
@@ -542,6 +542,31 @@ Test(errors, auto_only_where_it_means_something)
 	expect_bad_value(SHIM, "max_calls", "auto", "bad number");
 	expect_bad_value(SHIM, "max_delay_ms", "Auto", "use a plain decimal number, auto or 1 to 600000");
 	expect_bad_value(RULE, "group_wait_us", "auto1", "bad number");
+}
+
+Test(good, live_keys_load_format_and_env)
+{
+	struct policy p, q;
+	char out[8192], err[POLICY_ERR_MAX];
+	expect_ok("[shim]\nlive = on\nlive_dir = /run/live here\n", &p);
+	cr_expect(p.live);
+	cr_expect_str_eq(p.live_dir, "/run/live here");
+	policy_format(&p, out, sizeof(out));
+	expect_ok(out, &q);
+	cr_expect(q.live);
+	cr_expect_str_eq(q.live_dir, "/run/live here");
+	expect_bad_value(SHIM, "live_dir", "relative/dir", "is relative; use an absolute path");
+	expect_bad_value(SHIM, "live", "sometimes", "bad boolean");
+
+	policy_init_defaults(&p);
+	cr_expect(!p.live, "off unless asked for");
+	struct policy_env env = { .live = "1", .live_dir = "/x" };
+	cr_expect_eq(policy_apply_env(&p, &env, err, sizeof(err)), 0, "%s", err);
+	cr_expect(p.live);
+	cr_expect_str_eq(p.live_dir, "/x");
+	env = (struct policy_env){ .live_dir = "x" };
+	cr_expect_eq(policy_apply_env(&p, &env, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "SYNCSHIM_LIVE_DIR=x: live_dir 'x' is relative"), "%s", err);
 }
 
 Test(good, auto_pacing_values_load_and_format)

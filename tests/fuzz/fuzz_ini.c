@@ -48,21 +48,23 @@ static void round_trip(const struct policy *p)
 		same_rule(&p->rules[i], &q.rules[i]);
 	die_unless(!strcmp(p->log_path, q.log_path) && p->log_mode == q.log_mode &&
 		   p->max_flushers == q.max_flushers && p->ring_records == q.ring_records &&
-		   p->reload == q.reload && p->unreported_errors == q.unreported_errors, "globals");
+		   p->reload == q.reload && p->unreported_errors == q.unreported_errors &&
+		   p->live == q.live && !strcmp(p->live_dir, q.live_dir), "globals");
 	for (int i = 0; i < p->nrules; i++)
 		die_unless(policy_match(p, p->rules[i].glob) != NULL, "match");
 }
 
-/* Lines 1-3 of the input as SYNCSHIM_POLICY, _LOG and _LOG_MODE. */
+/* Lines 1-5 of the input as SYNCSHIM_POLICY, _LOG, _LOG_MODE, _LIVE and
+ * _LIVE_DIR. */
 static void env_lines(const uint8_t *data, size_t size)
 {
-	static char buf[3][256];
-	const char *v[3] = { NULL, NULL, NULL };
+	static char buf[5][256];
+	const char *v[5] = { NULL, NULL, NULL, NULL, NULL };
 	size_t at = 0;
 	struct policy p;
 	char err[POLICY_ERR_MAX];
 
-	for (int i = 0; i < 3 && at < size; i++) {
+	for (int i = 0; i < 5 && at < size; i++) {
 		size_t n = 0;
 		while (at < size && data[at] != '\n' && n < sizeof(buf[i]) - 1)
 			buf[i][n++] = (char)data[at++];
@@ -71,7 +73,7 @@ static void env_lines(const uint8_t *data, size_t size)
 		at++;
 	}
 	policy_init_defaults(&p);
-	if (policy_apply_env(&p, &(struct policy_env){ v[0], v[1], v[2] }, err, sizeof(err)) < 0)
+	if (policy_apply_env(&p, &(struct policy_env){ v[0], v[1], v[2], v[3], v[4] }, err, sizeof(err)) < 0)
 		die_unless(err[0] && !strchr(err, '\n'), "env error message");
 }
 

@@ -1,0 +1,492 @@
+/*
+ * live.c - the live counters: per-file statistics, and the thread that
+ * publishes them about once a second in DIR/PID.live (docs/LIVEFORMAT.md).
+ *
+ * App threads only add to their file's counters (live.h). The publisher
+ * thread does the rest off the app's path: it makes the directory and the
+ * file (its first round), takes differences from the last round for the
+ * interval figures, picks the busiest files, and rewrites the mapped file
+ * under a sequence count so readers never see half a round and never make
+ * it wait. At exit or exec the file is marked ended and removed; a forked
+ * child drops the parent's mapping and publishes its own file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flusher.h"
+#include "live.h"
+#include "risk.h"
+#include "trace.h"
+
+#define INTERVAL_MS 1000
+#define NS_PER_MS 1000000ull
+
+static struct {
+	bool configured;            /* live = on at load */
+	char dir[POLICY_PATH_MAX + 16];  /* where the file goes (LIVEFORMAT.md) */
+	char config[POLICY_PATH_MAX];
+	char default_policy[16];
+	pthread_mutex_t mu;         /* the publisher's state below */
+	bool thread_started, gave_up;
+	_Atomic int stop;
+	_Atomic int running;        /* thread started: nothing for live_maybe_start to do */
+	struct live_header *map;
+	int dirfd;
+	char name[32];              /* PID.live */
+	uint64_t last_mono;
+	struct live_file *stage;    /* [LIVE_MAX_FILES]: a round's busiest files, busiest first */
+} V = { .mu = PTHREAD_MUTEX_INITIALIZER, .dirfd = -1 };
+
+/* ---- statistics (app threads) ----------------------------------------------- */
+
+struct live_stats *live_stats_new(void)
+{
+	return V.configured ? shim_alloc(sizeof(struct live_stats)) : NULL;
+}
+
+void live_stats_reset(struct live_stats *s)
+{
+	if (s)
+		memset(s, 0, sizeof(*s));
+}
+
+static void add_max(_Atomic uint64_t *p, uint64_t v)
+{
+	uint64_t old = atomic_load_explicit(p, memory_order_relaxed);
+	while (v > old && !atomic_compare_exchange_weak_explicit(p, &old, v, memory_order_relaxed,
+								  memory_order_relaxed))
+		;
+}
+
+void live_app_synced(struct shim_file *f, uint64_t ns)
+{
+	struct live_stats *s = f->live;
+	atomic_fetch_add_explicit(&s->syncs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->sync_sum, ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->sync_b[live_bucket(ns)], 1, memory_order_relaxed);
+	add_max(&s->sync_max, ns);
+}
+
+void live_real_synced(struct shim_file *f, uint64_t ns, int err)
+{
+	struct live_stats *s = f->live;
+	if (!s)
+		return;
+	atomic_fetch_add_explicit(&s->real_syncs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->real_sum, ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->real_b[live_bucket(ns)], 1, memory_order_relaxed);
+	add_max(&s->real_max, ns);
+	if (err)
+		atomic_fetch_add_explicit(&s->errors, 1, memory_order_relaxed);
+}
+
+/* ---- one file's entry (publisher) ------------------------------------------- */
+
+/* The middle of bucket b (no libm in the shim: the arithmetic middle of
+ * a bucket at most 27% wide is within 12% of any value in it), within the
+ * interval's max. */
+static uint64_t bucket_value(unsigned b, uint64_t max)
+{
+	uint64_t lo = b ? live_bound_ns(b - 1) : 0, hi = b < LIVE_NBOUNDS ? live_bound_ns(b) : max;
+	uint64_t v = b < LIVE_NBOUNDS ? lo + (hi - lo) / 2 : max;
+	return v > max ? max : v;
+}
+
+static uint64_t percentile(const uint64_t *d, uint64_t n, double p, uint64_t max)
+{
+	uint64_t rank = (uint64_t)(p * (double)n + 0.999999), seen = 0;
+	if (rank < 1)
+		rank = 1;
+	for (unsigned b = 0; b < LIVE_NBUCKETS; b++) {
+		seen += d[b];
+		if (seen >= rank)
+			return bucket_value(b, max);
+	}
+	return max;
+}
+
+/* Cumulative buckets into out, the interval's p50/p99/max into lat[3];
+ * returns the interval's count. */
+static uint64_t take_hist(_Atomic uint64_t *cur, uint64_t *last, uint64_t *out, _Atomic uint64_t *maxp,
+			  uint64_t lat[3])
+{
+	uint64_t d[LIVE_NBUCKETS], n = 0;
+	for (unsigned b = 0; b < LIVE_NBUCKETS; b++) {
+		out[b] = atomic_load_explicit(&cur[b], memory_order_relaxed);
+		d[b] = out[b] - last[b];
+		last[b] = out[b];
+		n += d[b];
+	}
+	uint64_t max = atomic_exchange_explicit(maxp, 0, memory_order_relaxed);
+	lat[0] = n ? percentile(d, n, 0.50, max) : 0;
+	lat[1] = n ? percentile(d, n, 0.99, max) : 0;
+	lat[2] = n ? max : 0;
+	return n;
+}
+
+static uint64_t take_delta(_Atomic uint64_t *cur, uint64_t *last)
+{
+	uint64_t v = atomic_load_explicit(cur, memory_order_relaxed), d = v - *last;
+	*last = v;
+	return d;
+}
+
+static void take_counts(struct live_stats *s, struct live_file *e)
+{
+	uint64_t packed = atomic_load_explicit(&s->writes_packed, memory_order_relaxed);
+	uint64_t d = packed - s->last_packed;
+	s->last_packed = packed;
+	e->iv_writes = d >> LIVE_BYTES_BITS;
+	e->iv_bytes = d & LIVE_BYTES_MASK;
+	s->writes += e->iv_writes;
+	s->bytes += e->iv_bytes;
+	e->writes = s->writes;
+	e->bytes = s->bytes;
+	e->iv_syncs = take_delta(&s->syncs, &s->last_syncs);
+	e->iv_real_syncs = take_delta(&s->real_syncs, &s->last_real);
+	e->iv_errors = take_delta(&s->errors, &s->last_errors);
+	e->syncs = s->last_syncs;
+	e->real_syncs = s->last_real;
+	e->errors = s->last_errors;
+	e->sync_sum_ns = atomic_load_explicit(&s->sync_sum, memory_order_relaxed);
+	e->real_sum_ns = atomic_load_explicit(&s->real_sum, memory_order_relaxed);
+}
+
+static void name_rule(struct shim_file *f, struct live_file *e)
+{
+	int ri = file_rule_index(f);
+	unsigned ticket;
+	const struct policy *p = policy_enter(&ticket);
+	const struct rule *r = ri >= 0 && ri < p->nrules ? &p->rules[ri] : &p->deflt;
+	e->rule = (uint16_t)(ri + 1);
+	e->policy = (uint8_t)r->sync;
+	snprintf(e->rule_name, sizeof(e->rule_name), "%s", r->name);
+	policy_leave(ticket);
+	e->flags = e->policy == SYNC_NOOP ? LIVEF_UNBOUNDED : 0;
+	snprintf(e->path, sizeof(e->path), "%s", f->path ? f->path : "");
+}
+
+static void entry_of(struct shim_file *f, uint64_t now, struct live_file *e)
+{
+	struct live_stats *s = f->live;
+	memset(e, 0, sizeof(*e));
+	e->id = f->id;
+	name_rule(f, e);
+	take_counts(s, e);
+	uint64_t lat[3];
+	take_hist(s->sync_b, s->last_sync_b, e->sync_buckets, &s->sync_max, lat);
+	e->sync_p50_ns = lat[0], e->sync_p99_ns = lat[1], e->sync_max_ns = lat[2];
+	take_hist(s->real_b, s->last_real_b, e->real_buckets, &s->real_max, lat);
+	e->real_p50_ns = lat[0], e->real_p99_ns = lat[1], e->real_max_ns = lat[2];
+	struct risk_now rn;
+	risk_read(f, RISK_LIVE, now, &rn);
+	e->risk_bytes = rn.bytes;
+	e->risk_age_ns = rn.age_ns;
+	e->risk_worst_bytes = rn.worst_bytes;
+	e->risk_worst_age_ns = rn.worst_age_ns;
+	e->pending = flusher_pending(f);
+}
+
+/* ---- a round (publisher, V.mu) ---------------------------------------------- */
+
+static bool has_stats(struct shim_file *f)
+{
+	return f->live != NULL;
+}
+
+static bool busier(const struct live_file *a, const struct live_file *b)
+{
+	if (a->iv_syncs != b->iv_syncs)
+		return a->iv_syncs > b->iv_syncs;
+	if (a->iv_writes != b->iv_writes)
+		return a->iv_writes > b->iv_writes;
+	return a->id < b->id;
+}
+
+/* The busiest LIVE_MAX_FILES, busiest first, by insertion (no libc qsort:
+ * it may call the host's malloc). */
+static void stage_offer(uint32_t kept, const struct live_file *e)
+{
+	uint32_t i = kept < LIVE_MAX_FILES ? kept : LIVE_MAX_FILES - 1;
+	if (kept >= LIVE_MAX_FILES && !busier(e, &V.stage[i]))
+		return;
+	for (; i > 0 && busier(e, &V.stage[i - 1]); i--)
+		V.stage[i] = V.stage[i - 1];
+	V.stage[i] = *e;
+}
+
+static bool active(const struct live_file *e)
+{
+	return e->writes || e->syncs || e->real_syncs || e->risk_worst_bytes || e->risk_worst_age_ns;
+}
+
+/* Every file's entry of this round; returns how many were active (the
+ * stage holds the busiest of them). */
+static uint32_t gather(uint64_t now)
+{
+	static struct live_file e; /* V.mu; too big for the thread's small stack */
+	struct shim_file *files[64];
+	uint64_t cursor = 0;
+	uint32_t n = 0;
+	do {
+		int k = registry_collect(files, 64, has_stats, &cursor);
+		for (int i = 0; i < k; i++) {
+			entry_of(files[i], now, &e);
+			if (active(&e))
+				stage_offer(n++, &e);
+			file_put(files[i]);
+		}
+	} while (cursor);
+	return n;
+}
+
+static void seq_begin(void)
+{
+	atomic_fetch_add_explicit((_Atomic uint32_t *)&V.map->seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void seq_end(void)
+{
+	atomic_fetch_add_explicit((_Atomic uint32_t *)&V.map->seq, 1, memory_order_release);
+}
+
+static void publish(bool ended)
+{
+	uint64_t now = trace_now();
+	uint32_t n = gather(now);
+	uint32_t shown = n < LIVE_MAX_FILES ? n : LIVE_MAX_FILES;
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	seq_begin();
+	struct live_header *h = V.map;
+	h->nfiles = shown;
+	h->omitted = n - shown;
+	h->ended = ended;
+	h->updated_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	h->updated_mono_ns = now;
+	h->interval_ns = V.last_mono ? now - V.last_mono : 0;
+	memcpy((char *)h + sizeof(*h), V.stage, shown * sizeof(struct live_file));
+	seq_end();
+	V.last_mono = now;
+}
+
+/* ---- the file -------------------------------------------------------------- */
+
+static void say_once(const char *fmt, const char *what, int err)
+{
+	if (!V.gave_up)
+		shim_say(fmt, what, strerror(err));
+	V.gave_up = true;
+}
+
+/* The directory the spec names; made 0700 if missing, and used only if it
+ * is ours and nobody else can write in it. An fd, or -1 (said once). */
+static int open_dir(void)
+{
+	const char *dir = V.dir;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		say_once("cannot make the live directory %s: %s; live counters off", dir, errno);
+		return -1;
+	}
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		say_once("cannot open the live directory %s: %s; live counters off", dir, errno);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_uid != getuid() || (st.st_mode & 022)) {
+		say_once("the live directory %s is not ours alone (%s); live counters off", dir, EPERM);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Strings the format cuts short at their field's size. */
+static void copy_cut(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static void fill_header(struct live_header *h)
+{
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	memcpy(h->magic, LIVE_MAGIC, sizeof(h->magic));
+	h->version = LIVE_VERSION;
+	h->header_size = sizeof(struct live_header);
+	h->file_size = sizeof(struct live_file);
+	h->max_files = LIVE_MAX_FILES;
+	h->pid = (uint32_t)getpid();
+	h->ppid = (uint32_t)getppid();
+	h->uid = (uint32_t)getuid();
+	h->interval_ms = INTERVAL_MS;
+	h->proc_start = proc_self_start_time();
+	h->start_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	proc_self_cmdline(h->cmdline, sizeof(h->cmdline));
+	copy_cut(h->config, sizeof(h->config), V.config);
+	snprintf(h->default_policy, sizeof(h->default_policy), "%s", V.default_policy);
+}
+
+/* A stale file of an earlier process with our pid is replaced; a name
+ * that is something else than a plain file (a planted symlink) is not. */
+static int create_file(int dirfd)
+{
+	snprintf(V.name, sizeof(V.name), "%d" LIVE_SUFFIX, (int)getpid());
+	int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dirfd, V.name, flags, 0600);
+	struct stat st;
+	if (fd < 0 && errno == EEXIST && fstatat(dirfd, V.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && unlinkat(dirfd, V.name, 0) == 0)
+		fd = openat(dirfd, V.name, flags, 0600);
+	return fd;
+}
+
+static bool make_file(void)
+{
+	if (!V.stage && !(V.stage = shim_alloc(LIVE_MAX_FILES * sizeof(struct live_file))))
+		return false;
+	int dirfd = open_dir();
+	if (dirfd < 0)
+		return false;
+	int fd = create_file(dirfd);
+	void *p = MAP_FAILED;
+	if (fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0)
+		p = mmap(NULL, LIVE_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int e = errno;
+	if (fd >= 0)
+		close(fd); /* the mapping is all we need */
+	if (p == MAP_FAILED) {
+		if (fd >= 0)
+			unlinkat(dirfd, V.name, 0);
+		close(dirfd);
+		say_once("cannot create the live file %s: %s; live counters off", V.name, e);
+		return false;
+	}
+	V.map = p;
+	V.dirfd = dirfd;
+	fill_header(V.map);
+	return true;
+}
+
+static void drop_file(void)
+{
+	if (!V.map)
+		return;
+	unlinkat(V.dirfd, V.name, 0);
+	close(V.dirfd);
+	munmap(V.map, LIVE_FILE_BYTES);
+	V.map = NULL;
+	V.dirfd = -1;
+}
+
+/* ---- the thread and the process's life ---------------------------------------- */
+
+static void *live_main(void *arg)
+{
+	(void)arg;
+	shim_busy = 1; /* everything this thread calls is the shim's own */
+	while (!atomic_load(&V.stop)) {
+		pthread_mutex_lock(&V.mu);
+		if (!atomic_load(&V.stop) && !V.gave_up && (V.map || make_file()))
+			publish(false);
+		pthread_mutex_unlock(&V.mu);
+		struct timespec ts = { INTERVAL_MS / 1000, (INTERVAL_MS % 1000) * (long)NS_PER_MS };
+		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
+			;
+	}
+	return NULL;
+}
+
+void live_start(const struct policy *p)
+{
+	if (!p->live)
+		return;
+	V.configured = true;
+	/* Read at load, in the constructor: getenv in the publisher thread
+	 * could race with the app's setenv. */
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	if (p->live_dir[0])
+		snprintf(V.dir, sizeof(V.dir), "%s", p->live_dir);
+	else if (xdg && xdg[0] == '/')
+		snprintf(V.dir, sizeof(V.dir), "%s/syncshim", xdg);
+	else
+		snprintf(V.dir, sizeof(V.dir), "/tmp/syncshim-%u", (unsigned)getuid());
+	snprintf(V.config, sizeof(V.config), "%s", p->source);
+	snprintf(V.default_policy, sizeof(V.default_policy), "%s", sync_policy_name(p->deflt.sync));
+}
+
+bool live_configured(void)
+{
+	return V.configured;
+}
+
+void live_maybe_start(void)
+{
+	if (likely(atomic_load_explicit(&V.running, memory_order_relaxed)) || !V.configured)
+		return;
+	shim_enter();
+	pthread_mutex_lock(&V.mu);
+	if (!V.thread_started && !atomic_load(&V.stop)) {
+		V.thread_started = true;
+		if (shim_start_thread(live_main, 64 * 1024, "syncshim-live") < 0)
+			V.gave_up = true;
+	}
+	atomic_store(&V.running, 1);
+	pthread_mutex_unlock(&V.mu);
+	shim_leave();
+}
+
+/* The last round says "ended", then the file goes: a reader that opened
+ * it in between sees a process on its way out, not a stalled one. */
+void live_stop(void)
+{
+	if (!V.configured)
+		return;
+	shim_enter();
+	atomic_store(&V.stop, 1);
+	pthread_mutex_lock(&V.mu);
+	if (V.map) {
+		publish(true);
+		drop_file();
+	}
+	pthread_mutex_unlock(&V.mu);
+	shim_leave();
+}
+
+/* Inside the fork handler: no allocation, no file, no thread. The
+ * parent's mapping is the parent's; the child makes its own file. */
+static void reset_in_child(struct shim_file *f, void *arg)
+{
+	(void)arg;
+	live_stats_reset(f->live); /* the parent's counts are the parent's */
+}
+
+void live_atfork_child(void)
+{
+	pthread_mutex_init(&V.mu, NULL);
+	if (V.configured)
+		registry_each(reset_in_child, NULL);
+	if (V.map)
+		munmap(V.map, LIVE_FILE_BYTES);
+	if (V.dirfd >= 0)
+		close(V.dirfd);
+	V.map = NULL;
+	V.dirfd = -1;
+	V.thread_started = false;
+	V.last_mono = 0;
+	atomic_store(&V.running, 0);
+	atomic_store(&V.stop, 0);
+}

@@ -1,0 +1,235 @@
+/*
+ * test_livepub.c - the shim's side of the live counters (shim/live.c):
+ * the file a shimmed process publishes (docs/LIVEFORMAT.md), read here
+ * with the format's own definitions and checked against what the
+ * recording layer beneath the shim saw. (synclat top and metrics, the
+ * readers, are tested in test_live.c.)
+ */
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "livefmt.h"
+#include "policy.h"
+
+TestSuite(livepub, .init = h_setup, .fini = h_teardown, .timeout = 60);
+
+struct snap {
+	struct live_header h;
+	struct live_file f[LIVE_MAX_FILES];
+};
+
+/* One consistent copy of a live file (the spec's sequence-count read). */
+static bool read_live(const char *path, struct snap *s)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open(path, O_RDONLY | O_NOFOLLOW);
+		if (fd < 0)
+			return false;
+		uint32_t seq0 = 0, seq1 = 1;
+		bool ok = pread(fd, &seq0, 4, offsetof(struct live_header, seq)) == 4 && !(seq0 & 1) &&
+			  pread(fd, s, sizeof(*s), 0) == (ssize_t)sizeof(*s) &&
+			  pread(fd, &seq1, 4, offsetof(struct live_header, seq)) == 4;
+		close(fd);
+		if (ok && seq0 == seq1 && s->h.seq == seq0)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static const struct live_file *entry(const struct snap *s, const char *path)
+{
+	for (uint32_t i = 0; i < s->h.nfiles && i < LIVE_MAX_FILES; i++)
+		if (!strcmp(s->f[i].path, path))
+			return &s->f[i];
+	return NULL;
+}
+
+static char *live_dir(void)
+{
+	char *d = h_path("live");
+	cr_assert_eq(mkdir(d, 0700), 0);
+	return d;
+}
+
+static void live_cmd(struct h_cmd *c, const char *dir, const char *policy)
+{
+	h_cmd_init(c, H_SHIM_REC);
+	h_env(c, "SYNCSHIM_LIVE=1");
+	h_envf(c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_envf(c, "SYNCSHIM_POLICY=%s", policy);
+}
+
+/* Poll (bounded) until the process's file shows path with want(e). */
+static bool wait_entry(const char *file, const char *path, struct snap *s,
+		       bool (*want)(const struct live_file *, long), long arg)
+{
+	for (double dl = h_now() + 15; h_now() < dl; usleep(20000)) {
+		const struct live_file *e;
+		if (read_live(file, s) && (e = entry(s, path)) && want(e, arg))
+			return true;
+	}
+	return false;
+}
+
+static bool wrote_n(const struct live_file *e, long n)
+{
+	return e->writes == (uint64_t)n && e->syncs == (uint64_t)n;
+}
+
+static bool settled(const struct live_file *e, long n)
+{
+	return wrote_n(e, n) && e->pending == 0 && e->risk_bytes == 0;
+}
+
+static int count_ops(const struct h_log *log, const char *op, unsigned long long ino)
+{
+	int n = 0;
+	for (size_t i = 0; i < log->n; i++)
+		n += !strcmp(log->r[i].op, op) && log->r[i].ino == ino;
+	return n;
+}
+
+/*
+ * defer: 200 (write + fsync), then the app idles. While it runs its file
+ * is DIR/PID.live, 0600 in a 0700 directory; once everything is synced,
+ * the counts equal what the recording layer saw: 200 writes of 4 KiB, and
+ * exactly as many real syncs as reached the kernel. At exit it is gone.
+ */
+Test(livepub, counts_match_what_really_happened)
+{
+	char *dir = live_dir(), *file = h_path("d.dat"), *stop = h_path("stop");
+	struct h_cmd c;
+	live_cmd(&c, dir, "defer");
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "200", "-S", stop, "-I", "-T", "20000", NULL);
+	pid_t pid = h_spawn(&c);
+	char *live = h_fmt("%s/%d.live", dir, (int)pid);
+	static struct snap s;
+	bool ok = wait_entry(live, file, &s, settled, 200);
+	struct stat st;
+	bool mode_ok = stat(live, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_uid == getuid();
+	struct h_log log = h_log_load(&c);
+	h_write_file(stop, "");
+	struct h_result r = h_reap(&c, pid, 20, false, 0);
+	h_assert_ok(r, "fl_loop");
+	cr_assert(ok, "the live file never showed 200 writes, 200 syncs, all synced");
+	cr_assert(mode_ok, "the live file is not 0600 and ours");
+	const struct live_file *e = entry(&s, file);
+	unsigned long long ino = h_ino(file);
+	cr_assert_eq(s.h.pid, (uint32_t)pid);
+	cr_assert_str_eq(s.h.default_policy, "defer");
+	cr_assert_eq(e->policy, SYNC_DEFER);
+	cr_assert_eq(e->bytes, 200 * 4096ull);
+	cr_assert_eq(count_ops(&log, "write", ino), 200);
+	int real = count_ops(&log, "fsync", ino) + count_ops(&log, "fdatasync", ino);
+	cr_assert_eq(e->real_syncs, (uint64_t)real, "live says %llu real syncs, the kernel saw %d",
+		     (unsigned long long)e->real_syncs, real);
+	cr_assert_lt(real, 200, "defer batched nothing?");
+	cr_assert_eq(e->errors, 0);
+	cr_assert(access(live, F_OK) != 0, "%s still there after exit", live);
+}
+
+/* passthrough: every sync is a real one, nothing is ever at risk. */
+Test(livepub, passthrough_has_nothing_at_risk)
+{
+	char *dir = live_dir(), *file = h_path("p.dat"), *stop = h_path("stop");
+	struct h_cmd c;
+	live_cmd(&c, dir, "passthrough");
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "100", "-S", stop, "-I", "-T", "20000", NULL);
+	pid_t pid = h_spawn(&c);
+	static struct snap s;
+	bool ok = wait_entry(h_fmt("%s/%d.live", dir, (int)pid), file, &s, wrote_n, 100);
+	h_write_file(stop, "");
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "fl_loop");
+	cr_assert(ok);
+	const struct live_file *e = entry(&s, file);
+	cr_assert_eq(e->real_syncs, 100);
+	cr_assert_eq(e->risk_bytes + e->risk_worst_bytes + e->risk_age_ns + e->risk_worst_age_ns, 0);
+	cr_assert_eq(e->sync_buckets[LIVE_NBUCKETS - 1] + e->sync_buckets[0] <= 100, true);
+	uint64_t n = 0;
+	for (unsigned b = 0; b < LIVE_NBUCKETS; b++)
+		n += e->sync_buckets[b];
+	cr_assert_eq(n, 100, "the sync histogram holds %llu calls", (unsigned long long)n);
+}
+
+static bool one_write(const struct live_file *e, long n)
+{
+	return wrote_n(e, n);
+}
+
+/* A forked child publishes its own file with only its own counts; the
+ * parent's file keeps only the parent's; both go at exit. */
+Test(livepub, fork_child_publishes_its_own)
+{
+	char *dir = live_dir(), *stop = h_path("stop");
+	struct h_cmd c;
+	live_cmd(&c, dir, "passthrough");
+	h_args(&c, h_prog("live_fork"), "-d", h_ctx.dir, "-S", stop, NULL);
+	pid_t pid = h_spawn(&c);
+	double dl = h_now() + 15;
+	while ((access(h_fmt("%s.child.idle", stop), F_OK) || access(h_fmt("%s.parent.idle", stop), F_OK)) &&
+	       h_now() < dl)
+		usleep(10000);
+	char *child_live = NULL;
+	DIR *d = opendir(dir);
+	for (struct dirent *de; d && (de = readdir(d));)
+		if (strstr(de->d_name, ".live") && atoi(de->d_name) != pid)
+			child_live = h_fmt("%s/%s", dir, de->d_name);
+	if (d)
+		closedir(d);
+	static struct snap ps, cs;
+	bool pok = wait_entry(h_fmt("%s/%d.live", dir, (int)pid), h_path("parent.dat"), &ps, one_write, 2);
+	bool cok = child_live && wait_entry(child_live, h_path("child.dat"), &cs, one_write, 1);
+	h_write_file(stop, "");
+	struct h_result r = h_reap(&c, pid, 20, false, 0);
+	h_assert_ok(r, "live_fork");
+	cr_assert(pok, "the parent's file never showed its 2 writes");
+	cr_assert(cok, "no file of the child (%s) with its 1 write", child_live ? child_live : "none");
+	const struct live_file *pe = entry(&cs, h_path("parent.dat"));
+	cr_assert(!pe || pe->writes == 0, "the child's file counts the parent's writes");
+	cr_assert_eq(cs.h.ppid, (uint32_t)pid);
+	cr_assert(access(child_live, F_OK) != 0 && access(h_fmt("%s/%d.live", dir, (int)pid), F_OK) != 0,
+		  "a live file outlived its process");
+}
+
+/* A directory others can write in is not used: one line on stderr, no
+ * file, and the program's own work unchanged. */
+Test(livepub, refuses_a_directory_others_can_write)
+{
+	char *dir = h_path("open");
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	char *file = h_path("o.dat");
+	struct h_cmd c;
+	live_cmd(&c, dir, "passthrough");
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "20", "-w", "1500", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "fl_loop");
+	cr_assert(h_has(r.err, "is not ours alone") && h_has(r.err, "live counters off"), "stderr: %s", r.err);
+	cr_assert_eq(strchr(r.err, '\n') - r.err + 1, (long)strlen(r.err), "more than one line: %s", r.err);
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *de; d && (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	cr_assert_eq(n, 0, "a file was written in a directory others can write");
+	cr_assert(h_check_pattern(file, 20 * 4096));
+}
+
+/* live off (the default): no thread, no file. */
+Test(livepub, off_by_default)
+{
+	char *dir = live_dir(), *file = h_path("n.dat");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM);
+	h_envf(&c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "20", "-w", "1500", NULL);
+	h_assert_ok(h_run(&c), "fl_loop");
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *de; d && (de = readdir(d));)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	cr_assert_eq(n, 0);
+}
