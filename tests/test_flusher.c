@@ -1418,7 +1418,13 @@ Test(stress, threads_forks_and_reloads)
 	char *ini = fl_ini_rule("shim.ini", glob, "defer", "max_delay_ms = 20\n");
 	struct h_cmd c;
 	fl_cmd(&c, H_SHIM, ini);
-	h_args(&c, h_prog("fl_stress"), "-d", h_ctx.dir, "-t", "16", "-k", "3", "-T", "4000", "-c", "50", NULL);
+	/* Under a sanitizer, fewer forks: GCC 12's TSan runtime does not hold
+	 * its allocator's lock across fork, so a child forked while another
+	 * thread is inside malloc can hang in TSan's own code (seen once in
+	 * 7 runs: the child's new thread blocked in TSan's allocator, nothing
+	 * of the shim's on the stack). */
+	h_args(&c, h_prog("fl_stress"), "-d", h_ctx.dir, "-t", "16", "-k", "3", "-T", "4000", "-c",
+	       h_ctx.asan ? "400" : "50", NULL);
 	h_argf(&c, "-s%d", S_RS);
 	double t0 = h_now();
 	pid_t pid = h_spawn(&c);
@@ -1454,7 +1460,7 @@ Test(stress, threads_forks_and_reloads)
 		cr_expect(fl_pattern_ok(fin, S_RS), "stress: %s wrong (size %lld)", fin, h_size(fin));
 	}
 	long kids = (long)fl_val(r.out, "children", "children");
-	cr_expect_geq(kids, 20, "stress: only %ld children forked", kids);
+	cr_expect_geq(kids, h_ctx.asan ? 5 : 20, "stress: only %ld children forked", kids);
 	for (long i = 0; i < kids; i++) {
 		char *f = h_path(h_fmt("child.%ld.dat", i));
 		cr_expect(fl_pattern_ok(f, 8 * S_RS), "stress: %s wrong (size %lld)", f, h_size(f));
