@@ -1723,3 +1723,36 @@ Test(synclat, risk_corruption_is_named)
 	free(d);
 	free(b.data);
 }
+
+/* compare draws data at risk over time when either side has any: here B
+ * has, A (a 1.1 log with none) is said to have nothing at risk. */
+Test(synclat, compare_plots_data_at_risk)
+{
+	struct logbuf a, b = risk_log();
+	lb_header(&a, 5, 1, WALL0, MONO0);
+	lb_file(&a, 7, "/data/a.wal", "ext4");
+	lb_interval(&a, 0);
+	lb_interval(&a, 1);
+	lb_trailer(&a, WALL0 + 2 * SEC, MONO0 + 2 * SEC);
+	const char *pa = save(&a, "norisk.log"), *pb = save(&b, "risk.log"), *svg = tmp("risk.svg");
+	struct cli o = run_cli("compare", "--svg", svg, pa, pb, NULL);
+	cr_assert_eq(o.rc, 0, "%s", o.err);
+	FILE *f = fopen(svg, "r");
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "per-second data at risk"), "no risk panel");
+	cr_assert(strstr(buf, "A: nothing at risk"), "side A not described");
+	cli_free(&o);
+
+	o = run_cli("compare", "--svg", svg, pa, pa, NULL);
+	f = fopen(svg, "r");
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	cr_assert(!strstr(buf, "data at risk"), "a risk panel for two runs without any");
+	cli_free(&o);
+	free(a.data);
+	free(b.data);
+}

@@ -181,16 +181,24 @@ static double nice_step(double span)
 	return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
 }
 
-static void sec_series(FILE *out, const struct panel *p, const struct run *r, int side)
+/* The value a per-second panel plots (0: nothing that second). */
+typedef double (*sec_value)(const struct run_sec *s);
+
+static double sec_risk_age(const struct run_sec *s)
+{
+	return s->risk ? (double)s->risk_age_ns : 0;
+}
+
+static void sec_series(FILE *out, const struct panel *p, const struct run *r, int side, sec_value value)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < r->nsecs; i++)
-		n += sec_max(&r->secs[i]) > 0;
+		n += value(&r->secs[i]) > 0;
 	if (!n)
 		return;
 	polyline_start(out, side);
 	for (size_t i = 0; i < r->nsecs; i++) {
-		double m = sec_max(&r->secs[i]);
+		double m = value(&r->secs[i]);
 		if (m > 0)
 			fprintf(out, "%.1f,%.1f ", px(p, (double)r->secs[i].sec + 0.5), py(p, m));
 	}
@@ -198,21 +206,27 @@ static void sec_series(FILE *out, const struct panel *p, const struct run *r, in
 	if (n > 300)
 		return;
 	for (size_t i = 0; i < r->nsecs; i++) {
-		double m = sec_max(&r->secs[i]);
+		double m = value(&r->secs[i]);
 		if (m > 0)
 			fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
 				px(p, (double)r->secs[i].sec + 0.5), py(p, m), color[side]);
 	}
 }
 
-static void sec_panel(FILE *out, double y, const struct run *a, const struct run *b)
+struct sec_plot {
+	sec_value value;
+	const char *title, *empty;
+	const char *none;     /* said of a side with nothing to plot, or NULL */
+};
+
+static void sec_panel(FILE *out, double y, const struct run *a, const struct run *b, const struct sec_plot *sp)
 {
 	struct panel p = { 80, y + 30, WIDTH - 110, PANEL_H - 80, 0, 1, 0, 1 };
 	const struct run *r[2] = { a, b };
 	double lo = INFINITY, hi = 0, last = 0;
 	for (int s = 0; s < 2; s++)
 		for (size_t i = 0; i < r[s]->nsecs; i++) {
-			double m = sec_max(&r[s]->secs[i]);
+			double m = sp->value(&r[s]->secs[i]);
 			last = fmax(last, (double)r[s]->secs[i].sec + 1);
 			if (m > 0) {
 				lo = fmin(lo, m);
@@ -221,7 +235,7 @@ static void sec_panel(FILE *out, double y, const struct run *a, const struct run
 		}
 	p.x1 = last > 0 ? last : 1;
 	fit_y(&p, lo, hi);
-	frame(out, &p, "per-second max latency, all app calls", "seconds since start");
+	frame(out, &p, sp->title, "seconds since start");
 	double step = nice_step(p.x1);
 	for (double t = 0; t <= p.x1 + 1e-9; t += step) {
 		char label[32];
@@ -230,9 +244,16 @@ static void sec_panel(FILE *out, double y, const struct run *a, const struct run
 	}
 	if (hi == 0)
 		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\">"
-			"no INTERVAL blocks in either run</text>\n", p.x + p.w / 2, p.y + p.h / 2);
-	for (int s = 0; s < 2; s++)
-		sec_series(out, &p, r[s], s);
+			"%s</text>\n", p.x + p.w / 2, p.y + p.h / 2, sp->empty);
+	for (int s = 0; s < 2; s++) {
+		sec_series(out, &p, r[s], s, sp->value);
+		bool any = false;
+		for (size_t i = 0; i < r[s]->nsecs && !any; i++)
+			any = sp->value(&r[s]->secs[i]) > 0;
+		if (!any && hi > 0 && sp->none)
+			fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"%s\">%s: %s</text>\n",
+				p.x + 8, p.y + 16 + 14 * s, color[s], s ? "B" : "A", sp->none);
+	}
 }
 
 /* ---- the whole picture ---- */
@@ -281,7 +302,8 @@ void svg_compare(FILE *out, const struct run *a, const struct run *b, const char
 	unsigned ops[MAX_PANELS];
 	size_t n = svg_plot_ops(a, b, ops, MAX_PANELS);
 	size_t rows = (n + 1) / 2;
-	double height = TITLE_H + (double)rows * PANEL_H + PANEL_H;
+	bool risk = a->has_risk || b->has_risk;
+	double height = TITLE_H + (double)rows * PANEL_H + PANEL_H + (risk ? PANEL_H : 0);
 
 	if (standalone)
 		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
@@ -298,7 +320,14 @@ void svg_compare(FILE *out, const struct run *a, const struct run *b, const char
 	if (!n)
 		fputs("<text x=\"500\" y=\"120\" font-size=\"14\" text-anchor=\"middle\">"
 		      "no calls in either run</text>\n", out);
-	sec_panel(out, TITLE_H + (double)rows * PANEL_H, a, b);
+	static const struct sec_plot lat = { sec_max, "per-second max latency, all app calls",
+					     "no INTERVAL blocks in either run", NULL };
+	static const struct sec_plot age = { sec_risk_age,
+					     "per-second data at risk: age of the oldest acknowledged byte not yet durable",
+					     "nothing at risk in either run", "nothing at risk" };
+	sec_panel(out, TITLE_H + (double)rows * PANEL_H, a, b, &lat);
+	if (risk)
+		sec_panel(out, TITLE_H + (double)(rows + 1) * PANEL_H, a, b, &age);
 	fputs("</svg>\n", out);
 }
 
