@@ -544,15 +544,19 @@ static void tally_sum(struct tally *dst, const struct tally *src)
 		dst->max_ns = m;
 }
 
-/* Into the shared tallies, which app threads may be adding to. */
+/* Into the shared tallies, which app threads may be adding to. src is a
+ * dead thread's, read atomically all the same: its death is seen through
+ * its tid, not a join, so nothing orders its last stores before us. */
 static void tally_give(struct tally *dst, const struct tally *src)
 {
-	__atomic_fetch_add(&dst->calls, src->calls, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&dst->bytes, src->bytes, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&dst->sum_ns, src->sum_ns, __ATOMIC_RELAXED);
+	struct tally s = { 0 };
+	tally_sum(&s, src);
+	__atomic_fetch_add(&dst->calls, s.calls, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&dst->bytes, s.bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&dst->sum_ns, s.sum_ns, __ATOMIC_RELAXED);
 	uint64_t m = __atomic_load_n(&dst->max_ns, __ATOMIC_RELAXED);
-	while (src->max_ns > m &&
-	       !__atomic_compare_exchange_n(&dst->max_ns, &m, src->max_ns, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	while (s.max_ns > m &&
+	       !__atomic_compare_exchange_n(&dst->max_ns, &m, s.max_ns, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
 

@@ -32,16 +32,19 @@ static int publish_done(struct trace_start *t, int r)
 }
 
 /* The test hook that breaks the rename barrier on purpose, so crash
- * tests can show what it prevents (SYNCSHIM_TEST_NO_RENAME_BARRIER=1). */
-static int no_barrier = -1;
+ * tests can show what it prevents (SYNCSHIM_TEST_NO_RENAME_BARRIER=1).
+ * Threads may race to look it up first: both find the same answer. */
+static _Atomic int no_barrier = -1;
 
 static bool barrier_off(void)
 {
-	if (no_barrier < 0) {
-		const char *v = getenv("SYNCSHIM_TEST_NO_RENAME_BARRIER");
-		no_barrier = v && strcmp(v, "1") == 0;
+	int v = atomic_load_explicit(&no_barrier, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv("SYNCSHIM_TEST_NO_RENAME_BARRIER");
+		v = e && strcmp(e, "1") == 0;
+		atomic_store_explicit(&no_barrier, v, memory_order_relaxed);
 	}
-	return no_barrier;
+	return v;
 }
 
 /* 0, or -1 with errno set: the sync behind (dirfd, path) failed. */
