@@ -32,9 +32,11 @@ PURE_SRCS := $(wildcard policy/*.c)
 SYNCLOG_SHIM_SRCS := shim/hist.c shim/logfmt.c
 SYNCLOG_SRCS := $(SYNCLOG_SHIM_SRCS) tools/logread.c
 # What synclat computes and prints, $(SYNCLAT_LIB): report, compare, the
-# plots and the command line itself (synclat_main); tools/synclat.c is
-# only its main(), so the tests and the fuzz targets run the same code.
-SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c
+# plots, the live counters' readers (live*.c: top, metrics) and the command
+# line itself (synclat_main); tools/synclat.c is only its main(), so the
+# tests and the fuzz targets run the same code.
+SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c \
+	tools/live.c tools/livescan.c tools/livesum.c
 # The preloaded library: everything else under shim/.
 SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))
 SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c
