@@ -1,0 +1,457 @@
+/*
+ * test_live.c - the readers of the live counters: `synclat top` (--once,
+ * --json, and the interactive screen driven through tmux) and `synclat
+ * metrics` (checked by promtool), against files this test writes itself
+ * as shim/livefmt.h lays them out. No shim runs here: each file's
+ * process is a child of the test that sleeps (so it is alive, with its
+ * real /proc start time), or a pid that has just exited (stale).
+ *
+ * Screens are polled with a bounded deadline until they show what is
+ * expected; nothing waits a fixed time and hopes.
+ */
+#include <sys/sysmacros.h>
+
+#include "harness.h"
+#include "live.h"
+#include "metrics.h"
+
+/* ---- processes for the files to belong to ------------------------------ */
+
+static pid_t kids[16];
+static int nkids;
+
+/* A child that lives until the test ends: it waits for EOF on a pipe
+ * whose write end only this process holds. */
+static pid_t sleeper(void)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		close(p[1]);
+		char c;
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	cr_assert_lt(nkids, 16);
+	kids[nkids++] = pid;
+	return pid;
+}
+
+/* A pid no process has: one that has just exited and been reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+static char *tmux_sock;
+
+static void live_fini(void)
+{
+	for (int i = 0; i < nkids; i++) {
+		kill(kids[i], SIGKILL);
+		waitpid(kids[i], NULL, 0);
+	}
+	nkids = 0;
+	if (tmux_sock) {
+		char *cmd = h_fmt("tmux -S '%s' kill-server >/dev/null 2>&1", tmux_sock);
+		if (system(cmd) < 0)
+			cr_log_warn("could not stop tmux on %s", tmux_sock);
+		tmux_sock = NULL;
+	}
+	h_teardown();
+}
+
+TestSuite(live, .init = h_setup, .fini = live_fini, .timeout = 60);
+
+/* /proc/PID/stat field 22, parsed here independently of tools/live.c. */
+static uint64_t start_of(pid_t pid)
+{
+	char *t = h_read_file(h_fmt("/proc/%d/stat", (int)pid));
+	char *p = strrchr(t, ')');
+	cr_assert_not_null(p, "/proc/%d/stat: %s", (int)pid, t);
+	char *save = NULL;
+	int field = 3;
+	for (char *tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
+		if (field == 22)
+			return strtoull(tok, NULL, 10);
+	cr_assert_fail("/proc/%d/stat has no field 22", (int)pid);
+	return 0;
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the synthetic writer ---------------------------------------------- */
+
+#define FAKE_MAX 40
+#define SEC 1000000000ull
+
+/* A live file in memory: the header, then max_files entries. */
+struct fake {
+	struct live_header h;
+	struct live_file f[FAKE_MAX];
+};
+
+static struct fake *fake_new(pid_t pid, const char *cmdline)
+{
+	struct fake *k = calloc(1, sizeof(*k));
+	cr_assert_not_null(k);
+	memcpy(k->h.magic, LIVE_MAGIC, sizeof(k->h.magic));
+	k->h.version = LIVE_VERSION;
+	k->h.header_size = sizeof(struct live_header);
+	k->h.file_size = sizeof(struct live_file);
+	k->h.max_files = FAKE_MAX;
+	k->h.seq = 42;
+	k->h.pid = (uint32_t)pid;
+	k->h.ppid = (uint32_t)getpid();
+	k->h.uid = (uint32_t)getuid();
+	k->h.interval_ms = 1000;
+	k->h.proc_start = pid > 0 && kill(pid, 0) == 0 ? start_of(pid) : 12345;
+	k->h.start_wall_ns = clock_ns(CLOCK_REALTIME) - 60 * SEC;
+	k->h.updated_wall_ns = clock_ns(CLOCK_REALTIME);
+	k->h.updated_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	k->h.interval_ns = SEC;
+	snprintf(k->h.cmdline, sizeof(k->h.cmdline), "%s", cmdline);
+	snprintf(k->h.config, sizeof(k->h.config), "/etc/syncshim/test.ini");
+	snprintf(k->h.default_policy, sizeof(k->h.default_policy), "passthrough");
+	return k;
+}
+
+/* policy numbers as livefmt.h gives them */
+enum { P_PASS = 0, P_FDATASYNC = 1, P_NOOP = 2, P_DEFER = 3, P_GROUP = 4 };
+
+static struct live_file *fake_file(struct fake *k, unsigned rule, const char *rule_name, unsigned policy,
+				   const char *path)
+{
+	cr_assert_lt(k->h.nfiles, FAKE_MAX);
+	struct live_file *f = &k->f[k->h.nfiles++];
+	f->id = k->h.nfiles;
+	f->rule = (uint16_t)rule;
+	f->policy = (uint8_t)policy;
+	f->flags = policy == P_NOOP ? LIVEF_UNBOUNDED : 0;
+	snprintf(f->rule_name, sizeof(f->rule_name), "%s", rule_name);
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return f;
+}
+
+/* The file DIR/NAME ("" for PID.live), 0600, as the shim would leave it. */
+static char *fake_write(const struct fake *k, const char *dir, const char *name)
+{
+	char *path = name && *name ? h_fmt("%s/%s", dir, name) : h_fmt("%s/%u.live", dir, k->h.pid);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+	cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, k, sizeof(*k)), (ssize_t)sizeof(*k));
+	cr_assert_eq(close(fd), 0);
+	return path;
+}
+
+static char *live_dir(void)
+{
+	char *d = h_path("live");
+	mkdir(d, 0700);
+	return d;
+}
+
+/* ---- the three processes most tests look at ----------------------------- */
+
+struct trio {
+	pid_t java, pg, scratch;
+	struct fake *kj, *kp, *ks;
+	char *dir;
+};
+
+/* java: a deferred journal and a passthrough data file; postgres: a group
+ * WAL; scratchd: a noop scratch file. Rates over a 1 s interval. */
+static struct trio trio_write(void)
+{
+	struct trio t = { sleeper(), sleeper(), sleeper(), NULL, NULL, NULL, live_dir() };
+	t.kj = fake_new(t.java, "java -Xmx1g -jar broker.jar");
+	struct live_file *f = fake_file(t.kj, 1, "journal", P_DEFER, "/data/kahadb/db-1.log");
+	f->iv_writes = 500, f->iv_bytes = 2048000, f->iv_syncs = 400, f->iv_real_syncs = 20;
+	f->sync_p50_ns = 338, f->sync_p99_ns = 24200, f->sync_max_ns = 90000;
+	f->pending = 3, f->risk_bytes = 4100, f->risk_age_ns = 12000000;
+	f->writes = 10000, f->bytes = 40960000, f->syncs = 8000, f->real_syncs = 400, f->errors = 2;
+	f->sync_buckets[live_bucket(338)] = 300;
+	f->sync_buckets[live_bucket(24200)] = 95;
+	f->sync_buckets[live_bucket(1500000)] = 5;
+	f->sync_buckets[live_bucket(20 * SEC)] = 1;
+	f->sync_sum_ns = 21234567890ull;
+	f->real_buckets[live_bucket(2000000)] = 400; /* exactly 2 ms: the bucket above the bound */
+	f->real_sum_ns = 800000000ull;
+	f = fake_file(t.kj, 0, "", P_PASS, "/data/kahadb/db.data");
+	f->iv_writes = 50, f->iv_syncs = 5, f->iv_real_syncs = 5, f->sync_p99_ns = 900000;
+	t.kp = fake_new(t.pg, "postgres: walwriter");
+	f = fake_file(t.kp, 1, "wal", P_GROUP, "/pg/wal/000000010000000000000001");
+	f->iv_writes = 900, f->iv_bytes = 7372800, f->iv_syncs = 100, f->iv_real_syncs = 60, f->sync_p99_ns = 2000000;
+	t.ks = fake_new(t.scratch, "/usr/bin/scratchd --tmp");
+	f = fake_file(t.ks, 2, "scratch", P_NOOP, "/scratch/tmp.bin");
+	f->iv_writes = 10, f->iv_syncs = 10, f->risk_bytes = 9000000, f->risk_age_ns = 30 * SEC, f->sync_p99_ns = 100;
+	fake_write(t.kj, t.dir, NULL);
+	fake_write(t.kp, t.dir, NULL);
+	fake_write(t.ks, t.dir, NULL);
+	return t;
+}
+
+/* ---- running synclat ---------------------------------------------------- */
+
+static char *synclat_bin(void)
+{
+	return h_fmt("%s/synclat", h_ctx.build);
+}
+
+/* synclat ARGS... (NULL-terminated) with SYNCSHIM_LIVE_DIR=dir. */
+static struct h_result synclat(const char *dir, ...)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	c.timeout_s = 20;
+	if (dir)
+		h_envf(&c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_arg(&c, synclat_bin());
+	va_list ap;
+	va_start(ap, dir);
+	for (const char *a; (a = va_arg(ap, const char *));)
+		h_arg(&c, a);
+	va_end(ap);
+	return h_run(&c);
+}
+
+H_FN struct h_result sh(const char *script, int timeout_s)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	c.timeout_s = timeout_s;
+	h_args(&c, "/bin/sh", "-c", script, NULL);
+	return h_run(&c);
+}
+
+/* The pids of the "PID N" lines of top's text, in order. */
+static int pid_order(const char *text, long *pids, int max)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, "PID ")) && n < max; p += 4)
+		if (p == text || p[-1] == '\n')
+			pids[n++] = strtol(p + 4, NULL, 10);
+	return n;
+}
+
+static void expect_order(const char *text, const char *what, int n, ...)
+{
+	long got[8], want[8];
+	va_list ap;
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		want[i] = (long)va_arg(ap, pid_t);
+	va_end(ap);
+	int k = pid_order(text, got, 8);
+	cr_assert_eq(k, n, "%s: %d processes shown, want %d:\n%s", what, k, n, text);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(got[i], want[i], "%s: position %d is pid %ld, want %ld:\n%s", what, i, got[i], want[i], text);
+}
+
+/* The line of text holding needle (a copy), or NULL. */
+static char *line_with(const char *text, const char *needle)
+{
+	const char *p = strstr(text, needle);
+	if (!p)
+		return NULL;
+	const char *s = p, *e = strchr(p, '\n');
+	while (s > text && s[-1] != '\n')
+		s--;
+	return strndup(s, e ? (size_t)(e - s) : strlen(s));
+}
+
+/* The line's words are exactly want (space-separated). */
+static void expect_words(const char *line, const char *want)
+{
+	char *a = h_strdup(line), *b = h_strdup(want), *sa = NULL, *sb = NULL;
+	char *x = strtok_r(a, " ", &sa), *y = strtok_r(b, " ", &sb);
+	for (; x && y; x = strtok_r(NULL, " ", &sa), y = strtok_r(NULL, " ", &sb))
+		cr_assert_str_eq(x, y, "in the row\n  %s\nwant\n  %s", line, want);
+	cr_assert(!x && !y, "row\n  %s\nwant\n  %s", line, want);
+}
+
+/* ---- the reader's pieces ----------------------------------------------- */
+
+Test(live, stat_start_after_the_last_parenthesis)
+{
+	uint64_t v = 0;
+	/* A command name may hold spaces and parentheses: ") (x) y". */
+	const char *tricky = "4242 (a) (b c) d) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10\n";
+	cr_assert(live_stat_start(tricky, &v));
+	cr_assert_eq(v, 987654);
+	cr_assert(live_stat_start("1 (init) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7 0 0", &v));
+	cr_assert_eq(v, 7);
+	cr_assert(!live_stat_start("1 (x) S 0 1", &v), "too few fields");
+	cr_assert(!live_stat_start("1 no parenthesis S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7", &v));
+	cr_assert(!live_stat_start("1 (x) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7x 0", &v), "not a number");
+	pid_t kid = sleeper();
+	cr_assert(live_proc_start(kid, &v));
+	cr_assert_eq(v, start_of(kid));
+	cr_assert(!live_proc_start(dead_pid(), &v));
+}
+
+Test(live, histogram_bounds_are_exact_live_bounds)
+{
+	static const char *const le[METRICS_NLE] = { "1e-06", "2e-06", "5e-06", "1e-05", "2e-05", "5e-05",
+		"0.0001", "0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01", "0.02", "0.05", "0.1", "0.2",
+		"0.5", "1", "2", "5", "10" };
+	for (unsigned k = 0; k < METRICS_NLE; k++) {
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%g", (double)metrics_le_ns(k) / 1e9);
+		cr_assert_str_eq(buf, le[k]);
+		unsigned b = metrics_le_bucket(k);
+		cr_assert_lt(b, LIVE_NBOUNDS);
+		cr_assert_eq(live_bound_ns(b), metrics_le_ns(k), "le %s is not a bucket bound", le[k]);
+	}
+}
+
+Test(live, summing_per_rule)
+{
+	struct live_proc p;
+	memset(&p, 0, sizeof(p));
+	struct fake *k = fake_new(getpid(), "x");
+	struct live_file *a = fake_file(k, 1, "j", P_DEFER, "/a"), *b = fake_file(k, 0, "", P_PASS, "/b"),
+			 *c = fake_file(k, 1, "j", P_DEFER, "/c");
+	a->writes = 1, b->writes = 10, c->writes = 100;
+	a->risk_bytes = 5, c->risk_bytes = 7, a->risk_age_ns = 9, c->risk_age_ns = 3;
+	a->risk_worst_bytes = 50, c->risk_worst_bytes = 20, a->sync_p99_ns = 100, c->sync_p99_ns = 300;
+	a->sync_buckets[3] = 2, c->sync_buckets[3] = 5;
+	p.h = k->h;
+	p.files = k->f;
+	struct live_file out[3];
+	unsigned n[3];
+	cr_assert_eq(live_by_rule(&p, out, n), 2);
+	cr_assert_eq(out[0].rule, 1);
+	cr_assert_eq(n[0], 2);
+	cr_assert_eq(out[0].writes, 101, "counts add up");
+	cr_assert_eq(out[0].risk_bytes, 12, "data at risk now adds up");
+	cr_assert_eq(out[0].risk_age_ns, 9, "the oldest byte is the oldest of both");
+	cr_assert_eq(out[0].risk_worst_bytes, 50, "worst figures take the larger");
+	cr_assert_eq(out[0].sync_p99_ns, 300);
+	cr_assert_eq(out[0].sync_buckets[3], 7, "histograms add up");
+	cr_assert_eq(out[1].writes, 10);
+	cr_assert_eq(n[1], 1);
+}
+
+Test(live, where_follows_the_environment)
+{
+	struct live_where w;
+	setenv("SYNCSHIM_LIVE_DIR", "/env/dir", 1);
+	setenv("XDG_RUNTIME_DIR", "/run/user/77", 1);
+	live_where_init(&w, NULL);
+	cr_assert_str_eq(w.dir, "/env/dir");
+	cr_assert_str_eq(w.xdg, "/run/user/77");
+	live_where_init(&w, "/opt/dir");
+	cr_assert_str_eq(w.dir, "/opt/dir", "--dir wins over the environment");
+	unsetenv("SYNCSHIM_LIVE_DIR");
+	setenv("XDG_RUNTIME_DIR", "relative", 1);
+	live_where_init(&w, NULL);
+	cr_assert_null(w.dir);
+	cr_assert_null(w.xdg, "a relative XDG_RUNTIME_DIR is ignored");
+	cr_assert_str_eq(w.tmp, "/tmp");
+	cr_assert_eq(w.uid, getuid());
+	cr_assert_eq(w.all_users, geteuid() == 0);
+}
+
+/* ---- synclat top --once ------------------------------------------------- */
+
+Test(live, once_shows_each_process_and_file)
+{
+	struct trio t = trio_write();
+	struct h_result r = synclat(t.dir, "top", "--once", NULL);
+	h_assert_ok(r, "synclat top --once");
+	const char *o = r.out;
+	cr_assert(!strchr(o, '\033'), "--once prints no escapes:\n%s", o);
+	char *head = line_with(o, "synclat top");
+	cr_assert(head && h_has(head, "processes 3  files 4  calls/s 1975  at risk 9.00 MB  sort syncs/s"), "%s", o);
+	char *jl = line_with(o, h_fmt("PID %d ", (int)t.java));
+	cr_assert(jl, "%s", o);
+	expect_words(jl, h_fmt("PID %d 955.0 calls/s 4.10 kB at risk 2 files policy passthrough config "
+			       "/etc/syncshim/test.ini command: java -Xmx1g -jar broker.jar", (int)t.java));
+	expect_words(line_with(o, "db-1.log"), "defer journal 500.0 2.05 400.0 20.0 338 ns 24.2 us 3 4.10 kB "
+					   "12.0 ms 2 /data/kahadb/db-1.log");
+	expect_words(line_with(o, "db.data"), "passthrough default 50.0 0.00 5.00 5.00 - 900 us 0 0 - 0 /data/kahadb/db.data");
+	expect_words(line_with(o, "/pg/wal"), "group wal 900.0 7.37 100.0 60.0 - 2.00 ms 0 0 - 0 "
+					  "/pg/wal/000000010000000000000001");
+	expect_words(line_with(o, "tmp.bin"), "noop scratch 10.0 0.00 10.0 0 - 100 ns 0 9.00 MB 30.00 s 0 "
+					  "[unbounded] /scratch/tmp.bin");
+	cr_assert(h_has(o, "POLICY") && h_has(o, "AT RISK") && h_has(o, "OLDEST"), "%s", o);
+	/* The files of a process follow its line. */
+	cr_assert_lt(strstr(o, h_fmt("PID %d ", (int)t.java)), strstr(o, "db-1.log"));
+	cr_assert_lt(strstr(o, "db-1.log"), strstr(o, h_fmt("PID %d ", (int)t.pg)));
+}
+
+Test(live, once_sorts)
+{
+	struct trio t = trio_write();
+	struct h_result r = synclat(t.dir, "top", "--once", NULL);
+	h_assert_ok(r, "default order");
+	expect_order(r.out, "by syncs/s (default)", 3, t.java, t.pg, t.scratch);
+	cr_assert_lt(strstr(r.out, "db-1.log"), strstr(r.out, "db.data"), "files by syncs/s too:\n%s", r.out);
+	r = synclat(t.dir, "top", "--once", "--sort", "writes", NULL);
+	h_assert_ok(r, "--sort writes");
+	expect_order(r.out, "by writes/s", 3, t.pg, t.java, t.scratch);
+	cr_assert(h_has(r.out, "sort writes/s"), "%s", r.out);
+	r = synclat(t.dir, "top", "--once", "-s", "risk", NULL);
+	h_assert_ok(r, "-s risk");
+	expect_order(r.out, "by data at risk", 3, t.scratch, t.java, t.pg);
+	r = synclat(t.dir, "top", "--once", "-s", "latency", NULL);
+	h_assert_ok(r, "-s latency");
+	expect_order(r.out, "by sync p99", 3, t.pg, t.java, t.scratch);
+	cr_assert_lt(strstr(r.out, "db.data"), strstr(r.out, "db-1.log"), "files by p99 too:\n%s", r.out);
+	r = synclat(t.dir, "top", "--once", "-s", "pid", NULL);
+	h_assert_ok(r, "-s pid");
+	pid_t v[3] = { t.java, t.pg, t.scratch };
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (v[j] < v[i]) {
+				pid_t x = v[i];
+				v[i] = v[j], v[j] = x;
+			}
+	expect_order(r.out, "by pid", 3, v[0], v[1], v[2]);
+	r = synclat(t.dir, "top", "--once", "-s", "bogus", NULL);
+	cr_assert_eq(r.code, 1, "an unknown sort key is a usage error: %d\n%s", r.code, r.err);
+}
+
+Test(live, once_filters_and_groups_by_rule)
+{
+	struct trio t = trio_write();
+	struct h_result r = synclat(t.dir, "top", "--once", "--filter", "postgres", NULL);
+	h_assert_ok(r, "--filter postgres");
+	expect_order(r.out, "--filter postgres", 1, t.pg);
+	cr_assert(h_has(r.out, "processes 1  files 1") && h_has(r.out, "filter 'postgres'"), "%s", r.out);
+	r = synclat(t.dir, "top", "--once", "-f", h_fmt("%d", (int)t.scratch), NULL);
+	h_assert_ok(r, "-f PID");
+	expect_order(r.out, "-f PID", 1, t.scratch);
+	r = synclat(t.dir, "top", "--once", "-p", h_fmt("%d", (int)t.java), NULL);
+	h_assert_ok(r, "-p PID");
+	expect_order(r.out, "-p PID", 1, t.java);
+	r = synclat(t.dir, "top", "--once", "-f", "jar", NULL);
+	h_assert_ok(r, "-f jar");
+	expect_order(r.out, "-f jar", 1, t.java);
+	r = synclat(t.dir, "top", "--once", "-f", "nothing-like-this", NULL);
+	h_assert_ok(r, "a filter nothing matches");
+	expect_order(r.out, "no match", 0);
+	cr_assert(h_has(r.out, "no process matches the filter"), "%s", r.out);
+	r = synclat(t.dir, "top", "--once", "-g", "-p", h_fmt("%d", (int)t.java), NULL);
+	h_assert_ok(r, "-g");
+	cr_assert(h_has(r.out, "by rule") && h_has(r.out, "FILES"), "%s", r.out);
+	expect_words(line_with(r.out, "journal"), "defer journal 500.0 2.05 400.0 20.0 338 ns 24.2 us 3 4.10 kB "
+						  "12.0 ms 2 (1 file)");
+	cr_assert(!h_has(r.out, "db-1.log"), "rules, not files:\n%s", r.out);
+}
