@@ -9,6 +9,7 @@
  * Screens are polled with a bounded deadline until they show what is
  * expected; nothing waits a fixed time and hopes.
  */
+#include <ctype.h>
 #include <sys/sysmacros.h>
 
 #include "harness.h"
@@ -454,4 +455,429 @@ Test(live, once_filters_and_groups_by_rule)
 	expect_words(line_with(r.out, "journal"), "defer journal 500.0 2.05 400.0 20.0 338 ns 24.2 us 3 4.10 kB "
 						  "12.0 ms 2 (1 file)");
 	cr_assert(!h_has(r.out, "db-1.log"), "rules, not files:\n%s", r.out);
+}
+
+/* ---- synclat top --json ------------------------------------------------- */
+
+/* A strict JSON syntax check (RFC 8259), enough to know --json parses. */
+static const char *js_value(const char *p, int depth);
+
+static const char *js_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *js_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	for (; *p && *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)p[i]))
+						return NULL;
+				p += 4;
+			} else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+				return NULL;
+			}
+		}
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *js_number(const char *p)
+{
+	const char *s = p;
+	if (*p == '-')
+		p++;
+	if (!isdigit((unsigned char)*p))
+		return NULL;
+	if (*p == '0' && isdigit((unsigned char)p[1]))
+		return NULL;
+	while (isdigit((unsigned char)*p) || *p == '.' || *p == 'e' || *p == 'E' || *p == '+' || *p == '-')
+		p++;
+	char *end;
+	strtod(s, &end);
+	return end == p ? p : NULL;
+}
+
+/* Members of an object (close '}') or elements of an array (']'). */
+static const char *js_list(const char *p, char close, int depth)
+{
+	p = js_ws(p + 1);
+	if (*p == close)
+		return p + 1;
+	for (;;) {
+		if (close == '}') {
+			p = js_string(js_ws(p));
+			if (!p || *(p = js_ws(p)) != ':')
+				return NULL;
+			p++;
+		}
+		if (!(p = js_value(p, depth + 1)))
+			return NULL;
+		p = js_ws(p);
+		if (*p == close)
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+	}
+}
+
+static const char *js_value(const char *p, int depth)
+{
+	p = js_ws(p);
+	if (depth > 64)
+		return NULL;
+	switch (*p) {
+	case '{': return js_list(p, '}', depth);
+	case '[': return js_list(p, ']', depth);
+	case '"': return js_string(p);
+	case 't': return strncmp(p, "true", 4) ? NULL : p + 4;
+	case 'f': return strncmp(p, "false", 5) ? NULL : p + 5;
+	case 'n': return strncmp(p, "null", 4) ? NULL : p + 4;
+	default: return js_number(p);
+	}
+}
+
+static void expect_json(const char *text)
+{
+	const char *end = js_value(text, 0);
+	cr_assert(end && !*js_ws(end), "not one JSON value (stopped near byte %ld):\n%s",
+		  end ? (long)(end - text) : -1L, text);
+}
+
+Test(live, json_snapshot)
+{
+	cr_assert(!js_value("{\"a\": [1, 2,]}", 0) && !js_value("{\"a\" 1}", 0) && js_value("{\"a\": [1e3, -0.5]}", 0),
+		  "the checker itself");
+	struct trio t = trio_write();
+	struct h_result r = synclat(t.dir, "top", "--json", NULL);
+	h_assert_ok(r, "synclat top --json");
+	expect_json(r.out);
+	const char *o = r.out;
+	cr_assert(h_has(o, "\"totals\": {\"processes\": 3, \"stalled\": 0, \"busy\": 0, \"files\": 4, "
+			   "\"calls_per_s\": 1975, \"at_risk_bytes\": 9004100}"), "%s", o);
+	const char *j = strstr(o, h_fmt("{\"pid\": %d,", (int)t.java)), *p = strstr(o, h_fmt("{\"pid\": %d,", (int)t.pg)),
+		   *s = strstr(o, h_fmt("{\"pid\": %d,", (int)t.scratch));
+	cr_assert(j && p && s && j < p && p < s, "processes in syncs/s order:\n%s", o);
+	cr_assert(h_has(j, "\"command\": \"java\", \"cmdline\": \"java -Xmx1g -jar broker.jar\""), "%s", j);
+	cr_assert(h_has(o, "\"id\": 1, \"path\": \"/data/kahadb/db-1.log\", \"rule\": 1, \"rule_name\": \"journal\", "
+			   "\"policy\": \"defer\", \"unbounded\": false, \"writes_per_s\": 500, \"mb_per_s\": 2.048, "
+			   "\"syncs_per_s\": 400, \"real_syncs_per_s\": 20, \"sync_p50_ns\": 338, \"sync_p99_ns\": 24200, "
+			   "\"sync_max_ns\": 90000"), "%s", o);
+	cr_assert(h_has(o, "\"pending\": 3, \"at_risk_bytes\": 4100, \"at_risk_oldest_ns\": 12000000"), "%s", o);
+	cr_assert(h_has(o, "\"path\": \"/scratch/tmp.bin\", \"rule\": 2, \"rule_name\": \"scratch\", \"policy\": \"noop\", "
+			   "\"unbounded\": true"), "%s", o);
+	/* "er": in broker and walwriter, not in scratchd's command line. */
+	r = synclat(t.dir, "top", "--json", "-s", "writes", "-f", "er", "-g", NULL);
+	h_assert_ok(r, "--json -s writes -f er -g");
+	expect_json(r.out);
+	p = strstr(r.out, h_fmt("{\"pid\": %d,", (int)t.pg));
+	j = strstr(r.out, h_fmt("{\"pid\": %d,", (int)t.java));
+	cr_assert(p && j && p < j && !strstr(r.out, h_fmt("{\"pid\": %d,", (int)t.scratch)),
+		  "postgres then java by writes/s, scratchd filtered out:\n%s", r.out);
+	cr_assert(h_has(r.out, "\"rules\": [") && h_has(r.out, "{\"files\": 1, \"rule\": 1, \"rule_name\": \"journal\""),
+		  "%s", r.out);
+}
+
+/* ---- what is skipped, and never blocks ---------------------------------- */
+
+Test(live, stale_files_are_skipped_and_removed)
+{
+	char *dir = live_dir();
+	pid_t alive = sleeper(), reused = sleeper(), ending = sleeper();
+	fake_write(fake_new(alive, "alive"), dir, NULL);
+	char *gone = fake_write(fake_new(dead_pid(), "gone"), dir, NULL);
+	struct fake *k = fake_new(reused, "reused");
+	k->h.proc_start += 1; /* another process had this pid */
+	char *reuse = fake_write(k, dir, NULL);
+	k = fake_new(ending, "ending");
+	k->h.ended = 1;
+	char *ended = fake_write(k, dir, NULL);
+	k = fake_new(dead_pid(), "killed mid-write");
+	k->h.seq = 7; /* odd forever: its writer died rewriting it */
+	char *torn = fake_write(k, dir, NULL);
+
+	struct h_result r = synclat(dir, "top", "--json", NULL);
+	h_assert_ok(r, "top --json with stale files");
+	expect_json(r.out);
+	cr_assert(h_has(r.out, "\"skipped\": {\"stale\": 4, \"removed\": 3, \"bad\": 0, \"refused\": 0}"), "%s", r.out);
+	cr_assert(h_has(r.out, "\"processes\": 1,") && h_has(r.out, h_fmt("{\"pid\": %d,", (int)alive)), "%s", r.out);
+	cr_assert_eq(access(gone, F_OK), -1, "a file whose process is gone is removed");
+	cr_assert_eq(access(reuse, F_OK), -1, "a file whose pid was reused is removed");
+	cr_assert_eq(access(torn, F_OK), -1, "a torn file of a dead process is removed");
+	cr_assert_eq(access(ended, F_OK), 0, "an ending process removes its own file: it is only skipped");
+	r = synclat(dir, "top", "--once", NULL);
+	h_assert_ok(r, "again");
+	cr_assert(h_has(r.out, "skipped: 1 stale (0 removed)"), "%s", r.out);
+	cr_assert(!h_has(r.out, "ending") && h_has(r.out, "command: alive"), "%s", r.out);
+}
+
+Test(live, removal_spares_a_new_file_under_the_name)
+{
+	char *dir = live_dir(), *path = h_fmt("%s/123.live", dir);
+	h_write_file(path, "old");
+	struct stat old;
+	cr_assert_eq(stat(path, &old), 0);
+	/* A new process with the same pid replaced the file since it was
+	 * judged stale. (The old one is held open: a freed inode number is
+	 * given to the next file at once.) */
+	int hold = open(path, O_RDONLY);
+	cr_assert(hold >= 0);
+	cr_assert_eq(unlink(path), 0);
+	h_write_file(path, "new");
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	cr_assert(dfd >= 0);
+	cr_assert(!live_remove_exact(dfd, "123.live", old.st_dev, old.st_ino), "removed the new file");
+	cr_assert_str_eq(h_read_file(path), "new");
+	struct stat now;
+	cr_assert_eq(stat(path, &now), 0);
+	cr_assert(live_remove_exact(dfd, "123.live", now.st_dev, now.st_ino));
+	cr_assert_eq(access(path, F_OK), -1);
+	struct h_result r = sh(h_fmt("ls -A '%s'", dir), 10);
+	cr_assert_str_eq(r.out, "", "nothing left aside: %s", r.out);
+	close(dfd);
+	close(hold);
+}
+
+Test(live, busy_file_gives_up)
+{
+	char *dir = live_dir();
+	pid_t kid = sleeper();
+	struct fake *k = fake_new(kid, "busy writer");
+	k->h.seq = 9; /* a writer stopped mid-rewrite, alive */
+	fake_write(k, dir, NULL);
+	struct h_result r = synclat(dir, "top", "--once", NULL);
+	h_assert_ok(r, "top --once on a file that never settles");
+	cr_assert_lt(r.secs, 2.0, "gave up in %.2f s", r.secs);
+	cr_assert(h_has(r.out, h_fmt("PID %d  [busy", (int)kid)) && h_has(r.out, "(0 stalled, 1 busy)"), "%s", r.out);
+	r = synclat(dir, "metrics", NULL);
+	h_assert_ok(r, "metrics on a busy file");
+	cr_assert(h_has(r.out, h_fmt("syncshim_up{pid=\"%d\",command=\"?\"} 0\n", (int)kid)), "%s", r.out);
+}
+
+static void write_bytes(const char *path, const void *buf, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, buf, n), (ssize_t)n);
+	close(fd);
+}
+
+/* Files no reader may trust, each under a .live name. */
+static void write_hostile(const char *dir, const char *elsewhere, pid_t kid)
+{
+	cr_assert_eq(mkfifo(h_fmt("%s/x.live", dir), 0600), 0);
+	cr_assert_eq(mkdir(h_fmt("%s/d.live", dir), 0700), 0);
+	struct fake *k = fake_new(kid, "behind a symlink");
+	cr_assert_eq(symlink(fake_write(k, elsewhere, NULL), h_fmt("%s/%d.live", dir, (int)kid)), 0);
+	write_bytes(h_fmt("%s/900001.live", dir), k, 600); /* shorter than a header */
+	k->h.pid = 900002;
+	write_bytes(h_fmt("%s/900002.live", dir), k, sizeof(k->h) + 2 * sizeof(k->f[0])); /* the entries cut */
+	k->h.pid = 900003;
+	k->h.magic[0] = 'X';
+	fake_write(k, dir, NULL);
+	k->h.magic[0] = 'S';
+	k->h.pid = 900004;
+	k->h.version = 2;
+	fake_write(k, dir, NULL);
+	k->h.version = LIVE_VERSION;
+	k->h.pid = 900005;
+	k->h.nfiles = FAKE_MAX + 1;
+	fake_write(k, dir, NULL);
+	k->h.nfiles = 0;
+	k->h.pid = 900006; /* named 900007 */
+	fake_write(k, dir, "900007.live");
+	fake_write(k, dir, "abc.live");
+	h_write_file(h_fmt("%s/notes.txt", dir), "not a .live file");
+}
+
+Test(live, hostile_files_are_refused_without_blocking)
+{
+	char *dir = live_dir(), *elsewhere = h_path("elsewhere");
+	cr_assert_eq(mkdir(elsewhere, 0700), 0);
+	pid_t kid = sleeper(), good = sleeper();
+	write_hostile(dir, elsewhere, kid);
+	fake_write(fake_new(good, "the good one"), dir, NULL);
+	struct h_result r = synclat(dir, "top", "--json", NULL);
+	cr_assert(!r.timed_out, "synclat blocked (on the FIFO?)");
+	h_assert_ok(r, "top --json among hostile files");
+	cr_assert_lt(r.secs, 5.0);
+	expect_json(r.out);
+	cr_assert(h_has(r.out, "\"processes\": 1,") && h_has(r.out, h_fmt("{\"pid\": %d,", (int)good)), "%s", r.out);
+	cr_assert(h_has(r.out, "\"bad\": 7, \"refused\": 3}"), "%s", r.out);
+	const char *why[] = { "x.live: refused: a FIFO", "d.live: refused: a directory",
+			      h_fmt("%d.live: refused: a symbolic link", (int)kid), "900001.live: truncated: 600 bytes",
+			      "900002.live: truncated", "900003.live: not a live counters file", "900004.live: version 2",
+			      "900005.live: nfiles 41 > max_files 40", "900007.live: names pid 900006",
+			      "abc.live: not named PID.live" };
+	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++)
+		cr_assert(h_has(r.out, why[i]), "no note '%s':\n%s", why[i], r.out);
+	cr_assert(!h_has(r.out, "notes.txt"), "%s", r.out);
+	cr_assert_eq(access(h_fmt("%s/900001.live", dir), F_OK), 0, "a bad file is not removed (only stale ones)");
+	r = synclat(dir, "metrics", NULL);
+	h_assert_ok(r, "metrics among hostile files");
+	cr_assert(h_has(r.out, "syncshim_live_skipped_files{reason=\"unreadable\"} 10\n"), "%s", r.out);
+}
+
+Test(live, file_of_another_user_is_refused)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give a file to another user");
+	char *dir = live_dir();
+	pid_t kid = sleeper();
+	char *path = fake_write(fake_new(kid, "planted"), dir, NULL);
+	cr_assert_eq(chown(path, 4242, 4242), 0);
+	struct h_result r = synclat(dir, "top", "--once", NULL);
+	h_assert_ok(r, "top --once");
+	cr_assert(h_has(r.out, "refused: owned by uid 4242, not by the directory's owner 0"), "%s", r.out);
+	cr_assert(!h_has(r.out, "planted"), "%s", r.out);
+}
+
+Test(live, newer_writer_and_unterminated_strings)
+{
+	char *dir = live_dir();
+	pid_t kid = sleeper();
+	struct fake *k = fake_new(kid, "");
+	memset(k->h.cmdline, 'A', sizeof(k->h.cmdline)); /* no NUL: the reader ends it */
+	memcpy(k->h.cmdline, "evil\033[2J", 8);     /* an escape for the terminal */
+	struct live_file *f = fake_file(k, 3, "", P_FDATASYNC, "");
+	memset(f->path, 'B', sizeof(f->path));
+	f->path[0] = '/';
+	f->iv_syncs = 77;
+	/* A newer writer: entries 64 bytes longer, known fields first. */
+	size_t fs = sizeof(struct live_file) + 64, size = sizeof(k->h) + FAKE_MAX * fs;
+	k->h.file_size = (uint32_t)fs;
+	uint8_t *buf = calloc(1, size);
+	memcpy(buf, &k->h, sizeof(k->h));
+	memcpy(buf + sizeof(k->h), f, sizeof(*f));
+	memset(buf + sizeof(k->h) + sizeof(*f), 0xee, 64); /* fields this reader does not know */
+	write_bytes(h_fmt("%s/%d.live", dir, (int)kid), buf, size);
+	struct h_result r = synclat(dir, "top", "--once", NULL);
+	h_assert_ok(r, "top --once");
+	cr_assert(!strchr(r.out, '\033'), "an escape from the file reached the output:\n%s", r.out);
+	char *want_cmd = h_fmt("command: evil?[2J%.*s\n", LIVE_CMD_MAX - 1 - 8, k->h.cmdline + 8);
+	cr_assert(h_has(r.out, want_cmd), "the command line, cut at 255 bytes:\n%s", r.out);
+	char *row = line_with(r.out, "fdatasync");
+	cr_assert(row, "%s", r.out);
+	cr_assert(h_has(row, " 77.0 ") && h_has(row, h_fmt("/%.*s", LIVE_PATH_MAX - 2, f->path + 1)), "%s", row);
+	cr_assert(!h_has(row, h_fmt("/%.*s", LIVE_PATH_MAX - 1, f->path + 1)), "the path is cut at 255 bytes: %s", row);
+}
+
+Test(live, stalled_process_is_flagged)
+{
+	char *dir = live_dir();
+	pid_t kid = sleeper(), fresh = sleeper();
+	struct fake *k = fake_new(kid, "stopped");
+	k->h.updated_mono_ns -= 10 * SEC; /* 10 intervals of 1 s */
+	fake_write(k, dir, NULL);
+	fake_write(fake_new(fresh, "fresh"), dir, NULL);
+	struct h_result r = synclat(dir, "top", "--once", NULL);
+	h_assert_ok(r, "top --once");
+	cr_assert(h_has(r.out, h_fmt("PID %d  [stalled: no update for 10.", (int)kid)), "%s", r.out);
+	cr_assert(h_has(r.out, "(1 stalled, 0 busy)") && !h_has(line_with(r.out, "command: fresh"), "stalled"), "%s",
+		  r.out);
+	r = synclat(dir, "top", "--json", NULL);
+	h_assert_ok(r, "top --json");
+	cr_assert(h_has(strstr(r.out, h_fmt("{\"pid\": %d,", (int)kid)), "\"stalled\": true"), "%s", r.out);
+	r = synclat(dir, "metrics", NULL);
+	h_assert_ok(r, "metrics");
+	cr_assert(h_has(r.out, h_fmt("syncshim_up{pid=\"%d\",command=\"stopped\"} 0\n", (int)kid)) &&
+			  h_has(r.out, h_fmt("syncshim_up{pid=\"%d\",command=\"fresh\"} 1\n", (int)fresh)),
+		  "%s", r.out);
+}
+
+/* ---- where the files are ------------------------------------------------ */
+
+/* DIR made with this owner and mode (chmod after mkdir: the umask). */
+static char *own_dir(const char *path, uid_t uid, mode_t mode)
+{
+	cr_assert_eq(mkdir(path, 0700), 0, "mkdir %s: %s", path, strerror(errno));
+	cr_assert_eq(chown(path, uid, uid), 0);
+	cr_assert_eq(chmod(path, mode), 0);
+	return h_strdup(path);
+}
+
+static void own_file(const char *dir, pid_t pid, const char *cmd, uid_t uid)
+{
+	cr_assert_eq(chown(fake_write(fake_new(pid, cmd), dir, NULL), uid, uid), 0);
+}
+
+static bool scanned(const struct live_snapshot *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i].h.pid == (uint32_t)pid)
+			return true;
+	return false;
+}
+
+static bool noted(const struct live_snapshot *s, const char *text)
+{
+	for (unsigned i = 0; i < s->nnotes; i++)
+		if (h_has(s->notes[i], text))
+			return true;
+	return false;
+}
+
+/* Root reads every user's directory whose owner is that user, and no
+ * other: the layout of /tmp and /run/user is rebuilt under the test's
+ * directory (live_where's tmp and run_user). */
+Test(live, root_reads_every_users_directory)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give directories to other users");
+	char *tmp = h_path("tmp"), *run = h_path("run"), *xdg = h_path("xdg");
+	cr_assert_eq(mkdir(tmp, 01777) | mkdir(run, 0755) | mkdir(xdg, 0700), 0);
+	pid_t a = sleeper(), b = sleeper(), c = sleeper(), d = sleeper(), e = sleeper(), f = sleeper();
+	own_file(own_dir(h_fmt("%s/syncshim-4242", tmp), 4242, 0700), a, "user 4242 in /tmp", 4242);
+	own_file(own_dir(h_fmt("%s/syncshim-4343", tmp), 0, 0700), b, "planted for 4343", 0);
+	own_file(own_dir(h_fmt("%s/syncshim-4444", tmp), 4444, 0770), c, "group-writable", 4444);
+	own_dir(h_fmt("%s/syncshim-test.x", tmp), 0, 0700); /* not a user id: never looked at */
+	cr_assert_eq(symlink(h_fmt("%s/syncshim-4242", tmp), h_fmt("%s/syncshim-4545", tmp)), 0);
+	own_dir(h_fmt("%s/4646", run), 4646, 0700);
+	own_file(own_dir(h_fmt("%s/4646/syncshim", run), 4646, 0700), d, "user 4646 in /run/user", 4646);
+	own_dir(h_fmt("%s/4747", run), 4747, 0700);
+	own_file(own_dir(h_fmt("%s/4747/syncshim", run), 4747, 0700), e, "file of root in 4747's", 0);
+	own_file(own_dir(h_fmt("%s/syncshim", xdg), 0, 0700), f, "root's own, in XDG_RUNTIME_DIR", 0);
+
+	struct live_where w = { .xdg = xdg, .tmp = tmp, .run_user = run, .uid = 0, .all_users = true };
+	struct live_snapshot s;
+	cr_assert_eq(live_scan(&w, &s), 0);
+	cr_assert(scanned(&s, a) && scanned(&s, d) && scanned(&s, f), "every user's own directory is read");
+	cr_assert(!scanned(&s, b) && noted(&s, "syncshim-4343: not owned by its user"), "a directory not its user's");
+	cr_assert(!scanned(&s, c) && noted(&s, "syncshim-4444: writable by others"), "a directory others may write");
+	cr_assert(noted(&s, "syncshim-4545: a symbolic link"), "a symlinked directory");
+	cr_assert(!scanned(&s, e) && noted(&s, "refused: owned by uid 0, not by the directory's owner 4747"),
+		  "a file not the directory owner's");
+	cr_assert_eq(s.nprocs, 3, "each once (the symlink is not followed)");
+	cr_assert_eq(s.ndirs, 4, "xdg, tmp/syncshim-4242, run/4646, run/4747");
+	live_snapshot_free(&s);
+
+	w.all_users = false; /* a user reads only its own */
+	w.uid = 4242;
+	w.xdg = NULL;
+	cr_assert_eq(live_scan(&w, &s), 0);
+	cr_assert(scanned(&s, a) && s.nprocs == 1, "user 4242 sees its own /tmp/syncshim-4242 only");
+	live_snapshot_free(&s);
+}
+
+Test(live, dir_option_and_missing_dir)
+{
+	struct trio t = trio_write();
+	struct h_result r = synclat(NULL, "top", "--once", "--dir", t.dir, NULL);
+	h_assert_ok(r, "--dir");
+	cr_assert(h_has(r.out, "processes 3"), "%s", r.out);
+	r = synclat("/nonexistent/live", "top", "--once", "--dir", t.dir, NULL);
+	h_assert_ok(r, "--dir over SYNCSHIM_LIVE_DIR");
+	cr_assert(h_has(r.out, "processes 3"), "--dir wins:\n%s", r.out);
+	r = synclat(h_path("nowhere"), "top", "--once", NULL);
+	h_assert_ok(r, "a live directory that does not exist");
+	cr_assert(h_has(r.out, "nowhere: No such file or directory") && h_has(r.out, "processes 0"), "%s", r.out);
 }

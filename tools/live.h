@@ -52,7 +52,7 @@ struct live_proc {
 	ino_t ino;
 };
 
-#define LIVE_MAX_NOTES 8
+#define LIVE_MAX_NOTES 16
 
 /* Everything the readers found in one scan of every directory. */
 struct live_snapshot {

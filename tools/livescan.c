@@ -73,10 +73,15 @@ static int open_dir(struct live_snapshot *s, const char *path, long want, uid_t 
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
+		int e = errno;
+		struct stat l;
+		/* (A symlink fails with ENOTDIR here, as O_DIRECTORY is checked first.) */
+		if ((e == ENOTDIR || e == ELOOP) && lstat(path, &l) == 0)
+			note(s, "%s: %s: ignored", path, S_ISLNK(l.st_mode) ? "a symbolic link" : "not a directory");
 		/* A default place that does not exist is the usual case; a
 		 * directory asked for by name is worth a word. */
-		if (want == NO_OWNER || (errno != ENOENT && errno != ENOTDIR))
-			note(s, "%s: %s", path, errno == ELOOP ? "a symbolic link: ignored" : strerror(errno));
+		else if (want == NO_OWNER || e != ENOENT)
+			note(s, "%s: %s", path, strerror(e));
 		return -1;
 	}
 	if (fstat(fd, st) != 0) {
