@@ -881,3 +881,173 @@ Test(live, dir_option_and_missing_dir)
 	h_assert_ok(r, "a live directory that does not exist");
 	cr_assert(h_has(r.out, "nowhere: No such file or directory") && h_has(r.out, "processes 0"), "%s", r.out);
 }
+
+/* ---- synclat metrics ---------------------------------------------------- */
+
+/* The value of the sample "NAME{LABELS}" (exact), or NULL. */
+static char *sample(const char *text, const char *name, const char *labels)
+{
+	char *key = *labels ? h_fmt("\n%s{%s} ", name, labels) : h_fmt("\n%s ", name);
+	const char *p = strstr(text, key);
+	if (!p)
+		return NULL;
+	p += strlen(key);
+	return strndup(p, strcspn(p, "\n"));
+}
+
+static void expect_sample(const char *text, const char *name, const char *labels, const char *want)
+{
+	char *got = sample(text, name, labels);
+	cr_assert(got, "no sample %s{%s}:\n%s", name, labels, text);
+	cr_assert_str_eq(got, want, "%s{%s}", name, labels);
+}
+
+/* promtool check metrics < FILE: the format and its lint rules. */
+static void expect_promtool_ok(const char *text)
+{
+	char *file = h_path("metrics.prom");
+	h_write_file(file, text);
+	struct h_result r = sh(h_fmt("promtool check metrics < '%s'", file), 30);
+	cr_assert(r.code == 0 && !r.out[0] && !r.err[0],
+		  "promtool check metrics (Debian package prometheus; make deps installs it): exit %d\n%s%s", r.code,
+		  r.out, r.err);
+}
+
+Test(live, metrics_pass_promtool_and_equal_the_inputs)
+{
+	struct trio t = trio_write();
+	struct h_result r = synclat(t.dir, "metrics", NULL);
+	h_assert_ok(r, "synclat metrics");
+	const char *o = r.out;
+	expect_promtool_ok(o);
+	cr_assert(h_has(o, "# TYPE syncshim_writes_total counter\n") &&
+			  h_has(o, "# TYPE syncshim_at_risk_bytes gauge\n") &&
+			  h_has(o, "# TYPE syncshim_sync_duration_seconds histogram\n") &&
+			  h_has(o, "# HELP syncshim_real_sync_duration_seconds "), "%s", o);
+	expect_sample(o, "syncshim_live_processes", "", "3");
+	char *L = h_fmt("pid=\"%d\",command=\"java\",rule=\"journal\",policy=\"defer\",path=\"/data/kahadb/db-1.log\"",
+			(int)t.java);
+	expect_sample(o, "syncshim_writes_total", L, "10000");
+	expect_sample(o, "syncshim_written_bytes_total", L, "40960000");
+	expect_sample(o, "syncshim_syncs_total", L, "8000");
+	expect_sample(o, "syncshim_real_syncs_total", L, "400");
+	expect_sample(o, "syncshim_sync_errors_total", L, "2");
+	expect_sample(o, "syncshim_pending_syncs", L, "3");
+	expect_sample(o, "syncshim_at_risk_bytes", L, "4100");
+	expect_sample(o, "syncshim_at_risk_oldest_seconds", L, "0.012");
+	expect_sample(o, "syncshim_at_risk_unbounded", L, "0");
+	/* 300 at 338 ns, 95 at 24.2 us, 5 at 1.5 ms, 1 at 20 s */
+	static const char *const cum[][2] = { { "1e-06", "300" }, { "2e-05", "300" }, { "5e-05", "395" },
+		{ "0.001", "395" }, { "0.002", "400" }, { "10", "400" }, { "+Inf", "401" } };
+	for (size_t i = 0; i < sizeof(cum) / sizeof(cum[0]); i++)
+		expect_sample(o, "syncshim_sync_duration_seconds_bucket", h_fmt("%s,le=\"%s\"", L, cum[i][0]), cum[i][1]);
+	expect_sample(o, "syncshim_sync_duration_seconds_sum", L, "21.23456789");
+	expect_sample(o, "syncshim_sync_duration_seconds_count", L, "401");
+	expect_sample(o, "syncshim_real_sync_duration_seconds_bucket", h_fmt("%s,le=\"0.001\"", L), "0");
+	expect_sample(o, "syncshim_real_sync_duration_seconds_bucket", h_fmt("%s,le=\"0.005\"", L), "400");
+	expect_sample(o, "syncshim_real_sync_duration_seconds_sum", L, "0.8");
+	expect_sample(o, "syncshim_real_sync_duration_seconds_count", L, "400");
+	int buckets = 0;
+	for (const char *p = o; (p = strstr(p, h_fmt("syncshim_sync_duration_seconds_bucket{%s,", L))); p++)
+		buckets++;
+	cr_assert_eq(buckets, METRICS_NLE + 1, "22 bounds and +Inf");
+	expect_sample(o, "syncshim_at_risk_unbounded",
+		      h_fmt("pid=\"%d\",command=\"scratchd\",rule=\"scratch\",policy=\"noop\",path=\"/scratch/tmp.bin\"",
+			    (int)t.scratch), "1");
+	expect_sample(o, "syncshim_writes_total",
+		      h_fmt("pid=\"%d\",command=\"java\",rule=\"default\",policy=\"passthrough\",path=\"/data/kahadb/db.data\"",
+			    (int)t.java), "0");
+	expect_sample(o, "syncshim_up", h_fmt("pid=\"%d\",command=\"postgres:\"", (int)t.pg), "1");
+	expect_sample(o, "syncshim_start_time_seconds", h_fmt("pid=\"%d\",command=\"java\"", (int)t.java),
+		      h_fmt("%llu.%09llu", (unsigned long long)(t.kj->h.start_wall_ns / SEC),
+			    (unsigned long long)(t.kj->h.start_wall_ns % SEC)));
+}
+
+Test(live, metrics_escape_labels_and_merge_duplicates)
+{
+	char *dir = live_dir();
+	pid_t kid = sleeper();
+	struct fake *k = fake_new(kid, "/usr/lib/jvm/bin/java -cp x Main");
+	struct live_file *f = fake_file(k, 1, "r\"1", P_DEFER, "/data/we\"ird\\dir/new\nline/\xff.log");
+	f->writes = 3;
+	f = fake_file(k, 2, "dup", P_GROUP, "/dup/x.log");
+	f->writes = 5, f->risk_age_ns = 2000, f->sync_buckets[20] = 1;
+	f = fake_file(k, 2, "dup", P_GROUP, "/dup/x.log"); /* the same name, another file object */
+	f->writes = 7, f->risk_age_ns = 9000, f->sync_buckets[20] = 2;
+	fake_write(k, dir, NULL);
+	struct h_result r = synclat(dir, "metrics", NULL);
+	h_assert_ok(r, "synclat metrics");
+	expect_promtool_ok(r.out);
+	expect_sample(r.out, "syncshim_writes_total",
+		      h_fmt("pid=\"%d\",command=\"java\",rule=\"r\\\"1\",policy=\"defer\","
+			    "path=\"/data/we\\\"ird\\\\dir/new\\nline/\xef\xbf\xbd.log\"", (int)kid), "3");
+	char *D = h_fmt("pid=\"%d\",command=\"java\",rule=\"dup\",policy=\"group\",path=\"/dup/x.log\"", (int)kid);
+	expect_sample(r.out, "syncshim_writes_total", D, "12");
+	expect_sample(r.out, "syncshim_at_risk_oldest_seconds", D, "0.000009");
+	expect_sample(r.out, "syncshim_sync_duration_seconds_count", D, "3");
+	int n = 0;
+	for (const char *p = r.out; (p = strstr(p, "syncshim_writes_total{")); p++)
+		n++;
+	cr_assert_eq(n, 2, "one series per label set:\n%s", r.out);
+	r = synclat(dir, "top", "--once", NULL);
+	h_assert_ok(r, "top --once");
+	cr_assert(h_has(r.out, "/data/we\"ird\\dir/new?line/"), "the newline shown as '?':\n%s", r.out);
+}
+
+/* The strace line from p on ends with "= 0". */
+static bool succeeded(const char *p)
+{
+	char *line = strndup(p, strcspn(p, "\n"));
+	size_t n = strlen(line);
+	return n >= 3 && !strcmp(line + n - 3, "= 0");
+}
+
+Test(live, metrics_out_replaces_atomically)
+{
+	struct trio t = trio_write();
+	char *mdir = h_path("textfile"), *prom = h_fmt("%s/syncshim.prom", mdir);
+	cr_assert_eq(mkdir(mdir, 0755), 0);
+	char *run = h_fmt("umask 077; SYNCSHIM_LIVE_DIR='%s' '%s' metrics --out '%s'", t.dir, synclat_bin(), prom);
+	h_assert_ok(sh(run, 20), "metrics --out");
+	struct stat st;
+	cr_assert_eq(stat(prom, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0644, "mode %o, want 0644 whatever the umask", st.st_mode & 07777);
+	struct h_result r = synclat(t.dir, "metrics", NULL);
+	h_assert_ok(r, "metrics to stdout");
+	char *first = h_read_file(prom);
+	cr_assert_str_eq(first, r.out, "--out writes what stdout gets");
+
+	/* A reader that has the file open keeps a whole exposition; the name
+	 * moves to a new one. */
+	int held = open(prom, O_RDONLY);
+	cr_assert(held >= 0);
+	char *trace = h_path("strace.txt");
+	h_assert_ok(sh(h_fmt("SYNCSHIM_LIVE_DIR='%s' strace -f -o '%s' -e trace=openat,fsync,rename,renameat,renameat2 "
+			     "'%s' metrics --out '%s'", t.dir, trace, synclat_bin(), prom), 30),
+		    "metrics --out under strace");
+	cr_assert_neq(h_ino(prom), st.st_ino, "replaced by rename, not rewritten in place");
+	char buf[1 << 16];
+	ssize_t n = pread(held, buf, sizeof(buf) - 1, 0);
+	cr_assert_eq(n, (ssize_t)strlen(first), "the old file is whole");
+	close(held);
+	cr_assert_str_eq(sh(h_fmt("ls -A '%s'", mdir), 10).out, "syncshim.prom\n", "no temporary file left");
+
+	/* The steps, in order: a temporary beside it, synced, renamed over it. */
+	char *tr = h_read_file(trace);
+	char *tmpl = h_fmt("openat(AT_FDCWD, \"%s/.syncshim.prom.tmp.", mdir);
+	const char *open_at = strstr(tr, tmpl);
+	cr_assert(open_at, "no temporary file in the same directory:\n%s", tr);
+	const char *eq = strstr(open_at, ") = ");
+	cr_assert(eq && strstr(open_at, "O_EXCL") && strstr(open_at, "O_EXCL") < eq, "%s", tr);
+	int fd = atoi(eq + 4);
+	const char *sync_at = strstr(open_at, h_fmt("fsync(%d)", fd));
+	const char *ren_at = strstr(open_at, h_fmt("\", \"%s\")", prom));
+	cr_assert(sync_at && ren_at && sync_at < ren_at, "the temporary file is synced before the rename:\n%s", tr);
+	cr_assert(succeeded(sync_at) && succeeded(ren_at), "%s", tr);
+	const char *dsync = strstr(ren_at, "fsync(");
+	cr_assert(dsync && succeeded(dsync), "then the directory:\n%s", tr);
+
+	r = synclat(t.dir, "metrics", "--out", h_path("no/such/dir/x.prom"), NULL);
+	cr_assert_eq(r.code, 2, "an unwritable --out: exit %d\n%s", r.code, r.err);
+	cr_assert(h_has(r.err, "cannot create a file beside it"), "%s", r.err);
+}
