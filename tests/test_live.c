@@ -1051,3 +1051,185 @@ Test(live, metrics_out_replaces_atomically)
 	cr_assert_eq(r.code, 2, "an unwritable --out: exit %d\n%s", r.code, r.err);
 	cr_assert(h_has(r.err, "cannot create a file beside it"), "%s", r.err);
 }
+
+/* ---- the interactive view, in tmux -------------------------------------- */
+
+/* tmux ARGS on this test's own server (socket in its directory). */
+static struct h_result tmux(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static struct h_result tmux(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *args = NULL;
+	cr_assert(vasprintf(&args, fmt, ap) >= 0);
+	va_end(ap);
+	struct h_result r = sh(h_fmt("tmux -S '%s' %s", tmux_sock, args), 20);
+	cr_assert_eq(r.code, 0, "tmux %s: exit %d (Debian package tmux; make deps installs it)\n%s", args, r.code,
+		     r.err);
+	return r;
+}
+
+/* In a 160x40 window: synclat top, its exit status and the terminal's
+ * settings after it recorded, then again once a line is typed. */
+static void tmux_start(const char *live, const char *args)
+{
+	tmux_sock = h_path("tmux.sock");
+	char *script = h_path("pane.sh");
+	h_write_file(script, h_fmt("stty -g > '%s/stty.before'\n"
+				   "for i in 1 2; do\n"
+				   "  SYNCSHIM_LIVE_DIR='%s' '%s' top %s\n"
+				   "  rc=$?\n"
+				   "  stty -g > '%s/stty.after.'$i\n"
+				   "  echo \"synclat-exit-$i=$rc\"\n"
+				   "  read again\n"
+				   "done\n"
+				   "exec cat\n",
+				   h_ctx.dir, live, synclat_bin(), args, h_ctx.dir));
+	tmux("-f /dev/null new-session -d -s live -x 160 -y 40 'sh %s'", script);
+}
+
+static char *screen(void)
+{
+	return tmux("capture-pane -p -t live").out;
+}
+
+typedef bool (*screen_test)(const char *screen, const void *arg);
+
+/* Polls the screen until test passes; fails after 10 s with the screen. */
+static char *await(screen_test test, const void *arg, const char *what)
+{
+	double end = h_now() + 10;
+	char *s;
+	while (!test((s = screen()), arg)) {
+		cr_assert_lt(h_now(), end, "the screen never showed %s:\n%s", what, s);
+		struct timespec ts = { 0, 20 * 1000 * 1000 }; /* a poll interval, not a guess at timing */
+		nanosleep(&ts, NULL);
+	}
+	return s;
+}
+
+static bool has(const char *s, const void *needle)
+{
+	return h_has(s, needle);
+}
+
+static bool lacks(const char *s, const void *needle)
+{
+	return !h_has(s, needle);
+}
+
+/* A header text and the processes in this order. */
+struct order {
+	const char *head;
+	int n;
+	pid_t pid[3];
+};
+
+static bool in_order(const char *s, const void *arg)
+{
+	const struct order *o = arg;
+	long got[8];
+	if (!h_has(s, o->head) || pid_order(s, got, 8) != o->n)
+		return false;
+	for (int i = 0; i < o->n; i++)
+		if (got[i] != o->pid[i])
+			return false;
+	return true;
+}
+
+static void expect_restored(int run, const char *exit_line)
+{
+	await(has, exit_line, exit_line);
+	char *before = h_read_file(h_path("stty.before")), *after = h_read_file(h_path(h_fmt("stty.after.%d", run)));
+	cr_assert(before[0] && !strcmp(before, after), "the terminal settings were not put back:\n%s%s", before, after);
+	char *flags = tmux("display -p -t live '#{alternate_on} #{cursor_flag}'").out;
+	cr_assert_str_eq(flags, "0 1\n", "main screen and a visible cursor again (alternate_on cursor_flag)");
+}
+
+Test(live, interactive_keys_in_tmux)
+{
+	struct trio t = trio_write();
+	tmux_start(t.dir, "-d 0.2");
+	struct order o = { "sort syncs/s", 3, { t.java, t.pg, t.scratch } };
+	await(in_order, &o, "the processes by syncs/s");
+	cr_assert_str_eq(tmux("display -p -t live '#{alternate_on} #{cursor_flag}'").out, "1 0\n",
+			 "the alternate screen, cursor hidden");
+	tmux("send-keys -t live w");
+	o = (struct order){ "sort writes/s", 3, { t.pg, t.java, t.scratch } };
+	await(in_order, &o, "w: by writes/s");
+	tmux("send-keys -t live r");
+	o = (struct order){ "sort data at risk", 3, { t.scratch, t.java, t.pg } };
+	await(in_order, &o, "r: by data at risk");
+	tmux("send-keys -t live l");
+	o = (struct order){ "sort sync p99", 3, { t.pg, t.java, t.scratch } };
+	await(in_order, &o, "l: by sync p99");
+
+	tmux("send-keys -t live f");
+	await(has, "filter (a pid", "f: the filter prompt");
+	tmux("send-keys -t live -l postgres");
+	tmux("send-keys -t live Enter");
+	o = (struct order){ "filter 'postgres'", 1, { t.pg } };
+	await(in_order, &o, "the filter applied");
+	tmux("send-keys -t live / C-u Enter");
+	o = (struct order){ "processes 3", 3, { t.pg, t.java, t.scratch } };
+	await(in_order, &o, "/ and an empty filter: all again");
+	cr_assert(!h_has(screen(), "filter '"), "%s", screen());
+
+	tmux("send-keys -t live g");
+	await(has, "(1 file)", "g: one row per rule");
+	tmux("send-keys -t live g h");
+	await(has, "synclat top - keys", "h: the help");
+	tmux("send-keys -t live x");
+	await(lacks, "synclat top - keys", "any key leaves the help");
+
+	/* Refreshed: the java process's journal now makes 7777 syncs/s. */
+	t.kj->f[0].iv_syncs = 7777;
+	t.kj->h.updated_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	fake_write(t.kj, t.dir, NULL);
+	await(has, " 7777 ", "the new rate after a refresh");
+
+	tmux("resize-window -t live -x 100 -y 8");
+	char *s = await(has, "more lines", "a smaller window: the lines that do not fit counted");
+	for (char *line = s, *nl; (nl = strchr(line, '\n')); line = nl + 1)
+		cr_assert_leq(nl - line, 100, "a line wider than the window:\n%s", s);
+
+	tmux("send-keys -t live q");
+	expect_restored(1, "synclat-exit-1=0");
+}
+
+Test(live, interactive_restores_the_terminal_on_signals)
+{
+	struct trio t = trio_write();
+	tmux_start(t.dir, "");
+	await(has, "sort syncs/s", "the view");
+	tmux("send-keys -t live C-c");
+	expect_restored(1, "synclat-exit-1=0");
+	tmux("send-keys -t live Enter");
+	await(has, "sort syncs/s", "the view, started again");
+	char *pane = tmux("display -p -t live '#{pane_pid}'").out;
+	struct h_result r = sh(h_fmt("pkill -TERM -P %d -x synclat", atoi(pane)), 10);
+	cr_assert_eq(r.code, 0, "no synclat under the pane's shell %s", pane);
+	expect_restored(2, "synclat-exit-2=143");
+}
+
+Test(live, top_without_a_terminal_and_bad_options)
+{
+	char *dir = live_dir();
+	struct h_result r = synclat(dir, "top", NULL);
+	cr_assert_eq(r.code, 1, "no terminal: exit %d\n%s", r.code, r.err);
+	cr_assert(h_has(r.err, "needs a terminal; use --once or --json"), "%s", r.err);
+	const char *bad[][3] = { { "-d", "0", NULL }, { "-d", "soon", NULL }, { "-p", "x", NULL },
+				 { "--once", "--json", NULL }, { "extra", NULL, NULL }, { "--bogus", NULL, NULL } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = synclat(dir, "top", bad[i][0], bad[i][1], NULL);
+		cr_assert_eq(r.code, 1, "top %s %s: exit %d", bad[i][0], bad[i][1] ? bad[i][1] : "", r.code);
+		cr_assert(h_has(r.err, "usage: synclat top"), "%s", r.err);
+	}
+	r = synclat(dir, "metrics", "extra", NULL);
+	cr_assert_eq(r.code, 1, "metrics extra: exit %d", r.code);
+	r = synclat(dir, "top", "-h", NULL);
+	h_assert_ok(r, "top -h");
+	cr_assert(h_has(r.out, "keys: q quit"), "%s", r.out);
+	r = synclat(dir, "--help", NULL);
+	cr_assert(h_has(r.out, "synclat top [") && h_has(r.out, "synclat metrics ["), "%s", r.out);
+}
