@@ -181,6 +181,7 @@ static struct trio trio_write(void)
 {
 	struct trio t = { sleeper(), sleeper(), sleeper(), NULL, NULL, NULL, live_dir() };
 	t.kj = fake_new(t.java, "java -Xmx1g -jar broker.jar");
+	t.kj->h.start_wall_ns = 1700000000120000000ull;
 	struct live_file *f = fake_file(t.kj, 1, "journal", P_DEFER, "/data/kahadb/db-1.log");
 	f->iv_writes = 500, f->iv_bytes = 2048000, f->iv_syncs = 400, f->iv_real_syncs = 20;
 	f->sync_p50_ns = 338, f->sync_p99_ns = 24200, f->sync_max_ns = 90000;
@@ -958,9 +959,9 @@ Test(live, metrics_pass_promtool_and_equal_the_inputs)
 		      h_fmt("pid=\"%d\",command=\"java\",rule=\"default\",policy=\"passthrough\",path=\"/data/kahadb/db.data\"",
 			    (int)t.java), "0");
 	expect_sample(o, "syncshim_up", h_fmt("pid=\"%d\",command=\"postgres:\"", (int)t.pg), "1");
+	/* Seconds exactly from ns, trailing zeros dropped. */
 	expect_sample(o, "syncshim_start_time_seconds", h_fmt("pid=\"%d\",command=\"java\"", (int)t.java),
-		      h_fmt("%llu.%09llu", (unsigned long long)(t.kj->h.start_wall_ns / SEC),
-			    (unsigned long long)(t.kj->h.start_wall_ns % SEC)));
+		      "1700000000.12");
 }
 
 Test(live, metrics_escape_labels_and_merge_duplicates)
@@ -1232,4 +1233,19 @@ Test(live, top_without_a_terminal_and_bad_options)
 	cr_assert(h_has(r.out, "keys: q quit"), "%s", r.out);
 	r = synclat(dir, "--help", NULL);
 	cr_assert(h_has(r.out, "synclat top [") && h_has(r.out, "synclat metrics ["), "%s", r.out);
+}
+
+/* The writer has created its file and not yet written it (empty, or a
+ * header of zeros): busy while its process lives, stale once it is gone. */
+Test(live, file_being_created_is_busy_not_bad)
+{
+	char *dir = live_dir();
+	pid_t kid = sleeper(), dead = dead_pid();
+	h_write_file(h_fmt("%s/%d.live", dir, (int)kid), "");
+	char *zeros = calloc(1, sizeof(struct fake));
+	write_bytes(h_fmt("%s/%d.live", dir, (int)dead), zeros, sizeof(struct fake));
+	struct h_result r = synclat(dir, "top", "--json", NULL);
+	h_assert_ok(r, "top --json");
+	cr_assert(h_has(r.out, "\"busy\": 1") && h_has(r.out, "\"stale\": 1, \"removed\": 1, \"bad\": 0"), "%s", r.out);
+	cr_assert(h_has(strstr(r.out, h_fmt("{\"pid\": %d,", (int)kid)), "\"busy\": true"), "%s", r.out);
 }

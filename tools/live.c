@@ -96,7 +96,7 @@ static enum live_status open_checked(int dirfd, const char *name, uid_t owner, i
 	else if (st->st_uid != owner)
 		rc = say(why, len, LIVE_REFUSED, "refused: owned by uid %u, not by the directory's owner %u",
 			 (unsigned)st->st_uid, (unsigned)owner);
-	else if (st->st_size < (off_t)sizeof(struct live_header))
+	else if (st->st_size > 0 && st->st_size < (off_t)sizeof(struct live_header))
 		rc = say(why, len, LIVE_BAD, "truncated: %lld bytes, less than a header", (long long)st->st_size);
 	else if (st->st_size > (off_t)LIVE_READ_MAX)
 		rc = say(why, len, LIVE_BAD, "%lld bytes: larger than any live file", (long long)st->st_size);
@@ -145,6 +145,13 @@ static bool read_seq(int fd, uint32_t *seq)
 	return pread_full(fd, seq, sizeof(*seq), (off_t)offsetof(struct live_header, seq));
 }
 
+/* A header of zeros: the writer has made the file and not yet written it. */
+static bool unwritten(const struct live_header *h)
+{
+	static const char zero[sizeof(h->magic)];
+	return memcmp(h->magic, zero, sizeof(zero)) == 0;
+}
+
 /* One seqlock copy: LIVE_BUSY when the count was odd or moved (retry),
  * LIVE_OK with h and the entries copied, else LIVE_BAD with why. */
 static enum live_status copy_once(int fd, off_t size, struct live_header *h, uint8_t *ents, char *why,
@@ -161,7 +168,7 @@ static enum live_status copy_once(int fd, off_t size, struct live_header *h, uin
 		return say(why, len, LIVE_BAD, "truncated while reading its files");
 	if (!read_seq(fd, &s2))
 		return say(why, len, LIVE_BAD, "truncated while reading");
-	if (s2 != s1 || h->seq != s1)
+	if (s2 != s1 || h->seq != s1 || unwritten(h))
 		return LIVE_BUSY; /* torn: even a bad-looking header may be half-written */
 	return st;
 }
@@ -282,10 +289,12 @@ static enum live_status read_open(int fd, off_t size, pid_t pid, uint64_t now_mo
 				  char *why, size_t len)
 {
 	struct live_header h;
-	uint8_t *ents = malloc((size_t)size);
+	uint8_t *ents = malloc(size ? (size_t)size : 1);
 	if (!ents)
 		return say(why, len, LIVE_BAD, "out of memory");
-	enum live_status st = copy_consistent(fd, size, &h, ents, why, len);
+	/* Empty: just created, not yet written. Busy, like a rewrite; if its
+	 * writer died there, the pid check below finds the file stale. */
+	enum live_status st = size ? copy_consistent(fd, size, &h, ents, why, len) : LIVE_BUSY;
 	if (st == LIVE_OK && h.pid != (uint32_t)pid)
 		st = say(why, len, LIVE_BAD, "names pid %u, not the %d of its file name", h.pid, (int)pid);
 	if (st == LIVE_OK && !fill_proc(p, &h, ents))
