@@ -122,7 +122,8 @@ static int proc_rows(struct top_proc *t, const struct top_opts *o)
 		for (size_t i = 0; i < t->nrows; i++)
 			t->rows[i].id = nfiles[i];
 	} else {
-		memcpy(t->rows, p->files, n * sizeof(*t->rows));
+		if (n) /* (a busy process has no files, and no array) */
+			memcpy(t->rows, p->files, n * sizeof(*t->rows));
 		t->nrows = n;
 	}
 	free(nfiles);
