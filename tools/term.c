@@ -109,7 +109,7 @@ void term_leave(struct term *t)
 		t->screen = false;
 		/* Whatever a signal says now, this must reach the terminal. */
 		for (size_t off = 0, n = sizeof(ALT_OFF) - 1; off < n;) {
-			ssize_t w = write(t->out, ALT_OFF + off, n - off);
+			ssize_t w = write(t->out, &ALT_OFF[off], n - off);
 			if (w < 0 && errno != EINTR)
 				break;
 			off += w > 0 ? (size_t)w : 0;
