@@ -89,10 +89,12 @@ round() {
 	# shows this broker, its journal rule, calls/s, sync latency and data
 	# at risk, once the shim publishes live counters (live = on); until
 	# then it says that no process publishes them. A synclat without
-	# `top` says so here and the walkthrough goes on.
+	# `top` says so here and the walkthrough goes on. (Its lines carry the
+	# side's name: the main script shows only the rounds' lines that do.)
 	sleep 1
 	if "$dir/bin/synclat" --help 2>&1 | grep -q 'synclat top'; then
-		env -u LD_PRELOAD "$dir/bin/synclat" top --once -p "$broker" || true
+		env -u LD_PRELOAD "$dir/bin/synclat" top --once -p "$broker" 2>&1 |
+			env -u LD_PRELOAD sed "s/^/$side: /" || true
 	else
 		echo "$side: [live view: synclat top --once goes here; synclat has no 'top' yet]"
 	fi
