@@ -26,7 +26,7 @@
 static const char metrics_usage[] =
 	"usage: synclat metrics [--out FILE] [--dir DIR]\n"
 	"The live counters of every shimmed process (live = on) in the Prometheus text format.\n"
-	"  -o, --out FILE   replace FILE atomically (mode 0644) instead of writing to standard output;\n"
+	"  -o, --out FILE   replace FILE atomically (mode 0644) instead of writing to standard output\n"
 	"                   (for node_exporter: a FILE.prom in its textfile collector's directory)\n"
 	"  --dir DIR        read DIR alone (default: $SYNCSHIM_LIVE_DIR, else\n"
 	"                   $XDG_RUNTIME_DIR/syncshim and /tmp/syncshim-UID; root: every user's)\n";

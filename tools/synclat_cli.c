@@ -41,9 +41,8 @@ static const char usage_text[] =
 	"       synclat top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]\n"
 	"       synclat metrics [--out FILE] [--dir DIR]\n"
 	"\n"
-	"report and compare read latency logs; top and metrics read the live counters\n"
-	"of running processes (live = on; `synclat top -h`, `synclat metrics -h`).\n"
-	"Several logs on one side (a forked family: parent and children) are merged.\n"
+	"report and compare read latency logs. Several logs on one side (a forked\n"
+	"family: parent and children) are merged.\n"
 	"A LOG is a regular file, or '-' for standard input (to read a pipe or FIFO).\n"
 	"  --csv, --json   machine-readable output instead of text\n"
 	"  --per-second    report: add the per-second table\n"
@@ -52,6 +51,8 @@ static const char usage_text[] =
 	"  --html FILE     compare: write one HTML page with the table and the plots\n"
 	"  --name-a NAME, --name-b NAME   compare: what to call each side in the plots\n"
 	"  --salvage       report a damaged log up to its first bad block\n"
+	"top and metrics read the live counters of running processes (live = on):\n"
+	"their options are in `synclat top -h` and `synclat metrics -h`.\n"
 	"exit status: 0 ok, 1 usage error, 2 bad input\n";
 
 struct opts {
