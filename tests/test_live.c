@@ -1201,7 +1201,7 @@ Test(live, interactive_keys_in_tmux)
 Test(live, interactive_restores_the_terminal_on_signals)
 {
 	struct trio t = trio_write();
-	tmux_start(t.dir, "");
+	tmux_start(t.dir, "-d 3600"); /* a signal must end the wait, not the next refresh */
 	await(has, "sort syncs/s", "the view");
 	tmux("send-keys -t live C-c");
 	expect_restored(1, "synclat-exit-1=0");

@@ -137,6 +137,23 @@ void term_suspend(struct term *t)
 	raw_on(t);
 }
 
+int term_wait(struct term *t, struct pollfd *p, int ms)
+{
+	(void)t;
+	sigset_t block, old;
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
+		sigaddset(&block, handled[i]);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	int r = 0;
+	if (!term_quit_signal && !term_resized && !term_stopped) {
+		struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+		r = ppoll(p, 1, &ts, &old);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 bool term_write(struct term *t, const char *buf, size_t len)
 {
 	while (len) {

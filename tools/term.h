@@ -7,6 +7,7 @@
 #ifndef SYNCSHIM_TERM_H
 #define SYNCSHIM_TERM_H
 
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +37,11 @@ void term_update_size(struct term *t);
 void term_suspend(struct term *t);
 /* Writes all of buf; false on an error, or when a quit signal came. */
 bool term_write(struct term *t, const char *buf, size_t len);
+/* poll() on the terminal's input for ms, or until one of the handled
+ * signals: they are blocked while the flags are checked and let through
+ * only inside ppoll, so one that comes just before the wait still ends
+ * it. Returns poll's result, 0 at once if a flag is already set. */
+int term_wait(struct term *t, struct pollfd *p, int ms);
 /* After term_leave: die of the quit signal that ended the loop, as an
  * interrupted program should (its parent sees the signal). */
 void term_reraise(void);

@@ -219,7 +219,7 @@ static void read_keys(struct screen *sc)
 static void wait_input(struct screen *sc, uint64_t ms)
 {
 	struct pollfd p = { .fd = sc->t.in, .events = POLLIN };
-	int r = poll(&p, 1, ms > 60000 ? 60000 : (int)ms);
+	int r = term_wait(&sc->t, &p, ms > 60000 ? 60000 : (int)ms);
 	if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
 		sc->quit = true; /* the terminal is gone */
 	else if (r > 0)
