@@ -1207,10 +1207,38 @@ Test(live, interactive_restores_the_terminal_on_signals)
 	expect_restored(1, "synclat-exit-1=0");
 	tmux("send-keys -t live Enter");
 	await(has, "sort syncs/s", "the view, started again");
-	char *pane = tmux("display -p -t live '#{pane_pid}'").out;
-	struct h_result r = sh(h_fmt("pkill -TERM -P %d -x synclat", atoi(pane)), 10);
-	cr_assert_eq(r.code, 0, "no synclat under the pane's shell %s", pane);
+	int pane = atoi(tmux("display -p -t live '#{pane_pid}'").out);
+	struct h_result r = sh(h_fmt("pkill -TERM -P %d -x synclat", pane), 10);
+	cr_assert_eq(r.code, 0, "no synclat under the pane's shell %d", pane);
 	expect_restored(2, "synclat-exit-2=143");
+}
+
+/* Ctrl-Z under a shell with job control (an interactive bash, as in a
+ * terminal: the kernel discards SIGTSTP for a process group no shell
+ * could continue, such as a script's): the terminal is put back while
+ * synclat is stopped, and taken again by fg. */
+Test(live, interactive_suspends_and_resumes)
+{
+	struct trio t = trio_write();
+	tmux_sock = h_path("tmux.sock");
+	tmux("-f /dev/null new-session -d -s live -x 160 -y 40 'PS1=\"$ \" bash --norc --noprofile -i'");
+	char *cmd = h_fmt("SYNCSHIM_LIVE_DIR=%s %s top -d 3600", t.dir, synclat_bin());
+	tmux("send-keys -t live -l '%s'", cmd);
+	tmux("send-keys -t live Enter");
+	await(has, "sort syncs/s", "the view");
+	tmux("send-keys -t live C-z");
+	await(has, "Stopped", "bash's word that the job stopped");
+	cr_assert_str_eq(tmux("display -p -t live '#{alternate_on} #{cursor_flag}'").out, "0 1\n",
+			 "the main screen and the cursor back while stopped");
+	tmux("send-keys -t live -l fg");
+	tmux("send-keys -t live Enter");
+	await(has, "sort syncs/s", "the view again after fg");
+	cr_assert_str_eq(tmux("display -p -t live '#{alternate_on} #{cursor_flag}'").out, "1 0\n");
+	tmux("send-keys -t live q");
+	await(lacks, "sort syncs/s", "q after fg");
+	tmux("send-keys -t live -l 'echo synclat-exit=$?'");
+	tmux("send-keys -t live Enter");
+	await(has, "synclat-exit=0", "exit status 0");
 }
 
 Test(live, top_without_a_terminal_and_bad_options)
