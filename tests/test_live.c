@@ -694,6 +694,10 @@ static void write_hostile(const char *dir, const char *elsewhere, pid_t kid)
 	k->h.nfiles = FAKE_MAX + 1;
 	fake_write(k, dir, NULL);
 	k->h.nfiles = 0;
+	k->h.pid = 900008;
+	k->h.interval_ms = 0xffffffff;
+	fake_write(k, dir, NULL);
+	k->h.interval_ms = 1000;
 	k->h.pid = 900006; /* named 900007 */
 	fake_write(k, dir, "900007.live");
 	fake_write(k, dir, "abc.live");
@@ -713,11 +717,12 @@ Test(live, hostile_files_are_refused_without_blocking)
 	cr_assert_lt(r.secs, 5.0);
 	expect_json(r.out);
 	cr_assert(h_has(r.out, "\"processes\": 1,") && h_has(r.out, h_fmt("{\"pid\": %d,", (int)good)), "%s", r.out);
-	cr_assert(h_has(r.out, "\"bad\": 7, \"refused\": 3}"), "%s", r.out);
+	cr_assert(h_has(r.out, "\"bad\": 8, \"refused\": 3}"), "%s", r.out);
 	const char *why[] = { "x.live: refused: a FIFO", "d.live: refused: a directory",
 			      h_fmt("%d.live: refused: a symbolic link", (int)kid), "900001.live: truncated: 600 bytes",
 			      "900002.live: truncated", "900003.live: not a live counters file", "900004.live: version 2",
 			      "900005.live: nfiles 41 > max_files 40", "900007.live: names pid 900006",
+			      "900008.live: interval 4294967295 ms",
 			      "abc.live: not named PID.live" };
 	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++)
 		cr_assert(h_has(r.out, why[i]), "no note '%s':\n%s", why[i], r.out);
@@ -725,7 +730,7 @@ Test(live, hostile_files_are_refused_without_blocking)
 	cr_assert_eq(access(h_fmt("%s/900001.live", dir), F_OK), 0, "a bad file is not removed (only stale ones)");
 	r = synclat(dir, "metrics", NULL);
 	h_assert_ok(r, "metrics among hostile files");
-	cr_assert(h_has(r.out, "syncshim_live_skipped_files{reason=\"unreadable\"} 10\n"), "%s", r.out);
+	cr_assert(h_has(r.out, "syncshim_live_skipped_files{reason=\"unreadable\"} 11\n"), "%s", r.out);
 }
 
 Test(live, file_of_another_user_is_refused)

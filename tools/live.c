@@ -107,7 +107,8 @@ static enum live_status open_checked(int dirfd, const char *name, uid_t owner, i
 	return rc;
 }
 
-/* The layout checks of LIVEFORMAT.md on a consistent header. */
+/* The checks of LIVEFORMAT.md on a consistent header, and bounds on the
+ * fields the views divide by or trust. */
 static enum live_status layout_ok(const struct live_header *h, off_t size, char *why, size_t len)
 {
 	if (memcmp(h->magic, LIVE_MAGIC, sizeof(h->magic)) != 0)
@@ -124,6 +125,12 @@ static enum live_status layout_ok(const struct live_header *h, off_t size, char 
 		return say(why, len, LIVE_BAD, "max_files %u out of range", h->max_files);
 	if (h->nfiles > h->max_files)
 		return say(why, len, LIVE_BAD, "nfiles %u > max_files %u", h->nfiles, h->max_files);
+	/* The rest must be plausible for a process publishing once a second. */
+	if (h->ended > 1)
+		return say(why, len, LIVE_BAD, "ended %u is not 0 or 1", h->ended);
+	if (h->interval_ms > 3600000u || h->interval_ns > 3600 * 1000000000ull)
+		return say(why, len, LIVE_BAD, "interval %u ms (%llu ns) out of range", h->interval_ms,
+			   (unsigned long long)h->interval_ns);
 	uint64_t need = h->header_size + (uint64_t)h->max_files * h->file_size;
 	if ((uint64_t)size < need)
 		return say(why, len, LIVE_BAD, "truncated: %lld bytes, the layout needs %llu", (long long)size,
