@@ -30,8 +30,14 @@ uint64_t metrics_le_ns(unsigned k)
 
 unsigned metrics_le_bucket(unsigned k)
 {
-	/* live_bucket(ns) is the bucket above ns when ns is a bound. */
-	return live_bucket(metrics_le_ns(k)) - 1;
+	/* The bucket whose upper bound it is, found by the bound itself: it
+	 * does not depend on which side of a bound live_bucket puts a value
+	 * equal to it. (Not a bound at all: the test of these bounds fails.) */
+	uint64_t ns = metrics_le_ns(k);
+	unsigned i = 0;
+	while (i + 1 < LIVE_NBOUNDS && live_bound_ns(i) < ns)
+		i++;
+	return i;
 }
 
 /* ---- values ---- */
