@@ -22,6 +22,9 @@ BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev f
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq).
 INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq
+# ... and for the live counters' readers (tests/test_live.c): promtool
+# checks synclat metrics, tmux drives synclat top.
+LIVE_PKGS := prometheus tmux
 BENCH_PKGS := eatmydata libactivemq-java fio python3
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
@@ -32,9 +35,12 @@ PURE_SRCS := $(wildcard policy/*.c)
 SYNCLOG_SHIM_SRCS := shim/hist.c shim/logfmt.c
 SYNCLOG_SRCS := $(SYNCLOG_SHIM_SRCS) tools/logread.c
 # What synclat computes and prints, $(SYNCLAT_LIB): report, compare, the
-# plots and the command line itself (synclat_main); tools/synclat.c is
-# only its main(), so the tests and the fuzz targets run the same code.
-SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c
+# plots, the live counters' readers (live*.c: top, metrics) and the command
+# line itself (synclat_main); tools/synclat.c is only its main(), so the
+# tests and the fuzz targets run the same code.
+SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c \
+	tools/live.c tools/livescan.c tools/livesum.c tools/topview.c tools/toptext.c tools/topjson.c \
+	tools/top.c tools/topscreen.c tools/term.c tools/metrics.c tools/metrics_out.c
 # The preloaded library: everything else under shim/.
 SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))
 SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c
@@ -69,7 +75,7 @@ SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
 deps:
-	@missing=""; for p in $(BUILD_PKGS) $(INSTALL_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(BUILD_PKGS) $(INSTALL_PKGS) $(LIVE_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 

@@ -130,7 +130,7 @@ void fmt_ratio(char *buf, size_t len, double r)
 		snprintf(buf, len, "%.3gx", r);
 }
 
-static void fmt_bytes(char *buf, size_t len, uint64_t b)
+void fmt_bytes(char *buf, size_t len, uint64_t b)
 {
 	static const char *const unit[] = { "B", "kB", "MB", "GB", "TB", "PB" };
 	double v = (double)b;
@@ -150,9 +150,7 @@ static void fmt_wall(char *buf, size_t len, uint64_t wall_ns)
 		snprintf(buf, len, "?");
 }
 
-/* Text from a log, for a terminal: control bytes (a crafted or damaged
- * log could hold escape sequences) are shown as '?'. */
-static void put_clean(FILE *out, const char *s)
+void put_clean(FILE *out, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
 		fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, out);
@@ -190,7 +188,7 @@ void markup_text(FILE *out, const char *s)
 	}
 }
 
-static void json_str(FILE *out, const char *s)
+void json_str(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {

@@ -60,11 +60,19 @@ void compare_print(FILE *out, const struct run *a, const struct run *b, enum rep
  * and " escaped, control bytes left out. The one escaper of both writers. */
 void markup_text(FILE *out, const char *s);
 
+/* Text from a log or a live file, for a terminal: control bytes (a
+ * crafted or damaged file could hold escape sequences) are shown as '?'. */
+void put_clean(FILE *out, const char *s);
+/* A JSON string literal, quotes included: " \ and control bytes escaped. */
+void json_str(FILE *out, const char *s);
+
 /* The comparison table as an HTML <table> (for synclat compare --html). */
 void compare_html_table(FILE *out, const struct run *a, const struct run *b);
 
 /* Human units: "850 ns", "3.10 us", "245 us", "1.20 ms", "2.50 s". */
 void fmt_ns(char *buf, size_t len, double ns);
+/* Bytes in SI units: "850 B", "4.10 kB", "2.73 MB". */
+void fmt_bytes(char *buf, size_t len, uint64_t b);
 /* Ratios: "0.002x", "1.00x", "38.2x", "-" when undefined. */
 void fmt_ratio(char *buf, size_t len, double ratio);
 

@@ -5,6 +5,8 @@
  *   synclat compare [--csv|--json] [--svg FILE] [--html FILE] [--salvage]
  *                   A.log[,A2.log...] B.log[,B2.log...]
  *   synclat compare [...] -a LOG [-a LOG...] -b LOG [-b LOG...]
+ *   synclat top [options]        (top.c: the live counters, like top)
+ *   synclat metrics [options]    (metrics.c: the same for Prometheus)
  *
  * Exit status: 0 ok, 1 usage error, 2 bad input (unreadable, truncated,
  * corrupt or foreign log; the message names the file and byte offset) or
@@ -23,8 +25,10 @@
 #include <string.h>
 
 #include "logread.h"
+#include "metrics.h"
 #include "report.h"
 #include "svg.h"
+#include "top.h"
 
 #define EXIT_USAGE 1
 #define EXIT_INPUT 2
@@ -34,8 +38,11 @@ static const char usage_text[] =
 	"       synclat compare [--csv|--json] [--svg FILE] [--html FILE] [--salvage]\n"
 	"                       A.log[,A2.log...] B.log[,B2.log...]\n"
 	"       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]\n"
+	"       synclat top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]\n"
+	"       synclat metrics [--out FILE] [--dir DIR]\n"
 	"\n"
-	"Several logs on one side (a forked family: parent and children) are merged.\n"
+	"report and compare read latency logs. Several logs on one side (a forked\n"
+	"family: parent and children) are merged.\n"
 	"A LOG is a regular file, or '-' for standard input (to read a pipe or FIFO).\n"
 	"  --csv, --json   machine-readable output instead of text\n"
 	"  --per-second    report: add the per-second table\n"
@@ -44,6 +51,8 @@ static const char usage_text[] =
 	"  --html FILE     compare: write one HTML page with the table and the plots\n"
 	"  --name-a NAME, --name-b NAME   compare: what to call each side in the plots\n"
 	"  --salvage       report a damaged log up to its first bad block\n"
+	"top and metrics read the live counters of running processes (live = on):\n"
+	"their options are in `synclat top -h` and `synclat metrics -h`.\n"
 	"exit status: 0 ok, 1 usage error, 2 bad input\n";
 
 struct opts {
@@ -271,6 +280,13 @@ int synclat_main(int argc, char **argv, FILE *out, FILE *err)
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage_text, out);
 		return 0;
+	}
+	/* The live counters' commands take their own options. */
+	if (!strcmp(cmd, "top") || !strcmp(cmd, "metrics")) {
+		int rc = !strcmp(cmd, "top") ? top_main(argc - 1, argv + 1, out, err)
+					     : metrics_main(argc - 1, argv + 1, out, err);
+		fflush(out);
+		return rc;
 	}
 	bool compare = !strcmp(cmd, "compare");
 	if (!compare && strcmp(cmd, "report")) {

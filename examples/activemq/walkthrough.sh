@@ -84,14 +84,17 @@ round() {
 	local producer=$!
 
 	# ---- LIVE VIEW --------------------------------------------------------
-	# Here, while the producer runs, is where the broker's live view goes:
-	# `synclat top --once` (issue 10, part 2; `synclat top` for the
-	# interactive one) shows this broker, its journal rule, calls/s, sync
-	# latency and data at risk. synclat has no `top` yet: until it has,
-	# this says so and the walkthrough goes on.
+	# Here, while the producer runs, is the broker's live view:
+	# `synclat top --once -p PID` (`synclat top` for the interactive one)
+	# shows this broker, its journal rule, calls/s, sync latency and data
+	# at risk, once the shim publishes live counters (live = on); until
+	# then it says that no process publishes them. A synclat without
+	# `top` says so here and the walkthrough goes on. (Its lines carry the
+	# side's name: the main script shows only the rounds' lines that do.)
 	sleep 1
 	if "$dir/bin/synclat" --help 2>&1 | grep -q 'synclat top'; then
-		env -u LD_PRELOAD "$dir/bin/synclat" top --once || true
+		env -u LD_PRELOAD "$dir/bin/synclat" top --once -p "$broker" 2>&1 |
+			env -u LD_PRELOAD sed "s/^/$side: /" || true
 	else
 		echo "$side: [live view: synclat top --once goes here; synclat has no 'top' yet]"
 	fi

@@ -1,0 +1,28 @@
+/*
+ * metrics.h - `synclat metrics`: the live counters (live.h) in the
+ * Prometheus text exposition format, version 0.0.4, for node_exporter's
+ * textfile collector or any scraper of such files.
+ */
+#ifndef SYNCSHIM_METRICS_H
+#define SYNCSHIM_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "live.h"
+
+/* The histograms' `le` bounds: every 1-2-5 value from 1 us to 10 s,
+ * each an exact bound of the live format's buckets (livefmt.h). */
+#define METRICS_NLE 22
+/* Bound k in ns, and the live bucket it closes (live_bound_ns(i) == ns). */
+uint64_t metrics_le_ns(unsigned k);
+unsigned metrics_le_bucket(unsigned k);
+
+/* One exposition of a snapshot; -1 when out of memory (nothing written). */
+int metrics_write(FILE *out, const struct live_snapshot *s);
+
+/* "synclat metrics ARGS" (argv[0] is "metrics"): 0 ok, 1 usage error,
+ * 2 the output file could not be written. */
+int metrics_main(int argc, char **argv, FILE *out, FILE *err);
+
+#endif
