@@ -39,7 +39,7 @@ SYNCLOG_SRCS := $(SYNCLOG_SHIM_SRCS) tools/logread.c
 # line itself (synclat_main); tools/synclat.c is only its main(), so the
 # tests and the fuzz targets run the same code.
 SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c \
-	tools/live.c tools/livescan.c tools/livesum.c tools/topview.c tools/toptext.c tools/topjson.c \
+	tools/liveread.c tools/livescan.c tools/livesum.c tools/topview.c tools/toptext.c tools/topjson.c \
 	tools/top.c tools/topscreen.c tools/term.c tools/metrics.c tools/metrics_out.c
 # The preloaded library: everything else under shim/.
 SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))

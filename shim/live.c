@@ -337,22 +337,39 @@ static void fill_header(struct live_header *h)
 	h->proc_start = proc_self_start_time();
 	h->start_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
 	proc_self_cmdline(h->cmdline, sizeof(h->cmdline));
+	proc_self_comm(h->comm, sizeof(h->comm));
 	copy_cut(h->config, sizeof(h->config), V.config);
 	snprintf(h->default_policy, sizeof(h->default_policy), "%s", V.default_policy);
 }
 
-/* A stale file of an earlier process with our pid is replaced; a name
- * that is something else than a plain file (a planted symlink) is not. */
-static int create_file(int dirfd)
+/* Made under a temporary name (a stale one of an earlier process with our
+ * pid is removed first; a name that is not a plain file is left alone) and
+ * renamed into place with its header written: a reader never finds a
+ * PID.live that is not yet a live file. */
+static int create_tmp(int dirfd, const char *tmp)
 {
-	snprintf(V.name, sizeof(V.name), "%d" LIVE_SUFFIX, (int)getpid());
 	int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-	int fd = openat(dirfd, V.name, flags, 0600);
+	int fd = openat(dirfd, tmp, flags, 0600);
 	struct stat st;
-	if (fd < 0 && errno == EEXIST && fstatat(dirfd, V.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISREG(st.st_mode) && unlinkat(dirfd, V.name, 0) == 0)
-		fd = openat(dirfd, V.name, flags, 0600);
+	if (fd < 0 && errno == EEXIST && fstatat(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && unlinkat(dirfd, tmp, 0) == 0)
+		fd = openat(dirfd, tmp, flags, 0600);
 	return fd;
+}
+
+static void *map_new(int dirfd, const char *tmp)
+{
+	int fd = create_tmp(dirfd, tmp);
+	void *p = MAP_FAILED;
+	if (fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0)
+		p = mmap(NULL, LIVE_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int e = errno;
+	if (fd >= 0)
+		close(fd); /* the mapping is all we need */
+	if (p == MAP_FAILED && fd >= 0)
+		unlinkat(dirfd, tmp, 0);
+	errno = e;
+	return p;
 }
 
 static bool make_file(void)
@@ -362,23 +379,28 @@ static bool make_file(void)
 	int dirfd = open_dir();
 	if (dirfd < 0)
 		return false;
-	int fd = create_file(dirfd);
-	void *p = MAP_FAILED;
-	if (fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0)
-		p = mmap(NULL, LIVE_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	int e = errno;
-	if (fd >= 0)
-		close(fd); /* the mapping is all we need */
+	char tmp[48];
+	snprintf(V.name, sizeof(V.name), "%d" LIVE_SUFFIX, (int)getpid());
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", V.name);
+	void *p = map_new(dirfd, tmp);
+	if (p != MAP_FAILED) {
+		fill_header(p);
+		if (renameat(dirfd, tmp, dirfd, V.name) != 0) {
+			int e = errno;
+			unlinkat(dirfd, tmp, 0);
+			munmap(p, LIVE_FILE_BYTES);
+			errno = e;
+			p = MAP_FAILED;
+		}
+	}
 	if (p == MAP_FAILED) {
-		if (fd >= 0)
-			unlinkat(dirfd, V.name, 0);
+		int e = errno;
 		close(dirfd);
 		say_once("cannot create the live file %s: %s; live counters off", V.name, e);
 		return false;
 	}
 	V.map = p;
 	V.dirfd = dirfd;
-	fill_header(V.map);
 	return true;
 }
 

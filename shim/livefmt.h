@@ -2,7 +2,7 @@
  * livefmt.h - the live counters file a shimmed process publishes about
  * once a second for `synclat top` and `synclat metrics`.
  * docs/LIVEFORMAT.md is the specification; shim/live.c writes it,
- * tools/live.c reads it.
+ * tools/liveread.c reads it.
  *
  * One file per process, DIR/PID.live, mode 0600, in native byte order
  * (it never leaves the machine). The writer maps it shared and rewrites it
@@ -29,8 +29,9 @@
  * Latency buckets, in ns: ten per decade from 100 ns to 10 s (upper bounds
  * 100, 125, 160, 200, 250, 320, 400, 500, 630, 800, 1000, 1250, ... ns),
  * so a value is placed within 12% and the 1-2-5 bounds Prometheus users
- * expect are exact bucket bounds. Bucket 0 holds values below 100 ns,
- * bucket i (1..80) [bound(i-1), bound(i)), bucket 81 values of 10 s and more.
+ * expect are exact bucket bounds. Bucket 0 holds values up to 100 ns,
+ * bucket i (1..80) (bound(i-1), bound(i)], bucket 81 values above 10 s:
+ * upper bounds included, as Prometheus's `le` means.
  */
 #define LIVE_NBOUNDS 81
 #define LIVE_NBUCKETS (LIVE_NBOUNDS + 1)
@@ -48,10 +49,10 @@ static inline uint64_t live_bound_ns(unsigned i)
 /* Bucket of a value in ns. */
 static inline unsigned live_bucket(uint64_t ns)
 {
-	unsigned lo = 0, hi = LIVE_NBOUNDS; /* first bound above ns, or LIVE_NBOUNDS */
+	unsigned lo = 0, hi = LIVE_NBOUNDS; /* first bound not below ns, or LIVE_NBOUNDS */
 	while (lo < hi) {
 		unsigned mid = (lo + hi) / 2;
-		if (live_bound_ns(mid) > ns)
+		if (live_bound_ns(mid) >= ns)
 			hi = mid;
 		else
 			lo = mid + 1;
@@ -85,7 +86,8 @@ struct live_header {
 	char cmdline[LIVE_CMD_MAX];
 	char config[LIVE_PATH_MAX];        /* the ini file, "" if none */
 	char default_policy[16];           /* the [shim] policy */
-	uint8_t reserved[1024 - 96 - LIVE_CMD_MAX - LIVE_PATH_MAX - 16];
+	char comm[16];                     /* /proc/PID/comm: the program's name, "" if unknown */
+	uint8_t reserved[1024 - 96 - LIVE_CMD_MAX - LIVE_PATH_MAX - 16 - 16];
 };
 
 struct live_file {

@@ -24,6 +24,13 @@ static ssize_t read_proc(const char *name, char *out, size_t len)
 	return n;
 }
 
+void proc_self_comm(char *out, size_t len)
+{
+	ssize_t n = read_proc("/proc/self/comm", out, len);
+	if (n > 0 && out[n - 1] == '\n')
+		out[n - 1] = '\0';
+}
+
 void proc_self_cmdline(char *out, size_t len)
 {
 	ssize_t n = read_proc("/proc/self/cmdline", out, len);

@@ -13,7 +13,7 @@
 #include <sys/sysmacros.h>
 
 #include "harness.h"
-#include "live.h"
+#include "liveread.h"
 #include "metrics.h"
 
 /* ---- processes for the files to belong to ------------------------------ */
@@ -74,7 +74,7 @@ static void live_fini(void)
 
 TestSuite(live, .init = h_setup, .fini = live_fini, .timeout = 60);
 
-/* /proc/PID/stat field 22, parsed here independently of tools/live.c. */
+/* /proc/PID/stat field 22, parsed here independently of tools/liveread.c. */
 static uint64_t start_of(pid_t pid)
 {
 	char *t = h_read_file(h_fmt("/proc/%d/stat", (int)pid));
@@ -192,7 +192,7 @@ static struct trio trio_write(void)
 	f->sync_buckets[live_bucket(1500000)] = 5;
 	f->sync_buckets[live_bucket(20 * SEC)] = 1;
 	f->sync_sum_ns = 21234567890ull;
-	f->real_buckets[live_bucket(2000000)] = 400; /* exactly 2 ms: the bucket above the bound */
+	f->real_buckets[live_bucket(2000000)] = 400; /* exactly 2 ms: counted under le="0.002" */
 	f->real_sum_ns = 800000000ull;
 	f = fake_file(t.kj, 0, "", P_PASS, "/data/kahadb/db.data");
 	f->iv_writes = 50, f->iv_syncs = 5, f->iv_real_syncs = 5, f->sync_p99_ns = 900000;
@@ -950,6 +950,7 @@ Test(live, metrics_pass_promtool_and_equal_the_inputs)
 	expect_sample(o, "syncshim_sync_duration_seconds_sum", L, "21.23456789");
 	expect_sample(o, "syncshim_sync_duration_seconds_count", L, "401");
 	expect_sample(o, "syncshim_real_sync_duration_seconds_bucket", h_fmt("%s,le=\"0.001\"", L), "0");
+	expect_sample(o, "syncshim_real_sync_duration_seconds_bucket", h_fmt("%s,le=\"0.002\"", L), "400");
 	expect_sample(o, "syncshim_real_sync_duration_seconds_bucket", h_fmt("%s,le=\"0.005\"", L), "400");
 	expect_sample(o, "syncshim_real_sync_duration_seconds_sum", L, "0.8");
 	expect_sample(o, "syncshim_real_sync_duration_seconds_count", L, "400");
@@ -1281,4 +1282,156 @@ Test(live, file_being_created_is_busy_not_bad)
 	h_assert_ok(r, "top --json");
 	cr_assert(h_has(r.out, "\"busy\": 1") && h_has(r.out, "\"stale\": 1, \"removed\": 1, \"bad\": 0"), "%s", r.out);
 	cr_assert(h_has(strstr(r.out, h_fmt("{\"pid\": %d,", (int)kid)), "\"busy\": true"), "%s", r.out);
+}
+
+/* ======================================================================== */
+/* With the real shim: a shimmed program's own live file, as the readers    */
+/* show it (shim/live.c writes it; test_livepub.c checks its counts).       */
+/* ======================================================================== */
+
+/* fl_loop under POLICY with live counters on, a write + fsync every
+ * 500 us until the stop file appears. */
+static pid_t shimmed_loop(const char *dir, const char *policy, const char *file, const char *stop,
+			  struct h_cmd *c, const char *log)
+{
+	h_cmd_init(c, H_SHIM);
+	h_env(c, "SYNCSHIM_LIVE=1");
+	h_envf(c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_envf(c, "SYNCSHIM_POLICY=%s", policy);
+	if (log) {
+		h_envf(c, "SYNCSHIM_LOG=%s", log);
+		h_env(c, "SYNCSHIM_LOG_MODE=calls");
+	}
+	h_args(c, h_prog("fl_loop"), "-f", file, "-n", "1000000", "-p", "500", "-S", stop, "-T", "30000", NULL);
+	return h_spawn(c);
+}
+
+/* Polls `synclat top --json` until the file's entry satisfies want. */
+static char *await_json(const char *dir, const char *file, bool (*want)(const char *entry))
+{
+	for (double end = h_now() + 15; h_now() < end; usleep(50000)) {
+		struct h_result r = synclat(dir, "top", "--json", NULL);
+		const char *e = strstr(r.out, h_fmt("\"path\": \"%s\"", file));
+		if (e && want(e))
+			return r.out;
+	}
+	return NULL;
+}
+
+static double json_num(const char *entry, const char *key)
+{
+	const char *p = strstr(entry, h_fmt("\"%s\": ", key));
+	return p ? strtod(p + strlen(key) + 4, NULL) : -1;
+}
+
+static bool busy_and_at_risk(const char *e)
+{
+	return json_num(e, "writes_per_s") > 0 && json_num(e, "at_risk_worst_bytes") > 0;
+}
+
+static bool busy(const char *e)
+{
+	return json_num(e, "writes_per_s") > 0 && json_num(e, "syncs_per_s") > 0;
+}
+
+/*
+ * A running program under defer appears in top --once with its file, its
+ * policy, its calls/s and data at risk; under passthrough the same program
+ * has none at risk, in every snapshot.
+ */
+Test(live, real_shimmed_process_in_top_once)
+{
+	char *dir = live_dir(), *file = h_path("d.dat"), *stop = h_path("stop");
+	struct h_cmd c;
+	pid_t pid = shimmed_loop(dir, "defer", file, stop, &c, NULL);
+	char *json = await_json(dir, file, busy_and_at_risk);
+	struct h_result once = synclat(dir, "top", "--once", NULL);
+	h_write_file(stop, "");
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "fl_loop");
+	cr_assert_not_null(json, "defer: top --json never showed the file busy with data at risk");
+	char *row = line_with(once.out, file);
+	cr_assert_not_null(row, "top --once has no row for %s:\n%s", file, once.out);
+	cr_assert(h_has(row, "defer"), "the row does not name its policy: %s", row);
+	cr_assert(h_has(once.out, h_fmt("PID %d", (int)pid)), "%s", once.out);
+
+	char *pfile = h_path("p.dat"), *pstop = h_path("pstop");
+	pid = shimmed_loop(dir, "passthrough", pfile, pstop, &c, NULL);
+	int seen = 0;
+	for (double end = h_now() + 15; h_now() < end && seen < 3; usleep(100000)) {
+		struct h_result r = synclat(dir, "top", "--json", NULL);
+		const char *e = strstr(r.out, h_fmt("\"path\": \"%s\"", pfile));
+		if (!e || !busy(e))
+			continue;
+		seen++;
+		cr_assert_eq(json_num(e, "at_risk_bytes"), 0, "passthrough: data at risk in\n%s", e);
+		cr_assert_eq(json_num(e, "at_risk_worst_bytes"), 0, "passthrough: data at risk in\n%s", e);
+	}
+	h_write_file(pstop, "");
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "fl_loop");
+	cr_assert_eq(seen, 3, "passthrough: saw the busy file in only %d snapshots", seen);
+}
+
+/* The interactive view of the same: in a tmux pane, the defer program's
+ * row with its policy and path. */
+Test(live, real_shimmed_process_in_the_interactive_view)
+{
+	char *dir = live_dir(), *file = h_path("i.dat"), *stop = h_path("stop");
+	struct h_cmd c;
+	pid_t pid = shimmed_loop(dir, "defer", file, stop, &c, NULL);
+	tmux_start(dir, "-d 0.5");
+	char *s = await(has, file, "the shimmed program's file");
+	char *row = line_with(s, file);
+	tmux("send-keys -t live q");
+	h_write_file(stop, "");
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "fl_loop");
+	cr_assert(row && h_has(row, "defer"), "%s", s);
+	cr_assert(h_has(s, h_fmt("PID %d", (int)pid)), "%s", s);
+}
+
+static bool counted(const char *text, const void *arg)
+{
+	(void)arg;
+	return h_has(text, "syncshim_writes_total{");
+}
+
+/*
+ * metrics on a real run pass promtool, and their counts are the log's:
+ * after the program has stopped writing (it idles), synclat metrics and
+ * synclat report of the same run give the same writes, bytes and syncs.
+ */
+Test(live, real_metrics_match_the_report_of_the_same_run)
+{
+	char *dir = live_dir(), *file = h_path("m.dat"), *stop = h_path("stop"), *log = h_path("m.log");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM);
+	h_env(&c, "SYNCSHIM_LIVE=1");
+	h_envf(&c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_env(&c, "SYNCSHIM_POLICY=passthrough");
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_env(&c, "SYNCSHIM_LOG_MODE=calls");
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "300", "-S", stop, "-I", "-T", "30000", NULL);
+	pid_t pid = h_spawn(&c);
+	char *labels = NULL, *m = NULL;
+	for (double end = h_now() + 15; h_now() < end; usleep(50000)) {
+		m = synclat(dir, "metrics", NULL).out;
+		const char *w = counted(m, NULL) ? strstr(m, "syncshim_writes_total{") : NULL;
+		const char *close = w ? strchr(w, '}') : NULL;
+		if (close && strtol(close + 1, NULL, 10) == 300) {
+			const char *open = w + strlen("syncshim_writes_total{");
+			labels = strndup(open, (size_t)(close - open));
+			break;
+		}
+	}
+	h_write_file(stop, "");
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "fl_loop");
+	cr_assert_not_null(labels, "metrics never showed 300 writes:\n%s", m ? m : "");
+	expect_promtool_ok(m);
+	expect_sample(m, "syncshim_written_bytes_total", labels, "1228800");
+	expect_sample(m, "syncshim_syncs_total", labels, "300");
+	expect_sample(m, "syncshim_real_syncs_total", labels, "300");
+	expect_sample(m, "syncshim_sync_duration_seconds_count", labels, "300");
+	struct h_result rep = synclat(NULL, "report", "--csv", "--files", log, NULL);
+	cr_assert_eq(rep.code, 0, "%s", rep.err);
+	cr_assert(h_has(rep.out, h_fmt("file,%s,writes,300,1228800,", file)), "%s", rep.out);
+	cr_assert(h_has(rep.out, h_fmt("file,%s,syncs,300,", file)), "%s", rep.out);
 }

@@ -9,7 +9,7 @@
  * under someone else's name. Directories are opened with O_NOFOLLOW and
  * files read relative to them, so no path is resolved twice.
  */
-#include "live.h"
+#include "liveread.h"
 
 #include <dirent.h>
 #include <errno.h>

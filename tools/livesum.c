@@ -2,7 +2,7 @@
  * livesum.c - summing live counters entries (per rule, per label set),
  * rates over the publishing interval, and the names the views print.
  */
-#include "live.h"
+#include "liveread.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +79,10 @@ const char *live_policy_name(unsigned policy)
 
 const char *live_command(const struct live_proc *p, char *buf, size_t len)
 {
+	if (p->h.comm[0]) { /* the kernel's name: exact even with spaces in the path */
+		snprintf(buf, len, "%.15s", p->h.comm);
+		return buf;
+	}
 	const char *c = p->h.cmdline;
 	size_t n = strcspn(c, " ");
 	const char *slash = NULL;

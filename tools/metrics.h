@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "live.h"
+#include "liveread.h"
 
 /* The histograms' `le` bounds: every 1-2-5 value from 1 us to 10 s,
  * each an exact bound of the live format's buckets (livefmt.h). */

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "live.h"
+#include "liveread.h"
 #include "topview.h"
 
 struct top_cfg {

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "live.h"
+#include "liveread.h"
 
 enum top_sort { TOP_SORT_SYNCS, TOP_SORT_WRITES, TOP_SORT_RISK, TOP_SORT_LATENCY, TOP_SORT_PID, TOP_NSORT };
 

@@ -84,20 +84,13 @@ round() {
 	local producer=$!
 
 	# ---- LIVE VIEW --------------------------------------------------------
-	# Here, while the producer runs, is the broker's live view:
-	# `synclat top --once -p PID` (`synclat top` for the interactive one)
-	# shows this broker, its journal rule, calls/s, sync latency and data
-	# at risk, once the shim publishes live counters (live = on); until
-	# then it says that no process publishes them. A synclat without
-	# `top` says so here and the walkthrough goes on. (Its lines carry the
-	# side's name: the main script shows only the rounds' lines that do.)
-	sleep 1
-	if "$dir/bin/synclat" --help 2>&1 | grep -q 'synclat top'; then
-		env -u LD_PRELOAD "$dir/bin/synclat" top --once -p "$broker" 2>&1 |
-			env -u LD_PRELOAD sed "s/^/$side: /" || true
-	else
-		echo "$side: [live view: synclat top --once goes here; synclat has no 'top' yet]"
-	fi
+	# While the producer runs: the broker's live view, its journal rule,
+	# calls/s, sync latency and data at risk (the rules say live = on).
+	# `synclat top -p PID` is the interactive one. Its lines carry the
+	# side's name: the main script shows only the rounds' lines that do.
+	sleep 1.5
+	env -u LD_PRELOAD "$dir/bin/synclat" top --once -p "$broker" 2>&1 |
+		env -u LD_PRELOAD sed "s/^/$side: /" || true
 	# -----------------------------------------------------------------------
 
 	local rc=0
@@ -235,6 +228,7 @@ rule() { # SIDE SYNC [KEY = VALUE...]
 	{
 		echo "[shim]"
 		echo "policy = passthrough"
+		echo "live = on"
 		echo
 		echo "[rule journal]"
 		echo "path = $dir/**/kahadb/db-*.log"

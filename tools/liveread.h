@@ -1,5 +1,5 @@
 /*
- * live.h - the reader side of the live counters (docs/LIVEFORMAT.md,
+ * liveread.h - the reader side of the live counters (docs/LIVEFORMAT.md,
  * shim/livefmt.h): where the files are, reading one without ever blocking
  * or slowing its writer, telling stale files from live ones, and summing
  * entries. `synclat top` (top.c) and `synclat metrics` (metrics.c) build
@@ -7,8 +7,8 @@
  *
  * Part of libsynclat.a, so the tests call the same code.
  */
-#ifndef SYNCSHIM_LIVE_H
-#define SYNCSHIM_LIVE_H
+#ifndef SYNCSHIM_LIVEREAD_H
+#define SYNCSHIM_LIVEREAD_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * live.c - reading one live counters file (docs/LIVEFORMAT.md, Reading
+ * liveread.c - reading one live counters file (docs/LIVEFORMAT.md, Reading
  * and Staleness) without ever blocking or slowing its writer.
  *
  * The writer rewrites its file in place under a sequence count and never
@@ -10,7 +10,7 @@
  * planted under a .live name is never opened at all, and with fstat after,
  * so what is read is what was checked.
  */
-#include "live.h"
+#include "liveread.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -206,6 +206,7 @@ static bool fill_proc(struct live_proc *p, const struct live_header *h, const ui
 	p->h.cmdline[sizeof(p->h.cmdline) - 1] = '\0';
 	p->h.config[sizeof(p->h.config) - 1] = '\0';
 	p->h.default_policy[sizeof(p->h.default_policy) - 1] = '\0';
+	p->h.comm[sizeof(p->h.comm) - 1] = '\0';
 	p->files = calloc(h->nfiles ? h->nfiles : 1, sizeof(*p->files));
 	if (!p->files)
 		return false;
