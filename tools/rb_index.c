@@ -40,11 +40,13 @@ static int add(const char *path, const struct stat *st, bool in_store)
 
 static int visit(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)ftw;
 	/* The store inside a scope directory: its links are indexed as the store's, once. */
 	if (flag == FTW_D && !building_store && st->st_dev == store_st.st_dev && st->st_ino == store_st.st_ino)
 		return FTW_SKIP_SUBTREE;
 	if (flag != FTW_F || !S_ISREG(st->st_mode))
+		return FTW_CONTINUE;
+	/* the log itself is no file of the program's */
+	if (building_store && strcmp(path + ftw->base, UNDO_NAME) == 0)
 		return FTW_CONTINUE;
 	return add(path, st, building_store) < 0 ? FTW_STOP : FTW_CONTINUE;
 }
