@@ -41,7 +41,8 @@ CRASH_LIB_SRCS := tools/undolog.c tools/rollback.c tools/rb_syncs.c tools/rb_ind
 	tools/rb_names.c
 # The preloaded library: everything else under shim/.
 SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))
-SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c
+SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c tools/crashtest.c tools/ct_trial.c tools/ct_run.c \
+	tools/ct_scope.c tools/ct_copy.c tools/ct_report.c
 
 PURE_OBJS := $(PURE_SRCS:%.c=$(B)/obj/%.o)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
