@@ -97,6 +97,14 @@
 	X(int, renameat2, (int, const char *, int, const char *, unsigned int), fb_renameat2)                    \
 	X(int, link, (const char *, const char *), fb_link)                                                      \
 	X(int, linkat, (int, const char *, int, const char *, int), fb_linkat)                                   \
+	X(int, unlink, (const char *), fb_unlink)                                                                \
+	X(int, unlinkat, (int, const char *, int), fb_unlinkat)                                                  \
+	X(int, ftruncate, (int, off_t), fb_ftruncate)                                                            \
+	X(int, ftruncate64, (int, off64_t), fb_ftruncate)                                                        \
+	X(int, truncate, (const char *, off_t), fb_truncate)                                                     \
+	X(int, truncate64, (const char *, off64_t), fb_truncate)                                                 \
+	X(int, fallocate, (int, int, off_t, off_t), fb_fallocate)                                                \
+	X(int, fallocate64, (int, int, off64_t, off64_t), fb_fallocate)                                          \
 	X(void *, mmap, (void *, size_t, int, int, int, off_t), fb_mmap)                                         \
 	X(void *, mmap64, (void *, size_t, int, int, int, off64_t), fb_mmap)                                     \
 	X(int, munmap, (void *, size_t), fb_munmap)                                                              \

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "live.h"
 #include "log.h"
@@ -124,6 +125,7 @@ static void parts_gather(struct file_parts *p, const char *abspath)
 	p->obj = shim_alloc(sizeof(*p->obj));
 	if (p->obj) {
 		flusher_init_locks(p->obj);
+		crash_file_init(p->obj);
 		p->obj->live = live_stats_new();
 	}
 	unsigned ticket;
@@ -167,6 +169,7 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	f->path = p->path;
 	p->path = NULL;
 	syncerr_reset(f); /* nfds is 0 already: every slot held a reference */
+	crash_file_reset(f); /* before the knobs: they say whether writes are logged */
 	knobs_set(f, &p->knobs);
 	flusher_reset(f);
 	risk_reset(f);
@@ -227,6 +230,7 @@ static char *retire_locked(struct shim_file *f)
 		nghosts--;
 	}
 	log_file_gone(f);
+	crash_file_gone(f);
 	struct shim_file **pp = &buckets[hash_of(f->dev, f->ino)];
 	while (*pp && *pp != f)
 		pp = &(*pp)->hash_next;

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "log.h"
 #include "live.h"
@@ -315,8 +316,11 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, 
 		err = own >= 0 ? NOT_DONE : EIO; /* defer with no way to the file: cannot vouch */
 	} else {
 		TEST_POINT("lead");
+		uint64_t upto = crash_mark(f);
 		int r = full ? LIBC(fsync)(s.fd) : LIBC(fdatasync)(s.fd);
 		err = r < 0 ? errno : 0;
+		if (!err)
+			crash_durable(f, upto); /* before any caller hears of it */
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}

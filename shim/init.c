@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "live.h"
 #include "log.h"
@@ -196,6 +197,7 @@ static void atfork_child(void)
 	reload_atfork_child();
 	log_atfork_child();
 	live_atfork_child();
+	crash_atfork_child();
 }
 
 /* ---- load and exit ---------------------------------------------------------- */
@@ -229,6 +231,7 @@ __attribute__((constructor)) static void shim_init(void)
 	shim_real_vfork = (void *)LIBC(vfork);
 	fdtable_init();
 	test_points_init();
+	crash_start();
 	const char *config = config_from_env();
 	char err[POLICY_ERR_MAX];
 	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0)

@@ -85,5 +85,6 @@ void knobs_set(struct shim_file *f, const struct knobs *k)
 	for (size_t i = 0; i < KNOB_WORDS; i++)
 		__atomic_store_n(&dst[i], from.w[i], __ATOMIC_RELAXED);
 	atomic_store_explicit(&f->knob_seq, s + 2, memory_order_release);
-	atomic_store_explicit(&f->write_work, write_work_of(k) | (f->live ? WRITES_LIVE : 0), memory_order_relaxed);
+	uint8_t w = write_work_of(k) | (f->live ? WRITES_LIVE : 0) | (f->crash.tracked ? WRITES_CRASH : 0);
+	atomic_store_explicit(&f->write_work, w, memory_order_relaxed);
 }

@@ -58,6 +58,11 @@ static int fb_sync_file_range(int fd, off64_t o, off64_t n, unsigned int fl)
 	return syscall(SYS_sync_file_range, fd, o, n, fl);
 }
 static int fb_msync(void *a, size_t n, int fl) { return syscall(SYS_msync, a, n, fl); }
+static int fb_unlink(const char *p) { return (int)syscall(SYS_unlink, p); }
+static int fb_unlinkat(int d, const char *p, int fl) { return (int)syscall(SYS_unlinkat, d, p, fl); }
+static int fb_ftruncate(int fd, off_t n) { return (int)syscall(SYS_ftruncate, fd, n); }
+static int fb_truncate(const char *p, off_t n) { return (int)syscall(SYS_truncate, p, n); }
+static int fb_fallocate(int fd, int mode, off_t off, off_t n) { return (int)syscall(SYS_fallocate, fd, mode, off, n); }
 static int fb_syncfs(int fd) { return syscall(SYS_syncfs, fd); }
 static void fb_sync(void) { syscall(SYS_sync); }
 static int fb_open(const char *p, int fl, ...)

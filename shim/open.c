@@ -17,6 +17,7 @@
 
 #include "flusher.h"
 #include "log.h"
+#include "crash.h"
 #include "live.h"
 #include "reload.h"
 #include "shim.h"
@@ -25,6 +26,8 @@
 
 struct open_req {
 	bool track;
+	int flags;
+	struct crash_open crash;
 	uint32_t slot_flags;
 	struct trace_start t;
 	char path[PATH_MAX];
@@ -81,6 +84,7 @@ static void knobs_for_path(const char *abspath, struct knobs *k)
 static int open_begin(struct open_req *q, int dirfd, const char *path, int flags)
 {
 	q->track = false;
+	q->crash.in_scope = false;
 	q->slot_flags = 0;
 	q->t.t0 = 0;
 	if (shim_bypass() || !path || (flags & O_PATH))
@@ -96,6 +100,8 @@ static int open_begin(struct open_req *q, int dirfd, const char *path, int flags
 			flags = open_adjust_flags(&k, flags, &q->slot_flags);
 		}
 		trace_begin(&q->t);
+		q->flags = flags;
+		crash_before_open(dirfd, q->path, flags, &q->crash);
 	}
 	errno = e0;
 	return flags;
@@ -134,6 +140,8 @@ static int open_end(struct open_req *q, int fd)
 		fd_app_got(fd);
 	if (fd >= 0 && q->track)
 		open_bind(fd, q->path, q->slot_flags);
+	if (q->crash.in_scope)
+		crash_after_open(&q->crash, q->path, fd, q->flags);
 	if (q->track) {
 		uint32_t st;
 		struct shim_file *f = fd >= 0 ? fd_peek(fd, &st) : NULL;

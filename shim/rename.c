@@ -13,8 +13,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "log.h"
 #include "shim.h"
@@ -28,10 +31,25 @@ static int publish_done(struct trace_start *t, int r)
 	return r;
 }
 
+/* The test hook that breaks the rename barrier on purpose, so crash
+ * tests can show what it prevents (SYNCSHIM_TEST_NO_RENAME_BARRIER=1). */
+static int no_barrier = -1;
+
+static bool barrier_off(void)
+{
+	if (no_barrier < 0) {
+		const char *v = getenv("SYNCSHIM_TEST_NO_RENAME_BARRIER");
+		no_barrier = v && strcmp(v, "1") == 0;
+	}
+	return no_barrier;
+}
+
 /* 0, or -1 with errno set: the sync behind (dirfd, path) failed. */
 static int publish_barrier(int dirfd, const char *path, int at_flags)
 {
 	log_maybe_start();
+	if (barrier_off())
+		return 0;
 	int err = flusher_before_publish(dirfd, path, at_flags);
 	if (err) {
 		errno = err;
@@ -51,12 +69,16 @@ static int publish_barrier(int dirfd, const char *path, int at_flags)
 SHIM_API int rename(const char *from, const char *to)
 {
 	RENAME_BEGIN(AT_FDCWD, from)
+	if (!shim_bypass())
+		crash_before_rename(AT_FDCWD, from, AT_FDCWD, to);
 	return publish_done(&t, LIBC(rename)(from, to));
 }
 
 SHIM_API int renameat(int fromdir, const char *from, int todir, const char *to)
 {
 	RENAME_BEGIN(fromdir, from)
+	if (!shim_bypass())
+		crash_before_rename(fromdir, from, todir, to);
 	return publish_done(&t, LIBC(renameat)(fromdir, from, todir, to));
 }
 
@@ -66,6 +88,8 @@ SHIM_API int renameat2(int fromdir, const char *from, int todir, const char *to,
 	if (!shim_bypass() && (flags & RENAME_EXCHANGE) &&
 	    publish_barrier(todir, to, AT_SYMLINK_NOFOLLOW) < 0)
 		return -1;
+	if (!shim_bypass() && !(flags & RENAME_EXCHANGE))
+		crash_before_rename(fromdir, from, todir, to);
 	return publish_done(&t, LIBC(renameat2)(fromdir, from, todir, to, flags));
 }
 

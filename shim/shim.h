@@ -51,7 +51,7 @@ enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_SHIM = 3 /* the shim
 #define SLOT_OSYNC_STRIP (1u << 6) /* we dropped O_(D)SYNC for nothing: each write is answered unsynced */
 /* FD_SHIM slots: whose descriptor it is. */
 #define SLOT_OWN_SHIFT 8
-enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3 };
+enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3, OWN_CRASH = 4 };
 
 /* Up to this many recent failed real syncs are remembered so every group
  * caller covered by a failed sync gets its error. */
@@ -151,6 +151,15 @@ struct risk {
 #define WRITES_COUNTED 1u  /* add to risk.written: a sync may be answered without the device */
 #define WRITES_DEFERRED 2u /* writes are deferred requests' bytes (max_bytes, writeback) */
 #define WRITES_LIVE 4u     /* count them for the live counters (live.h) */
+#define WRITES_CRASH 8u    /* crash-test mode: log each before it is made (crash.h) */
+
+/* A file's crash-test state (crash.c's alone). */
+struct crash_state {
+	pthread_mutex_t mu;         /* a write and its record, one at a time */
+	_Atomic pid_t owner;        /* the thread inside mu, 0 none */
+	int rfd;                    /* the shim's reader of the file, -1 none */
+	bool tracked;               /* in scope: its changes are logged */
+};
 
 struct shim_file {
 	_Atomic uint32_t refs;      /* fd slots, mmap regions, queue, threads inside a call */
@@ -169,6 +178,7 @@ struct shim_file {
 	_Atomic uint32_t err_told_seq;  /* newest err_seq said on stderr (nobody left to tell) */
 	struct risk risk;               /* risk.c */
 	struct live_stats *live;        /* live.c; NULL unless live = on; kept when recycled */
+	struct crash_state crash;       /* crash.c */
 	struct flusher fl;              /* flusher.c */
 	struct sched sched;             /* workers.c */
 	char *path;                     /* absolute; private allocation, registry lock */

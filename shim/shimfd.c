@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "log.h"
 #include "shim.h"
@@ -53,6 +54,12 @@ static bool really_ours(int fd)
 			return false;
 		break;
 	case OWN_FILE:
+	case OWN_CRASH:
+		if (!f && fd_shim_owner(fd, NULL) == OWN_CRASH) {
+			if (!crash_identity(&want_dev, &want_ino))
+				return false;
+			break;
+		}
 		if (!f)
 			return false;
 		want_dev = f->dev;
@@ -80,6 +87,8 @@ void shimfd_lost(int fd)
 		log_fd_lost(fd);
 	else if (owner == OWN_FILE && f)
 		flusher_priv_lost(f, fd);
+	else if (owner == OWN_CRASH)
+		crash_fd_lost(f, fd);
 }
 
 void shimfd_close(int fd)
@@ -112,7 +121,7 @@ int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
-	int base = owner == OWN_LOG ? shimfd_high_base() : 3;
+	int base = owner == OWN_LOG || owner == OWN_CRASH ? shimfd_high_base() : 3;
 	return claim_or_close(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
 }
 
@@ -146,6 +155,8 @@ void shimfd_vacate(int fd)
 		log_vacate(fd);
 	else if (owner == OWN_FILE && f)
 		flusher_vacate(f, fd);
+	else if (owner == OWN_CRASH)
+		shimfd_lost(fd); /* the app's dup2 closes it: reopened elsewhere */
 	else
 		fd_unmark_shim(fd); /* a short-lived read loses its descriptor, nothing more */
 	errno = e;

@@ -13,8 +13,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "live.h"
 #include "log.h"
@@ -49,10 +51,13 @@ static int sync_validate_fd(int fd)
 static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 {
 	struct risk_sync rs = flusher_real_sync_begins(f);
+	uint64_t upto = crash_mark(f);
 	uint64_t t0 = trace_now();
 	int r = real_sync_call(fd, op);
 	int err = r < 0 ? errno : 0;
 	uint64_t t1 = trace_now();
+	if (!err)
+		crash_durable(f, upto);
 	risk_sync_ends(f, rs, r == 0, t1);
 	live_real_synced(f, t1 - t0, err);
 	if (err)
@@ -84,6 +89,16 @@ static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, e
 	}
 }
 
+/* Crash-test mode: a synced directory makes its entries durable. */
+static int untracked_sync(int fd, enum shim_op op)
+{
+	uint64_t upto = crash_mark_any();
+	int r = real_sync_call(fd, op);
+	if (r == 0)
+		crash_synced_untracked(fd, upto);
+	return r;
+}
+
 /* The slow-path chores every tracked call may do. */
 static void chores(void)
 {
@@ -101,7 +116,7 @@ static int sync_call(int fd, enum shim_op op)
 	struct shim_file *f = fd_get(fd, &state);
 	errno = e0;
 	if (!f)
-		return real_sync_call(fd, op);
+		return crash_on() ? untracked_sync(fd, op) : real_sync_call(fd, op);
 	chores();
 	struct knobs k;
 	knobs_of(f, &k);
@@ -260,7 +275,11 @@ SHIM_API int syncfs(int fd)
 		ret = sync_validate_fd(fd);
 	} else {
 		flusher_flush_all();
+		uint64_t upto = crash_mark_any();
 		ret = LIBC(syncfs)(fd);
+		struct stat st;
+		if (ret == 0 && upto && fstat(fd, &st) == 0)
+			crash_durable_dev(st.st_dev, upto);
 	}
 	int e = ret == 0 ? e0 : errno;
 	trace_end(&t, OP_SYNCFS, f, ret, ret == 0 ? 0 : e);
@@ -280,7 +299,9 @@ SHIM_API void sync(void)
 	trace_begin(&t);
 	if (default_action(CALL_SYNCFS) != ACT_NOOP) {
 		flusher_flush_all();
+		uint64_t upto = crash_mark_any();
 		LIBC(sync)();
+		crash_durable_dev(0, upto);
 	}
 	trace_end(&t, OP_SYNC, NULL, 0, 0);
 	errno = e0;

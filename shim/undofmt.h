@@ -37,6 +37,10 @@ enum undo_type {
 	UNDO_TYPE_LIMIT
 };
 
+/* Record flags. */
+#define UNDO_F_OSYNC 1        /* WRITE: on an O_SYNC/O_DSYNC descriptor: durable once done */
+#define UNDO_F_NO_PREIMAGE 2  /* WRITE, SIZE: the bytes it replaced could not be kept */
+
 /*
  * Every record: this 72-byte head, then `plen` payload bytes (for WRITE
  * and SIZE the pre-image, for name records the NUL-separated paths, for
@@ -46,7 +50,7 @@ enum undo_type {
 struct undo_rec {
 	uint32_t magic;        /* UNDO_REC_MAGIC */
 	uint16_t type;         /* enum undo_type */
-	uint16_t flags;        /* 0 */
+	uint16_t flags;        /* UNDO_F_* */
 	uint32_t pid;          /* the process that wrote it */
 	uint32_t plen;         /* payload bytes */
 	uint64_t mono_ns;      /* CLOCK_MONOTONIC when it was written */

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "live.h"
 #include "risk.h"
@@ -44,28 +45,44 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 	errno = saved;
 }
 
-#define WRITE_WRAPPER(name, op, params, args)                                        \
+/* An O_SYNC/O_DSYNC descriptor whose flag the policy kept: each write is
+ * durable when it returns (crash-test mode's OSYNC records). */
+static inline bool osync_kept(uint32_t state)
+{
+	return (state & (SLOT_APP_OSYNC | SLOT_APP_ODSYNC)) && !(state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP));
+}
+
+/* OFF: where the write lands (-1: the descriptor's position); IOV, CNT:
+ * what it writes. Used only in crash-test mode (crash.h). */
+#define WRITE_WRAPPER(name, op, params, args, OFF, IOV, CNT)                         \
 	SHIM_API ssize_t name params                                                 \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
 		if (!f)                                                              \
 			return LIBC(name) args;                                      \
+		struct crash_write cw = { .locked = false };                         \
+		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
+			crash_write_begin(f, fd, OFF, IOV, CNT, osync_kept(state), &cw); \
 		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name) args;                                         \
+		crash_write_done(&cw);                                               \
 		write_done(f, fd, state, op, r, &t);                                 \
 		return r;                                                            \
 	}
 
-WRITE_WRAPPER(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n))
-WRITE_WRAPPER(pwrite, OP_PWRITE, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off))
-WRITE_WRAPPER(pwrite64, OP_PWRITE, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off))
-WRITE_WRAPPER(writev, OP_WRITEV, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt))
+#define ONE(buf, n) (&(struct iovec){ (void *)(buf), (n) })
+WRITE_WRAPPER(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n), -1, ONE(buf, n), 1)
+WRITE_WRAPPER(pwrite, OP_PWRITE, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), off,
+	      ONE(buf, n), 1)
+WRITE_WRAPPER(pwrite64, OP_PWRITE, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), off,
+	      ONE(buf, n), 1)
+WRITE_WRAPPER(writev, OP_WRITEV, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), -1, iov, cnt)
 WRITE_WRAPPER(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off_t off),
-	      (fd, iov, cnt, off))
+	      (fd, iov, cnt, off), off, iov, cnt)
 WRITE_WRAPPER(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
-	      (fd, iov, cnt, off))
+	      (fd, iov, cnt, off), off, iov, cnt)
 
 /* The kernel copies into fd_out: a write to that file like any other. */
 SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t len,
@@ -75,9 +92,13 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 	struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd_out, &state);
 	if (!f)
 		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
+	struct crash_write cw = { .locked = false };
+	if (unlikely(file_write_work(f) & WRITES_CRASH))
+		crash_write_begin(f, fd_out, off_out ? (off_t)*off_out : -1, ONE(NULL, len), 1, osync_kept(state), &cw);
 	struct trace_start t;
 	trace_begin(&t);
 	ssize_t r = LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
+	crash_write_done(&cw);
 	write_done(f, fd_out, state, OP_WRITE, r, &t);
 	return r;
 }
@@ -114,9 +135,14 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		if (!f)                                                              \
 			return LIBC(name)(fd, iov, cnt, off, flags);                 \
 		int fl = rwf_adjust(f, flags, &state);                               \
+		struct crash_write cw = { .locked = false };                         \
+		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
+			crash_write_begin(f, fd, off, iov, cnt,                      \
+					  osync_kept(state) || (fl & (RWF_SYNC | RWF_DSYNC)), &cw); \
 		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name)(fd, iov, cnt, off, fl);                       \
+		crash_write_done(&cw);                                               \
 		write_done(f, fd, state, OP_PWRITEV, r, &t);                         \
 		return r;                                                            \
 	}
