@@ -139,7 +139,7 @@ Test(undolog, every_record_type_reads_back)
 	cr_expect(memcmp(log.e[0].payload, "56789", 5) == 0);
 	cr_expect_eq(log.e[1].h.plen, 9, "SIZE pre-image: what the shrink cut off");
 	cr_expect(memcmp(log.e[1].payload, "4abcdefgh", 9) == 0);
-	char f[3][UNDO_PATH_MAX];
+	char f[3][UNDO_FIELD_MAX];
 	cr_expect_eq(undo_fields(&log.e[5], f, 3), 2, "nothing replaced: no third field");
 	cr_expect(strstr(f[0], "/g") && strstr(f[1], "/h") && f[2][0] == '\0');
 	cr_expect_eq(undo_fields(&log.e[6], f, 3), 2);
@@ -200,7 +200,8 @@ Test(undolog, damage_is_named_by_its_byte)
 	expect_damage(&s, 0, 'X', "not an undo log", 0);
 	expect_damage(&s, w + 1, 0x00, "no record starts here", w);
 	expect_damage(&s, w + 4, 77, "unknown type 77", w + 4);
-	expect_damage(&s, w + 6, 1, "flags", w + 6);
+	expect_damage(&s, w + 6, 4, "flags", w + 6);      /* a flag WRITE does not have */
+	expect_damage(&s, d + 6, 1, "flags", d + 6);      /* DURABLE has none */
 	expect_damage(&s, w + 68, 1, "reserved", w + 68);
 	expect_damage(&s, w + 12, 6, "payload of 6 bytes, at most 5", w + 12); /* plen beyond its pre-image */
 	expect_damage(&s, w + 72, 'Z', "CRC mismatch", w + 64);                 /* a payload byte */
@@ -534,4 +535,54 @@ Test(rollback, names_models_parse)
 	cr_expect_eq(names_model_parse("strict"), NAMES_STRICT);
 	cr_expect_eq(names_model_parse("ext4-ordered"), NAMES_EXT4_ORDERED);
 	cr_expect_eq(names_model_parse("ext3"), -1);
+}
+
+/* A WRITE on an O_SYNC descriptor is durable once it returned: never
+ * undone, and an older write undone around it leaves its bytes alone. */
+Test(rollback, osync_writes_are_kept_and_older_undos_spare_their_bytes)
+{
+	struct sim s;
+	sim_init(&s, store);
+	char *f = in(data, "f");
+	put(f, "0123456789");
+	sim_write(&s, f, 2, "abcdef");             /* not durable: [2, 8) */
+	struct stat st = sim_stat(f);
+	int fd = open(f, O_RDWR);
+	char pre[4];
+	cr_assert_eq(pread(fd, pre, 4, 4), 4);
+	sim_rec(&s, UNDO_WRITE, st.st_dev, st.st_ino, 4, 10, 10, pre, 4); /* O_SYNC [4, 14) */
+	s.b[s.n - 72 - 4 + 6] = UNDO_F_OSYNC;      /* the flag, then the CRC again */
+	struct undo_rec h;
+	memcpy(&h, s.b + s.n - 72 - 4, sizeof(h));
+	h.crc = 0;
+	h.crc = logfmt_crc32c(logfmt_crc32c(0, &h, sizeof(h)), pre, 4);
+	memcpy(s.b + s.n - 72 - 4, &h, sizeof(h));
+	cr_assert_eq(pwrite(fd, "OSYNCWRITE", 10, 4), 10);
+	close(fd);
+	sim_write(&s, f, 12, "zz");                /* not durable, over the O_SYNC bytes */
+	struct rb_result r = roll(&s, NAMES_EXT4_ORDERED);
+	cr_expect_str_eq(get(f), "01" "23" "OSYNCWRITE", "the O_SYNC write stays, what was before it around it");
+	cr_expect_eq(r.records, 2);
+	rollback_free(&r);
+}
+
+/* What the shim says when it could not read a pre-image. */
+Test(rollback, no_preimage_is_said)
+{
+	struct sim s;
+	sim_init(&s, store);
+	char *f = in(data, "f");
+	put(f, "abcdef");
+	struct stat st = sim_stat(f);
+	sim_rec(&s, UNDO_WRITE, st.st_dev, st.st_ino, 0, 3, 6, NULL, 0);
+	s.b[s.n - 72 + 6] = UNDO_F_NO_PREIMAGE;
+	struct undo_rec h;
+	memcpy(&h, s.b + s.n - 72, sizeof(h));
+	h.crc = 0;
+	h.crc = logfmt_crc32c(0, &h, sizeof(h));
+	memcpy(s.b + s.n - 72, &h, sizeof(h));
+	struct rb_result r = roll(&s, NAMES_EXT4_ORDERED);
+	cr_expect(r.nproblems == 1 && strstr(r.problems[0], "could not read"), "%s",
+		  r.nproblems ? r.problems[0] : "");
+	rollback_free(&r);
 }

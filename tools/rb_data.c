@@ -29,21 +29,73 @@ static int pwrite_full(int fd, const uint8_t *p, size_t len, uint64_t off)
 	return 0;
 }
 
+/* The ranges kept O_SYNC writes wrote: durable when they returned, so
+ * undoing an older record must not put older bytes over them, nor cut
+ * the file below their end. */
+struct prot {
+	uint64_t (*r)[2];
+	size_t n;
+	uint64_t end;
+};
+
+static int protect(struct prot *p, uint64_t lo, uint64_t hi)
+{
+	uint64_t (*r)[2] = realloc(p->r, (p->n + 1) * sizeof(*r));
+	if (!r)
+		return -1;
+	p->r = r;
+	r[p->n][0] = lo;
+	r[p->n++][1] = hi;
+	if (hi > p->end)
+		p->end = hi;
+	return 0;
+}
+
+/* The pre-image, except where a kept O_SYNC write owns the bytes now. */
+static int restore(int fd, const uint8_t *pre, uint64_t n, uint64_t off, const struct prot *p)
+{
+	uint64_t cur = off, end = off + n;
+	while (cur < end) {
+		uint64_t stop = end;
+		bool inside = false;
+		for (size_t i = 0; i < p->n && !inside; i++) {
+			if (p->r[i][0] <= cur && cur < p->r[i][1])
+				inside = true, stop = p->r[i][1];
+			else if (p->r[i][0] > cur && p->r[i][0] < stop)
+				stop = p->r[i][0];
+		}
+		if (!inside && pwrite_full(fd, pre + (cur - off), (size_t)((stop < end ? stop : end) - cur), cur) < 0)
+			return -1;
+		cur = stop;
+	}
+	return 0;
+}
+
+static int set_size(int fd, uint64_t size, const struct prot *p)
+{
+	return ftruncate(fd, (off_t)(size > p->end ? size : p->end));
+}
+
 /* Puts back the file as it was just before the record's change. */
-static int undo_one(int fd, const struct undo_rec *h, const uint8_t *payload)
+static int undo_one(int fd, const struct undo_rec *h, const uint8_t *payload, const struct prot *p)
 {
 	if (h->type == UNDO_WRITE) {
-		if (h->plen && pwrite_full(fd, payload, h->plen, h->off) < 0)
+		if (h->plen && restore(fd, payload, h->plen, h->off, p) < 0)
 			return -1;
 		/* the write grew the file (or would have): back to the old end */
-		if (h->off + h->len > h->old_size && ftruncate(fd, (off_t)h->old_size) < 0)
+		if (h->off + h->len > h->old_size && set_size(fd, h->old_size, p) < 0)
 			return -1;
 		return 0;
 	}
 	/* SIZE: the old size, then what a shrink cut off */
-	if (ftruncate(fd, (off_t)h->old_size) < 0)
+	if (set_size(fd, h->old_size, p) < 0)
 		return -1;
-	return h->plen ? pwrite_full(fd, payload, h->plen, h->off) : 0;
+	return h->plen ? restore(fd, payload, h->plen, h->off, p) : 0;
+}
+
+static bool kept_osync(const struct undo_rec *h)
+{
+	return h->type == UNDO_WRITE && (h->flags & UNDO_F_OSYNC);
 }
 
 static uint64_t changed_bytes(const struct undo_rec *h)
@@ -78,7 +130,7 @@ static int plan(const struct undo_log *log, const struct rb_syncs *s, struct rb_
 {
 	for (size_t i = 0; i < log->n; i++) {
 		const struct undo_entry *e = &log->e[i];
-		if (!is_data(&e->h))
+		if (!is_data(&e->h) || kept_osync(&e->h))
 			continue;
 		uint64_t point = rb_file_point(s, e->h.dev, e->h.ino);
 		if (e->at < point)
@@ -107,6 +159,17 @@ static int open_file(const char *path, uint64_t dev, uint64_t ino)
 	return fd;
 }
 
+static int short_preimage(const struct undo_entry *e, const struct rb_file *f, struct rb_result *r)
+{
+	uint64_t want = undo_preimage_len(&e->h);
+	if (e->h.plen >= want)
+		return 0;
+	return rb_note(&r->problems, &r->nproblems, "%s: %s record at byte %llu holds %u of the %llu bytes it "
+		       "replaced%s; the rest keep their later content", f->path, undo_type_name(e->h.type),
+		       (unsigned long long)e->at, e->h.plen, (unsigned long long)want,
+		       e->h.flags & UNDO_F_NO_PREIMAGE ? " (the shim could not read them)" : "");
+}
+
 /* Undoes one file's records, newest first. */
 static int undo_file(const struct undo_log *log, struct rb_file *f, struct rb_result *r)
 {
@@ -114,21 +177,22 @@ static int undo_file(const struct undo_log *log, struct rb_file *f, struct rb_re
 	if (fd < 0)
 		return rb_note(&r->problems, &r->nproblems, "%s: cannot open it to roll it back: %s", f->path,
 			       strerror(errno));
+	struct prot p = { 0 };
 	int bad = 0;
 	for (size_t i = log->n; i-- > 0 && !bad;) {
 		const struct undo_entry *e = &log->e[i];
 		if (!is_data(&e->h) || e->h.dev != f->dev || e->h.ino != f->ino || e->at < f->durable)
 			continue;
-		uint64_t want = undo_preimage_len(&e->h);
-		if (e->h.plen < want)
-			bad = rb_note(&r->problems, &r->nproblems, "%s: %s record at byte %llu holds %u of the %llu "
-				      "bytes it overwrote; the rest keep their later content", f->path,
-				      undo_type_name(e->h.type), (unsigned long long)e->at, e->h.plen,
-				      (unsigned long long)want);
-		if (!bad && undo_one(fd, &e->h, e->payload) < 0)
+		if (kept_osync(&e->h)) {
+			bad = protect(&p, e->h.off, e->h.off + e->h.len);
+			continue;
+		}
+		bad = short_preimage(e, f, r);
+		if (!bad && undo_one(fd, &e->h, e->payload, &p) < 0)
 			bad = rb_note(&r->problems, &r->nproblems, "%s: undoing the %s record at byte %llu: %s",
 				      f->path, undo_type_name(e->h.type), (unsigned long long)e->at, strerror(errno));
 	}
+	free(p.r);
 	if (close(fd) < 0 && !bad)
 		bad = rb_note(&r->problems, &r->nproblems, "%s: close: %s", f->path, strerror(errno));
 	return bad < 0 ? -1 : 0;

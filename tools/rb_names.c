@@ -26,7 +26,7 @@ static uint64_t parent_point(const struct rb_syncs *s, const char *path)
 	return rb_dir_point(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 }
 
-static bool durable(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], const struct rb_syncs *s,
+static bool durable(const struct undo_entry *e, char (*f)[UNDO_FIELD_MAX], const struct rb_syncs *s,
 		    enum names_model model)
 {
 	if (model == NAMES_EXT4_ORDERED)
@@ -71,7 +71,7 @@ static int relink(const char *kept, const char *path)
 	return rename(tmp, path);
 }
 
-static int undo_rename(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], const char *store,
+static int undo_rename(const struct undo_entry *e, char (*f)[UNDO_FIELD_MAX], const char *store,
 		       struct rb_result *r)
 {
 	const char *old = f[0], *new = f[1], *saved = f[2];
@@ -89,7 +89,7 @@ static int undo_rename(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], con
 		       new, old, (unsigned long long)e->at, saved[0] ? "; the file it replaced is back" : "");
 }
 
-static int undo_unlink(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], const char *store,
+static int undo_unlink(const struct undo_entry *e, char (*f)[UNDO_FIELD_MAX], const char *store,
 		       struct rb_result *r)
 {
 	const char *path = f[0], *saved = f[1];
@@ -108,7 +108,7 @@ static int undo_unlink(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], con
 int rb_undo_names(const struct undo_log *log, const struct rb_syncs *s, const struct rb_opts *o,
 		  struct rb_result *r)
 {
-	static char f[3][UNDO_PATH_MAX];
+	static char f[3][UNDO_FIELD_MAX];
 	for (size_t i = log->n; i-- > 0;) {
 		const struct undo_entry *e = &log->e[i];
 		unsigned t = e->h.type;

@@ -62,10 +62,13 @@ static int note_limits(const struct undo_log *log, const struct rb_index *ix, st
 		const struct undo_entry *e = &log->e[i];
 		if (e->h.type != UNDO_LIMIT)
 			continue;
-		const char *path = rb_index_find(ix, e->h.dev, e->h.ino);
+		const char *path = e->h.ino ? rb_index_find(ix, e->h.dev, e->h.ino) : NULL;
 		char where[64];
-		snprintf(where, sizeof(where), "dev %llu inode %llu", (unsigned long long)e->h.dev,
-			 (unsigned long long)e->h.ino);
+		if (e->h.ino)
+			snprintf(where, sizeof(where), "dev %llu inode %llu", (unsigned long long)e->h.dev,
+				 (unsigned long long)e->h.ino);
+		else
+			snprintf(where, sizeof(where), "a file in scope"); /* the record names none */
 		if (rb_note(&r->limits, &r->nlimits, "%s: %.*s (pid %u, byte %llu)", path ? path : where,
 			    (int)e->h.plen, (const char *)e->payload, e->h.pid, (unsigned long long)e->at) < 0)
 			return -1;

@@ -93,12 +93,12 @@ static int plen_bound(const struct undo_rec *h, uint64_t at, uint64_t *max, char
 	case UNDO_FULL:
 		*max = 0;
 		return 0;
-	case UNDO_CREATE:
+	case UNDO_CREATE: /* the path and its NUL */
 	case UNDO_LIMIT:
-		*max = UNDO_PATH_MAX;
+		*max = UNDO_FIELD_MAX;
 		return 0;
 	default: /* RENAME (old, new, saved), UNLINK (path, saved) */
-		*max = 3 * (uint64_t)UNDO_PATH_MAX;
+		*max = 3 * (uint64_t)UNDO_FIELD_MAX;
 		return 0;
 	}
 }
@@ -112,9 +112,11 @@ static int check_head(const struct undo_rec *h, uint64_t at, char *err, size_t e
 	if (h->type == 0 || h->type >= UNDO_TYPE_LIMIT)
 		return fail(err, errlen, at + AT_TYPE, "record at byte %llu has unknown type %u",
 			    (unsigned long long)at, h->type);
-	if (h->flags != 0)
-		return fail(err, errlen, at + AT_FLAGS, "%s record at byte %llu: flags 0x%x, want 0",
-			    undo_type_name(h->type), (unsigned long long)at, h->flags);
+	unsigned allowed = h->type == UNDO_WRITE ? UNDO_F_OSYNC | UNDO_F_NO_PREIMAGE
+			   : h->type == UNDO_SIZE ? UNDO_F_NO_PREIMAGE : 0;
+	if (h->flags & ~allowed)
+		return fail(err, errlen, at + AT_FLAGS, "%s record at byte %llu: flags 0x%x, at most 0x%x",
+			    undo_type_name(h->type), (unsigned long long)at, h->flags, allowed);
 	if (h->reserved != 0)
 		return fail(err, errlen, at + AT_RESERVED, "%s record at byte %llu: reserved 0x%x, want 0",
 			    undo_type_name(h->type), (unsigned long long)at, h->reserved);
@@ -250,7 +252,7 @@ void undolog_free(struct undo_log *log)
 	memset(log, 0, sizeof(*log));
 }
 
-int undo_fields(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], int max)
+int undo_fields(const struct undo_entry *e, char (*f)[UNDO_FIELD_MAX], int max)
 {
 	const char *p = (const char *)e->payload, *end = p + e->h.plen;
 	int n = 0;
@@ -259,7 +261,7 @@ int undo_fields(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], int max)
 	while (p < end && n < max) {
 		const char *nul = memchr(p, '\0', (size_t)(end - p));
 		size_t flen = nul ? (size_t)(nul - p) : (size_t)(end - p);
-		if (flen >= UNDO_PATH_MAX)
+		if (flen >= UNDO_FIELD_MAX)
 			return -1;
 		memcpy(f[n], p, flen);
 		f[n++][flen] = '\0';

@@ -19,8 +19,10 @@
 
 /* The most one write(2) moves on Linux: no record can be longer. */
 #define UNDO_PLEN_MAX 0x7ffff000u
-/* Paths in name records, and LIMIT's text, are bounded like paths. */
+/* Paths in name records, and LIMIT's text, are bounded like paths; a
+ * kept link's name is the store's path and a little more. */
 #define UNDO_PATH_MAX 4096u
+#define UNDO_FIELD_MAX (UNDO_PATH_MAX + 64u)
 
 struct undo_entry {
 	struct undo_rec h;        /* the head as written */
@@ -61,10 +63,10 @@ const char *undo_type_name(unsigned type);
 /*
  * The NUL-separated fields of a name record's payload (CREATE: path;
  * RENAME: old, new, saved; UNLINK: path, saved), copied into f[i] of
- * UNDO_PATH_MAX bytes each; a missing field is "". Returns the number of
+ * UNDO_FIELD_MAX bytes each; a missing field is "". Returns the number of
  * fields present, or -1 if one does not fit.
  */
-int undo_fields(const struct undo_entry *e, char (*f)[UNDO_PATH_MAX], int max);
+int undo_fields(const struct undo_entry *e, char (*f)[UNDO_FIELD_MAX], int max);
 
 /*
  * Following a log while it grows (syncshim crashtest's after-syncs cut):
