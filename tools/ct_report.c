@@ -70,21 +70,33 @@ static void quoted(FILE *to, const char *text, int max_lines)
 		fprintf(to, "    | ...\n");
 }
 
+#define SHOW_MAX 10 /* lines per kind in the text report; --json has them all */
+
+static void lines(FILE *to, const char *kind, char **l, size_t n)
+{
+	for (size_t i = 0; i < n && i < SHOW_MAX; i++)
+		fprintf(to, "  %s: %s\n", kind, l[i]);
+	if (n > SHOW_MAX)
+		fprintf(to, "  ... %zu more %s lines\n", n - SHOW_MAX, kind);
+}
+
 static void details(FILE *to, const struct ct_trial *t)
 {
 	char b[64];
-	for (size_t i = 0; t->rolled && i < t->rb.nfiles; i++) {
+	size_t nf = t->rolled ? t->rb.nfiles : 0;
+	for (size_t i = 0; i < nf && i < SHOW_MAX; i++) {
 		const struct rb_file *f = &t->rb.files[i];
 		fprintf(to, "  %s: %u record%s, %s, oldest %.1f ms before the cut\n",
 			f->path ? f->path : "(not found)", f->records, f->records == 1 ? "" : "s",
 			human(f->bytes, b, sizeof(b)), ct_window_ms(t, f->oldest_ns));
 	}
-	for (size_t i = 0; t->rolled && i < t->rb.nnames; i++)
-		fprintf(to, "  name: %s\n", t->rb.names[i]);
-	for (size_t i = 0; t->rolled && i < t->rb.nlimits; i++)
-		fprintf(to, "  limit: %s\n", t->rb.limits[i]);
-	for (size_t i = 0; t->rolled && i < t->rb.nproblems; i++)
-		fprintf(to, "  problem: %s\n", t->rb.problems[i]);
+	if (nf > SHOW_MAX)
+		fprintf(to, "  ... %zu more files (--json lists them all)\n", nf - SHOW_MAX);
+	if (t->rolled) {
+		lines(to, "name", t->rb.names, t->rb.nnames);
+		lines(to, "limit", t->rb.limits, t->rb.nlimits);
+		lines(to, "problem", t->rb.problems, t->rb.nproblems);
+	}
 	if (t->rolled && t->rb.full)
 		fprintf(to, "  not exact: the undo store reached its bound; later changes were not recorded\n");
 	if (t->run.stray)
