@@ -20,8 +20,9 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
 # ... and for the man pages, the Debian package, the systemd drop-in and the
-# ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq).
-INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq
+# ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq), and
+# sqlite3 for the crash tests' real program (examples/sqlite, tests/test_crashtest.c).
+INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3
 BENCH_PKGS := eatmydata libactivemq-java fio python3
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).

@@ -6,9 +6,10 @@
  * checks, --keep, --json) against a recorder whose every record is
  * known, apart from the shim's.
  *
- *   wal_fake -f WAL -a ACKS [-n COUNT] [-L]
+ *   wal_fake -f WAL -a ACKS [-n COUNT] [-L] [-G]
  *
  * -L lies: acknowledges without syncing (what noop does to a program).
+ * -G damages the log: 80 bytes that are no record, after the first one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -84,12 +85,13 @@ int main(int argc, char **argv)
 {
 	const char *wal_path = NULL, *ack_path = NULL;
 	unsigned long count = 100000;
-	int lie = 0, c;
-	while ((c = getopt(argc, argv, "f:a:n:L")) != -1) {
+	int lie = 0, garbage = 0, c;
+	while ((c = getopt(argc, argv, "f:a:n:LG")) != -1) {
 		if (c == 'f') wal_path = optarg;
 		else if (c == 'a') ack_path = optarg;
 		else if (c == 'n') count = strtoul(optarg, NULL, 10);
 		else if (c == 'L') lie = 1;
+		else if (c == 'G') garbage = 1;
 		else return 2;
 	}
 	if (!wal_path || !ack_path || (undo_fd = open_undo()) < 0) {
@@ -102,6 +104,10 @@ int main(int argc, char **argv)
 	if (wal < 0 || acks < 0 || fstat(wal, &st) != 0)
 		fail("open");
 	record(UNDO_CREATE, &st, 0, 0, 0, wal_path, (uint32_t)strlen(wal_path));
+	if (garbage) {
+		static const uint8_t junk[80]; /* zeros: no record magic */
+		raw_write(undo_fd, junk, sizeof(junk));
+	}
 	uint8_t rec[SIZE];
 	for (unsigned long seq = 0; seq < count; seq++) {
 		uint64_t size = seq * SIZE;
