@@ -20,8 +20,9 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
 # ... and for the man pages, the Debian package, the systemd drop-in and the
-# ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq).
-INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq
+# ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq), and
+# sqlite3 for the crash tests' real program (examples/sqlite, tests/test_crashtest.c).
+INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3
 # ... and for the live counters' readers (tests/test_live.c): promtool
 # checks synclat metrics, tmux drives synclat top.
 LIVE_PKGS := prometheus tmux
@@ -41,14 +42,20 @@ SYNCLOG_SRCS := $(SYNCLOG_SHIM_SRCS) tools/logread.c
 SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c \
 	tools/liveread.c tools/livescan.c tools/livesum.c tools/topview.c tools/toptext.c tools/topjson.c \
 	tools/top.c tools/topscreen.c tools/term.c tools/metrics.c tools/metrics_out.c
+# Crash-test mode's tool side, $(CRASH_LIB): the undo log's strict reader
+# and the rollback (docs/CRASHTEST.md), for syncshim crashtest and the tests.
+CRASH_LIB_SRCS := tools/undolog.c tools/rollback.c tools/rb_syncs.c tools/rb_index.c tools/rb_data.c \
+	tools/rb_names.c
 # The preloaded library: everything else under shim/.
 SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))
-SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c
+SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c tools/crashtest.c tools/ct_trial.c tools/ct_run.c \
+	tools/ct_scope.c tools/ct_copy.c tools/ct_report.c
 
 PURE_OBJS := $(PURE_SRCS:%.c=$(B)/obj/%.o)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SYNCLOG_LIB := $(B)/libsynclog.a
 SYNCLAT_LIB := $(B)/libsynclat.a
+CRASH_LIB := $(B)/libcrash.a
 
 EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
@@ -102,6 +109,10 @@ $(SYNCLAT_LIB): $(SYNCLAT_LIB_SRCS:%.c=$(B)/obj/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+$(CRASH_LIB): $(CRASH_LIB_SRCS:%.c=$(B)/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 # The shim takes only the writer side from $(SYNCLOG_LIB) (the linker pulls
 # no more than it calls); --exclude-libs keeps all of it hidden.
 $(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) $(SYNCLOG_LIB) $(B)/exports.map $(SHIM_ALLOC)
@@ -134,7 +145,7 @@ $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a Makefile
 # has it already: SHIM_LDFLAGS).
 TOOL_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 
-$(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(PURE_OBJS)
+$(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(CRASH_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
 	$(CC) -pthread $(LDSAN) $(TOOL_LDFLAGS) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
 $(B)/synclat: $(B)/obj/tools/synclat.o $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
@@ -160,8 +171,8 @@ $(TEST_FS): tests/lib/failfs.c
 	$(CC) $(BASE) $(OPT) $(TOOL_WARN) $(FUSE_CFLAGS) -o $@ $< $(FUSE_LIBS)
 
 # Unit tests link the libraries the tools link; none compiles a tool's .c.
-TEST_LINK = $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) $(LIBDIR)/libinih.a
-$(B)/tests/test_%: tests/test_%.c $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
+TEST_LINK = $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) $(LIBDIR)/libinih.a
+$(B)/tests/test_%: tests/test_%.c $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
 		$(wildcard tests/*.h tools/*.h shim/*.h policy/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_LINK) -lcriterion $(LDSAN) -lm
@@ -377,7 +388,7 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIBS) $(FUZZ_POLICY_OBJS) tests/fuz
 		-fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt \
 		-o $@ $< $(FUZZ_LIBS) $(FUZZ_POLICY_OBJS) $(LIBDIR)/libinih.a -lm
 
-$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
+$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
 		$(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -Itests/fuzz -DREPLAY_TARGET='"$*"' -o $@ $< tests/fuzz/replay.c \

@@ -5,12 +5,12 @@
 # invocation: configurations are interleaved round by round (A B C A B C
 # ...) so drift on a shared machine hits all of them, and each cell is the
 # median over the rounds. Sections: overhead syncwrites group latency
-# writeback kahadb agreement (default: all). ROUNDS overrides the rounds.
+# writeback kahadb agreement crashtest (default: all). ROUNDS overrides the rounds.
 set -euo pipefail
 
 B=$(cd "${1:?usage: bench.sh BUILD_DIR [SECTION...]}" && pwd)
 shift
-SECTIONS=${*:-overhead syncwrites group latency writeback kahadb agreement}
+SECTIONS=${*:-overhead syncwrites group latency writeback kahadb agreement crashtest}
 SHIM=$B/libsyncshim.so
 RUN=$B/syncshim
 EX=$B/examples
@@ -215,6 +215,62 @@ PY
 	echo "| fio (around the call) | $fp50 | $fp99 |"
 	echo "| synclat (inside the shim) | $sp50 | $sp99 |"
 	echo "| synclat / fio | $(ratio "$sp50" "$fp50") | $(ratio "$sp99" "$fp99") |"
+	echo
+}
+
+# crash_store DIR: a fresh undo store (the directory and undo.log with its
+# magic, as syncshim crashtest makes them); prints its path.
+crash_store() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	printf 'SSUNDO1\n' >"$1/undo.log"
+	echo "$1"
+}
+
+# crash_run NAME STORE SCOPE CMD...: one run in crash-test mode; the undo
+# log's size goes on the result line as undo_bytes.
+crash_run() {
+	local name=$1 store=$2 scope=$3 line
+	shift 3
+	line=$(SYNCSHIM_CRASH_DIR=$store SYNCSHIM_CRASH_SCOPE=$scope "$@" 2>/dev/null | grep '^result:') || line="result: failed=1"
+	echo "$line undo_bytes=$(stat -c %s "$store/undo.log")" >>"$WORK/$name.out"
+}
+
+section_crashtest() {
+	local rounds=${ROUNDS:-3} secs=${CT_SECONDS:-2} dir=$WORK/ct n=20000
+	echo "## Crash-test mode: what tracking costs, and the undo store's size"
+	echo
+	echo "\`sync_writes -s 4096 -t $secs\` (append + fsync) and \`pwrite_loop -n $n -s 4096\` (overwrites in the page cache) under passthrough, without and with crash-test mode (\`SYNCSHIM_CRASH_DIR\`, the file in scope); $rounds rounds interleaved; medians. The store's size is the undo log's at the end, per MiB the program wrote."
+	echo
+	mkdir -p "$dir/data"
+	for ((r = 1; r <= rounds; r++)); do
+		rm -f "$dir"/data/*
+		run_cfg ct_sw_plain "$RUN" run -p passthrough -- "$EX/sync_writes" -t "$secs" -n 100000000 -f "$dir/data/sw.dat"
+		rm -f "$dir"/data/*
+		crash_run ct_sw_crash "$(crash_store "$dir/store")" "$dir/data/*" \
+			"$RUN" run -p passthrough -- "$EX/sync_writes" -t "$secs" -n 100000000 -f "$dir/data/sw.dat"
+		rm -f "$dir"/data/*
+		run_cfg ct_pw_plain "$RUN" run -p passthrough -- "$EX/pwrite_loop" -n $n -f "$dir/data/pw.dat"
+		rm -f "$dir"/data/*
+		crash_run ct_pw_crash "$(crash_store "$dir/store")" "$dir/data/*" \
+			"$RUN" run -p passthrough -- "$EX/pwrite_loop" -n $n -f "$dir/data/pw.dat"
+	done
+	rm -rf "$dir"
+	local swp swc pwp pwc
+	swp=$(medall ct_sw_plain writes_per_sec); swc=$(medall ct_sw_crash writes_per_sec)
+	pwp=$(medall ct_pw_plain ns_per_call); pwc=$(medall ct_pw_crash ns_per_call)
+	# bytes of undo log per MiB written: sync_writes wrote writes x 4 KiB, pwrite_loop n x 4 KiB
+	local swstore pwstore
+	swstore=$(while read -r l; do w=$(echo "$l" | field writes); u=$(echo "$l" | field undo_bytes)
+		awk -v w="$w" -v u="$u" 'BEGIN { if (w > 0) printf "%.0f\n", u / (w * 4096 / 1048576) }'; done <"$WORK/ct_sw_crash.out" | median)
+	pwstore=$(while read -r l; do u=$(echo "$l" | field undo_bytes)
+		awk -v u="$u" -v n=$n 'BEGIN { printf "%.0f\n", u / (n * 4096 / 1048576) }'; done <"$WORK/ct_pw_crash.out" | median)
+	echo "| workload | without | with crash-test mode | ratio | undo store bytes per MiB written |"
+	echo "|---|---|---|---|---|"
+	echo "| sync_writes, writes/s | $swp | $swc | $(ratio "$swc" "$swp") | $swstore |"
+	echo "| pwrite_loop, ns/call | $pwp | $pwc | $(ratio "$pwc" "$pwp") | $pwstore |"
+	echo
+	echo "An append's record holds no pre-image (72 bytes, and one DURABLE record per sync); an overwrite's holds the bytes it replaced, so the store grows by about what the program wrote."
 	echo
 }
 

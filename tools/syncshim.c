@@ -4,6 +4,7 @@
  *   syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]
  *   syncshim check FILE
  *   syncshim ab [-n ROUNDS] [-o DIR] A B -- CMD [ARGS]
+ *   syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut ...] --scope GLOB ... -- CMD [ARGS]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crashtest.h"
 #include "elfcheck.h"
 #include "policy.h"
 #include "syncshim_cli.h"
@@ -24,6 +26,8 @@ static void usage(FILE *to)
 		"usage: syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]\n"
 		"       syncshim check FILE\n"
 		"       syncshim ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]\n"
+		"       syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB... -- CMD [ARGS]\n"
+		"         (syncshim crashtest -h says more)\n"
 		"POLICY: one of %s\n"
 		"MODE (log detail): summary | calls\n"
 		"A, B: a policy name or an ini file\n",
@@ -216,6 +220,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(sub, "ab") == 0)
 		return cmd_ab(argc - 1, argv + 1);
+	if (strcmp(sub, "crashtest") == 0)
+		return cmd_crashtest(argc - 1, argv + 1);
 	if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
 		usage(stdout);
 		return 0;

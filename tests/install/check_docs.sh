@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for f in policy/policy.c tools/syncshim.c tools/ab.c tools/synclat_cli.c tools/top.c tools/metrics_out.c \
+for f in policy/policy.c tools/syncshim.c tools/ab.c tools/crashtest.c tools/synclat_cli.c tools/top.c tools/metrics_out.c \
 	"$build/syncshim" "$build/synclat" "$man/syncshim.1" "$man/synclat.1" "$man/syncshim.ini.5"; do
 	[ -e "$f" ] || { echo "check_docs: $f is missing (run make first)"; exit 2; }
 done
@@ -112,7 +112,8 @@ check_terms() { # PAGE WHERE < terms
 }
 
 # What the tools print.
-{ "$build/syncshim" --help; "$build/syncshim" ab -h; "$build/syncshim" run -h; } > "$tmp/syncshim.usage" 2>&1
+{ "$build/syncshim" --help; "$build/syncshim" ab -h; "$build/syncshim" run -h; "$build/syncshim" crashtest -h; } \
+	> "$tmp/syncshim.usage" 2>&1
 { "$build/synclat" --help; "$build/synclat" top -h; "$build/synclat" metrics -h; } > "$tmp/synclat.usage" 2>&1
 for tool in syncshim synclat; do
 	[ -s "$tmp/$tool.usage" ] || { echo "check_docs: $build/$tool printed no usage"; exit 2; }
@@ -136,13 +137,13 @@ source_terms() { # FILE...
 	grep -ohE 'strcmp\((sub|cmd), *"[^"]*"\)' "$@" | sed 's/.*"\(.*\)")/\1/' |
 		sed '/^-/s/^/Fl /; /^Fl /!s/^/Cm /'
 }
-source_terms tools/syncshim.c tools/ab.c | sort -u > "$tmp/syncshim.src"
+source_terms tools/syncshim.c tools/ab.c tools/crashtest.c | sort -u > "$tmp/syncshim.src"
 source_terms tools/synclat_cli.c tools/top.c tools/metrics_out.c | sort -u > "$tmp/synclat.src"
 for tool in syncshim synclat; do
 	grep -q '^Cm ' "$tmp/$tool.src" && grep -q '^Fl ' "$tmp/$tool.src" ||
 		{ echo "check_docs: no subcommands or options found in $tool's source; fix the extraction"; exit 2; }
 done
-check_terms syncshim.1 "tools/syncshim.c, tools/ab.c" < "$tmp/syncshim.src"
+check_terms syncshim.1 "tools/syncshim.c, tools/ab.c, tools/crashtest.c" < "$tmp/syncshim.src"
 check_terms synclat.1 "tools/synclat_cli.c, tools/top.c, tools/metrics_out.c" < "$tmp/synclat.src"
 
 if [ "${CHECK_DOCS_SHOW:-}" = 1 ]; then

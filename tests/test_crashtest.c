@@ -1,0 +1,379 @@
+/*
+ * test_crashtest.c - `syncshim crashtest` end to end: issue 9's
+ * acceptance. Every verdict comes from the files a rollback left, read by
+ * the examples' own checkers (wal_check, state_check, sqlite3's
+ * integrity_check), never from the shim's counters; the launcher's
+ * --json only carries their output and its own cut and window.
+ *
+ * tests/progs/wal_fake records its own undo log apart from the shim, so
+ * the launcher's side (cuts, seeds, --keep, unusable trials) is tested on
+ * records known exactly; the rest runs the real shim's recorder.
+ */
+#include "harness.h"
+
+TestSuite(crashtest, .init = h_setup, .fini = h_teardown, .timeout = 120);
+
+#define MAX_TRIALS 32
+
+struct trial {
+	char verdict[16];
+	bool cut;
+	double window_ms;   /* -1: null */
+	long records;       /* rolled back */
+	double planned_ms;
+	char *text;         /* the trial's JSON, with its check's output */
+};
+
+struct run {
+	struct h_result r;
+	struct trial t[MAX_TRIALS];
+	int n;
+};
+
+static double num_after(const char *s, const char *key, double def)
+{
+	const char *p = strstr(s, key);
+	if (!p || strncmp(p + strlen(key), "null", 4) == 0)
+		return def;
+	return strtod(p + strlen(key), NULL);
+}
+
+/* The trials of crashtest's --json output. */
+static void parse_trials(struct run *run)
+{
+	char *p = run->r.out;
+	while (run->n < MAX_TRIALS && (p = strstr(p, "{\"trial\":"))) {
+		char *next = strstr(p + 1, "{\"trial\":");
+		size_t len = next ? (size_t)(next - p) : strlen(p);
+		struct trial *t = &run->t[run->n++];
+		t->text = h_fmt("%.*s", (int)len, p);
+		const char *v = strstr(t->text, "\"verdict\":\"");
+		cr_assert_not_null(v, "no verdict in %s", t->text);
+		sscanf(v + 11, "%15[a-z]", t->verdict);
+		t->cut = h_has(t->text, "\"cut\":true");
+		t->window_ms = num_after(t->text, "\"window_ms\":", -1);
+		t->records = (long)num_after(t->text, "\"records\":", 0);
+		t->planned_ms = num_after(t->text, "\"planned_ms\":", -1);
+		p += len;
+	}
+}
+
+/* syncshim crashtest --json ARGS... (NULL-terminated), in the test's
+ * directory; env, if set, one more variable for it (and CMD). */
+static struct run crashtest(const char *env, ...)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	if (h_ctx.prefix[0])
+		h_envf(&c, "LD_PRELOAD=%s", h_ctx.prefix);
+	if (env)
+		h_env(&c, env);
+	c.timeout_s = 100;
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "crashtest", "--json", NULL);
+	va_list ap;
+	va_start(ap, env);
+	const char *a;
+	while ((a = va_arg(ap, const char *)))
+		h_arg(&c, a);
+	va_end(ap);
+	struct run run = { .r = h_run(&c) };
+	cr_assert(!run.r.timed_out, "crashtest timed out\n%s", run.r.err);
+	parse_trials(&run);
+	cr_assert(h_has(run.r.out, "\"total\":"), "no total: exit %d\n%s\n%s", run.r.code, run.r.out, run.r.err);
+	return run;
+}
+
+static char *ex(const char *name)
+{
+	return h_fmt("%s/examples/%s", h_ctx.build, name);
+}
+
+static char *data_dir(void)
+{
+	char *d = h_path("data");
+	mkdir(d, 0755);
+	return d;
+}
+
+static char *scope(void)
+{
+	return h_fmt("%s/**", data_dir());
+}
+
+/* The WAL workload under a policy (-p NAME) or a config (-c FILE). */
+static struct run wal_trials(const char *how, const char *what, const char *trials, const char *cut)
+{
+	char *wal = h_fmt("%s/wal", data_dir()), *acks = h_path("acks");
+	return crashtest(NULL, "-n", trials, how, what, "--cut", cut, "--scope", scope(), "--seed", "42",
+			 "--check", h_fmt("%s -f %s -a %s", ex("wal_check"), wal, acks), "--",
+			 ex("wal_append"), "-f", wal, "-a", acks, "-n", "100000000", "-s", "256", "-k", NULL);
+}
+
+static void expect_no_acked_loss(const char *policy)
+{
+	struct run run = wal_trials("-p", policy, "20", "random:20-150");
+	cr_assert_eq(run.n, 20, "%s: %d trials\n%s", policy, run.n, run.r.err);
+	for (int i = 0; i < run.n; i++) {
+		struct trial *t = &run.t[i];
+		cr_expect_str_eq(t->verdict, "pass", "%s trial %d: %s", policy, i + 1, t->text);
+		cr_expect(t->cut, "%s trial %d ran to completion", policy, i + 1);
+		cr_expect(h_has(t->text, "lost=0 torn_bytes=0"), "%s trial %d: %s", policy, i + 1, t->text);
+	}
+	cr_expect_eq(run.r.code, 0, "%s: exit %d", policy, run.r.code);
+}
+
+Test(crashtest, wal_passthrough_loses_no_acknowledged_record)
+{
+	expect_no_acked_loss("passthrough");
+}
+
+Test(crashtest, wal_fdatasync_loses_no_acknowledged_record)
+{
+	expect_no_acked_loss("fdatasync");
+}
+
+Test(crashtest, wal_group_loses_no_acknowledged_record)
+{
+	expect_no_acked_loss("group");
+}
+
+/* noop: acknowledged records lost in nearly every trial, and said so. */
+Test(crashtest, wal_noop_loses_acknowledged_records_and_says_so)
+{
+	struct run run = wal_trials("-p", "noop", "20", "random:20-150");
+	cr_assert_eq(run.n, 20);
+	int lost = 0;
+	for (int i = 0; i < run.n; i++) {
+		struct trial *t = &run.t[i];
+		bool l = h_num_after(t->text, "lost=", 0) > 0;
+		lost += l;
+		if (l) {
+			cr_expect_str_eq(t->verdict, "fail", "trial %d lost records but passed", i + 1);
+			cr_expect_gt(t->records, 0, "trial %d: lost records, none reported rolled back", i + 1);
+			cr_expect_gt(t->window_ms, 0, "trial %d: no window reported", i + 1);
+		}
+	}
+	cr_expect_geq(lost, 18, "noop lost acknowledged records in only %d of 20 trials", lost);
+	cr_expect_eq(run.r.code, 1);
+}
+
+/* defer: only what was acknowledged within max_delay_ms (plus the one
+ * real sync that makes it durable) before the cut, and the window the
+ * launcher reports is the lost acknowledgements' age. */
+Test(crashtest, wal_defer_loses_only_its_window_and_reports_it)
+{
+	char *ini = h_path("defer.ini");
+	h_write_file(ini, "[shim]\npolicy = defer\nmax_delay_ms = 50\nmax_calls = 1000000\nmax_bytes = 1G\n");
+	struct run run = wal_trials("-c", ini, "20", "random:60-200");
+	cr_assert_eq(run.n, 20);
+	int lost = 0;
+	for (int i = 0; i < run.n; i++) {
+		struct trial *t = &run.t[i];
+		double oldest = num_after(t->text, "lost_oldest_ms=", -1);
+		if (h_num_after(t->text, "lost=", 0) == 0)
+			continue;
+		lost++;
+		cr_expect_leq(oldest, 50 + 60, "trial %d: lost a record acknowledged %.1f ms before the cut", i + 1,
+			      oldest);
+		cr_expect(t->window_ms >= oldest - 0.01 && t->window_ms <= oldest + 5,
+			  "trial %d: reported window %.3f ms, oldest lost acknowledgement %.3f ms before the cut",
+			  i + 1, t->window_ms, oldest);
+		cr_expect(!h_has(t->text, "torn_bytes=") || h_has(t->text, "torn_bytes=0"), "%s", t->text);
+	}
+	cr_expect_geq(lost, 10, "defer lost nothing in %d of 20 trials: no window was exercised", 20 - lost);
+}
+
+/* write-tmp, fsync, rename under defer: the rename barrier keeps every
+ * target whole; without it a cut finds an empty or torn one. */
+static struct run rename_trials(const char *env, const char *trials)
+{
+	char *d = data_dir(), *state = h_fmt("%s/state", d), *content = h_fmt("%4096s", "");
+	for (int i = 0; i < 4096; i++)
+		content[i] = "iteration=0\n"[i % 12];
+	h_write_file(state, content);
+	char *ini = h_path("defer.ini");
+	h_write_file(ini, "[shim]\npolicy = defer\nmax_delay_ms = 50\n");
+	return crashtest(env, "-n", trials, "-c", ini, "--cut", "random:30-200", "--scope", scope(), "--seed", "7",
+			 "--check", h_fmt("%s -d %s -s 4096", ex("state_check"), d), "--", ex("write_tmp_rename"),
+			 "-d", d, "-n", "100000000", "-s", "4096", "-k", NULL);
+}
+
+Test(crashtest, rename_under_defer_never_tears_the_target)
+{
+	struct run run = rename_trials(NULL, "20");
+	cr_assert_eq(run.n, 20);
+	for (int i = 0; i < run.n; i++)
+		cr_expect(h_has(run.t[i].text, "state=whole") && !strcmp(run.t[i].verdict, "pass"),
+			  "trial %d: %s", i + 1, run.t[i].text);
+	cr_expect_eq(run.r.code, 0);
+}
+
+Test(crashtest, without_the_rename_barrier_crashtest_catches_a_torn_target)
+{
+	struct run run = rename_trials("SYNCSHIM_TEST_NO_RENAME_BARRIER=1", "5");
+	cr_assert_eq(run.n, 5);
+	int bad = 0;
+	for (int i = 0; i < run.n; i++)
+		bad += h_has(run.t[i].text, "state=empty") || h_has(run.t[i].text, "state=torn");
+	cr_expect_geq(bad, 1, "no torn or empty target in 5 trials without the barrier");
+	cr_expect_eq(run.r.code, 1);
+}
+
+/* sqlite3, PRAGMA synchronous=FULL, one INSERT per commit. */
+static struct run sqlite_trials(const char *policy, const char *trials)
+{
+	char *d = data_dir(), *db = h_fmt("%s/db", d), *acks = h_path("acks");
+	char *dir = h_fmt("%s/../examples/sqlite", h_ctx.build);
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, "sqlite3", db, "CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB NOT NULL)", NULL);
+	h_assert_ok(h_run(&c), "sqlite3 create");
+	return crashtest(NULL, "-n", trials, "-p", policy, "--cut", "random:100-500", "--scope", scope(), "--seed",
+			 "5", "--check", h_fmt("%s/check.sh %s %s", dir, db, acks), "--", h_fmt("%s/insert.sh", dir),
+			 db, acks, NULL);
+}
+
+/* integrity_check passes after every cut. (In rollback-journal mode FULL
+ * does not sync the directory after the journal's unlink, the commit:
+ * sqlite's documentation says the last transaction may roll back after
+ * a power loss, and crashtest shows that one row, never more.) */
+Test(crashtest, sqlite_under_passthrough_keeps_its_integrity)
+{
+	struct run run = sqlite_trials("passthrough", "8");
+	cr_assert_eq(run.n, 8);
+	for (int i = 0; i < run.n; i++) {
+		cr_expect(h_has(run.t[i].text, "integrity=ok"), "trial %d: %s", i + 1, run.t[i].text);
+		cr_expect_leq(h_num_after(run.t[i].text, "lost=", 99), 1, "trial %d: %s", i + 1, run.t[i].text);
+	}
+}
+
+Test(crashtest, sqlite_under_noop_shows_what_it_lost)
+{
+	struct run run = sqlite_trials("noop", "4");
+	cr_assert_eq(run.n, 4);
+	for (int i = 0; i < run.n; i++) {
+		cr_expect_str_eq(run.t[i].verdict, "fail", "trial %d: %s", i + 1, run.t[i].text);
+		cr_expect_gt(h_num_after(run.t[i].text, "lost=", 0), 1, "trial %d: %s", i + 1, run.t[i].text);
+		cr_expect_gt(run.t[i].records, 0, "trial %d: nothing reported rolled back", i + 1);
+	}
+	cr_expect_eq(run.r.code, 1);
+}
+
+/* A program that exits normally loses nothing, whatever the policy, but
+ * under noop, where nothing it wrote was ever synced. */
+Test(crashtest, a_normal_exit_loses_nothing_but_under_noop)
+{
+	static const char *const policies[] = { "passthrough", "fdatasync", "defer", "group", "noop" };
+	char *wal = h_fmt("%s/wal", data_dir()), *acks = h_path("acks");
+	for (size_t i = 0; i < 5; i++) {
+		struct run run = crashtest(NULL, "-n", "1", "-p", policies[i], "--cut", "after-ms:60000", "--scope",
+					   scope(), "--check", h_fmt("%s -f %s -a %s", ex("wal_check"), wal, acks), "--",
+					   ex("wal_append"), "-f", wal, "-a", acks, "-n", "20", "-k", NULL);
+		cr_assert_eq(run.n, 1, "%s\n%s", run.r.out, run.r.err);
+		cr_expect(!run.t[0].cut, "%s: cut?", policies[i]);
+		if (i < 4) {
+			cr_expect_eq(run.t[0].records, 0, "%s: rolled back %ld records", policies[i], run.t[0].records);
+			cr_expect_str_eq(run.t[0].verdict, "pass", "%s: %s", policies[i], run.t[0].text);
+		} else {
+			cr_expect_gt(run.t[0].records, 0, "noop: nothing rolled back");
+			cr_expect_str_eq(run.t[0].verdict, "fail");
+		}
+	}
+}
+
+/* ---- the launcher on a recorder of its own (wal_fake) ---- */
+
+static struct run fake_trials(const char *trials, const char *cut, const char *flag, const char *keep)
+{
+	char *wal = h_fmt("%s/wal", data_dir()), *acks = h_path("acks");
+	return crashtest(NULL, "-n", trials, "--cut", cut, "--scope", scope(), "--seed", "1234", "--keep",
+			 keep ? keep : h_path("keep"), "--check", h_fmt("%s -f %s -a %s", ex("wal_check"), wal, acks),
+			 "--", h_prog("wal_fake"), "-f", wal, "-a", acks, "-n", "100000000", flag, NULL);
+}
+
+/* The same seed draws the same cut moments; they fall in the range. */
+Test(crashtest, cuts_come_from_the_seed)
+{
+	struct run a = fake_trials("4", "random:20-60", NULL, NULL), b = fake_trials("4", "random:20-60", NULL, NULL);
+	cr_assert(a.n == 4 && b.n == 4);
+	bool same_all = true;
+	for (int i = 0; i < 4; i++) {
+		cr_expect(a.t[i].planned_ms >= 20 && a.t[i].planned_ms <= 60, "%f", a.t[i].planned_ms);
+		cr_expect_eq(a.t[i].planned_ms, b.t[i].planned_ms, "trial %d: %f then %f", i + 1, a.t[i].planned_ms,
+			     b.t[i].planned_ms);
+		same_all &= a.t[i].planned_ms == a.t[0].planned_ms;
+		cr_expect_str_eq(a.t[i].verdict, "pass", "%s", a.t[i].text);
+		cr_expect_leq(a.t[i].records, 1, "a synced WAL rolls back at most its one unsynced record");
+	}
+	cr_expect(!same_all, "four equal cut moments from a random range");
+	cr_expect_eq(a.r.code, 0);
+}
+
+/* A lying program fails every trial; each failing trial is kept. */
+Test(crashtest, failing_trials_are_kept_for_inspection)
+{
+	char *keep = h_path("kept");
+	struct run run = fake_trials("2", "random:20-40", "-L", keep);
+	cr_assert_eq(run.n, 2);
+	cr_expect_eq(run.r.code, 1);
+	for (int i = 1; i <= 2; i++) {
+		cr_expect_str_eq(run.t[i - 1].verdict, "fail");
+		char *report = h_read_file(h_fmt("%s/trial-%d/report.txt", keep, i));
+		cr_expect(h_has(report, "check FAILED"), "trial %d's report.txt: %s", i, report);
+		cr_expect(h_size(h_fmt("%s/trial-%d/store/undo.log", keep, i)) > 8, "trial %d: no undo.log kept", i);
+		cr_expect(h_has(h_read_file(h_fmt("%s/trial-%d/store/check.out", keep, i)), "LOST"),
+			  "trial %d: no check output kept", i);
+	}
+}
+
+/* after-syncs:N cuts once N syncs are in the log: the WAL then holds at
+ * least N records (one sync each), checked from the file. */
+Test(crashtest, after_syncs_cuts_after_that_many_syncs)
+{
+	struct run run = fake_trials("3", "after-syncs:40", NULL, NULL);
+	cr_assert_eq(run.n, 3);
+	for (int i = 0; i < run.n; i++) {
+		long records = h_num_after(run.t[i].text, "result: records=", 0);
+		cr_expect(run.t[i].cut && records >= 40 && records < 400, "trial %d: %ld records at the cut", i + 1,
+			  records);
+	}
+}
+
+/* A log damaged before its tail makes the trial unusable, never a pass. */
+Test(crashtest, a_damaged_log_makes_the_trial_unusable)
+{
+	struct run run = fake_trials("1", "random:20-30", "-G", NULL);
+	cr_assert_eq(run.n, 1);
+	cr_expect_str_eq(run.t[0].verdict, "unusable");
+	/* after the magic and the CREATE record (72 bytes and the WAL's path) */
+	char *at = h_fmt("byte %zu: no record starts here", 8 + 72 + strlen(h_fmt("%s/wal", data_dir())));
+	cr_expect(h_has(run.t[0].text, at), "want \"%s\" in %s", at, run.t[0].text);
+	cr_expect_eq(run.r.code, 1);
+}
+
+/* Without --setup the launcher copies the scope before trial 1 and puts
+ * it back after the last. */
+Test(crashtest, the_scope_is_restored_after_the_trials)
+{
+	char *keepme = h_fmt("%s/keepme", data_dir());
+	h_write_file(keepme, "as it was");
+	fake_trials("1", "random:20-30", NULL, NULL);
+	cr_expect_str_eq(h_read_file(keepme), "as it was");
+	cr_expect_eq(h_size(h_fmt("%s/wal", data_dir())), -1, "the trial's WAL is left behind");
+}
+
+Test(crashtest, usage_errors)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "crashtest", "--cut", "sometime", "--scope", "/x/*", "--", "true",
+	       NULL);
+	struct h_result r = h_run(&c);
+	cr_expect_eq(r.code, 2);
+	cr_expect(h_has(r.err, "bad value 'sometime'"), "%s", r.err);
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "crashtest", "-p", "fast", "--scope", "/x/*", "--", "true", NULL);
+	r = h_run(&c);
+	cr_expect_eq(r.code, 2);
+	cr_expect(h_has(r.err, "unknown policy 'fast'"), "%s", r.err);
+}

@@ -1,0 +1,210 @@
+/*
+ * crashtest.c - `syncshim crashtest`: the command line and the trials.
+ *
+ * Each trial: back to the initial state (--setup, or the launcher's copy
+ * of the scope), a fresh undo store, the program under the shim in
+ * crash-test mode, the cut, the rollback to what was durable, the check.
+ * The verdict comes from the check alone, run on files the rollback left;
+ * the report adds what was lost and how old it was. A trial the launcher
+ * cannot vouch for (damaged log, nothing recorded though files changed, a
+ * rollback that could not finish) is "unusable", never a pass.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crashtest.h"
+#include "elfcheck.h"
+#include "policy.h"
+#include "syncshim_cli.h"
+
+static void ct_usage(FILE *to)
+{
+	char names[128];
+	fprintf(to,
+		"usage: syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB [--scope GLOB]...\n"
+		"           [--setup CMD] [--check CMD] [--keep DIR] [--names strict|ext4-ordered] [--seed N]\n"
+		"           [--timeout SECONDS] [--json] -- CMD [ARGS]\n"
+		"  Runs CMD TRIALS times (default 10) under the shim, cuts its power at CUT (a SIGKILL to its\n"
+		"  process group), rolls every file in scope back to what was durable, then runs --check.\n"
+		"  CUT: random:MIN-MAX (ms after the start, drawn from --seed; default random:50-500),\n"
+		"       after-syncs:N (once N syncs completed), after-ms:T\n"
+		"  GLOB: the files to track (absolute, or relative to here; shim.ini glob syntax)\n"
+		"  CMD (--setup, --check): a /bin/sh -c line; --setup makes the initial state (else the\n"
+		"       scope is copied before trial 1); a --check that exits non-zero fails the trial\n"
+		"  POLICY: one of %s\n",
+		sync_policy_names(names, sizeof(names)));
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_cut(const char *spec, struct ct_cut *c)
+{
+	uint64_t a, b;
+	const char *colon = strchr(spec, ':');
+	if (!colon)
+		return -1;
+	const char *v = colon + 1;
+	if (strncmp(spec, "random:", 7) == 0) {
+		char lo[32];
+		const char *dash = strchr(v, '-');
+		if (!dash || (size_t)(dash - v) >= sizeof(lo))
+			return -1;
+		snprintf(lo, sizeof(lo), "%.*s", (int)(dash - v), v);
+		if (parse_u64(lo, 86400000, &a) < 0 || parse_u64(dash + 1, 86400000, &b) < 0 || a > b)
+			return -1;
+		*c = (struct ct_cut){ CUT_RANDOM, a, b, 0 };
+	} else if (strncmp(spec, "after-syncs:", 12) == 0) {
+		if (parse_u64(v, 1000000000, &a) < 0 || a == 0)
+			return -1;
+		*c = (struct ct_cut){ CUT_AFTER_SYNCS, 0, 0, (unsigned)a };
+	} else if (strncmp(spec, "after-ms:", 9) == 0) {
+		if (parse_u64(v, 86400000, &a) < 0)
+			return -1;
+		*c = (struct ct_cut){ CUT_AFTER_MS, a, a, 0 };
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+/* A scope glob, made absolute from here; checked as shim.ini's are. */
+static int add_glob(struct ct_opts *o, const char *g)
+{
+	char cwd[PATH_MAX], why[256], *abs;
+	if (o->nglobs == CT_MAX_GLOBS) {
+		fprintf(stderr, "syncshim crashtest: at most %d --scope globs\n", CT_MAX_GLOBS);
+		return -1;
+	}
+	if (g[0] == '/')
+		abs = strdup(g);
+	else if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", g) < 0)
+		abs = NULL;
+	if (!abs)
+		return -1;
+	if (glob_check(abs, why, sizeof(why)) < 0 || strlen(abs) >= POLICY_GLOB_MAX) {
+		fprintf(stderr, "syncshim crashtest: --scope %s: %s\n", g, strlen(abs) >= POLICY_GLOB_MAX ?
+			"too long" : why);
+		free(abs);
+		return -1;
+	}
+	o->globs[o->nglobs++] = abs;
+	return 0;
+}
+
+enum { O_CUT = 256, O_SCOPE, O_SETUP, O_CHECK, O_KEEP, O_NAMES, O_SEED, O_JSON, O_TIMEOUT };
+
+static const struct option long_opts[] = {
+	{ "cut", required_argument, NULL, O_CUT },         { "scope", required_argument, NULL, O_SCOPE },
+	{ "setup", required_argument, NULL, O_SETUP },     { "check", required_argument, NULL, O_CHECK },
+	{ "keep", required_argument, NULL, O_KEEP },       { "names", required_argument, NULL, O_NAMES },
+	{ "seed", required_argument, NULL, O_SEED },       { "json", no_argument, NULL, O_JSON },
+	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option; 0, 1 for -h, -1 (with a message) for a bad value. */
+static int take_opt(struct ct_opts *o, int c, const char *v)
+{
+	uint64_t n;
+	int m;
+	switch (c) {
+	case 'n': if (parse_u64(v, 100000, &n) < 0 || !n) goto bad; o->trials = (unsigned)n; return 0;
+	case 'p': o->policy = v; return 0;
+	case 'c': o->config = v; return 0;
+	case O_CUT: if (parse_cut(v, &o->cut) < 0) goto bad; o->cut_text = v; return 0;
+	case O_SCOPE: return add_glob(o, v);
+	case O_SETUP: o->setup = v; return 0;
+	case O_CHECK: o->check = v; return 0;
+	case O_KEEP: o->keep = v; return 0;
+	case O_NAMES: if ((m = names_model_parse(v)) < 0) goto bad; o->names = (enum names_model)m; return 0;
+	case O_SEED: if (parse_u64(v, UINT64_MAX, &o->seed) < 0) goto bad; return 0;
+	case O_JSON: o->json = true; return 0;
+	case O_TIMEOUT: if (parse_u64(v, 86400, &n) < 0 || !n) goto bad; o->timeout_s = (unsigned)n; return 0;
+	case 'h': return 1;
+	default: return -1;
+	}
+bad:
+	fprintf(stderr, "syncshim crashtest: bad value '%s'\n", v);
+	return -1;
+}
+
+/* The policy or config, and CMD, checked before any trial: a trial that
+ * silently ran as passthrough, or recorded nothing, would prove nothing. */
+static int check_setup(const struct ct_opts *o)
+{
+	static struct policy p;
+	char err[POLICY_ERR_MAX], names[128], path[PATH_MAX], why[256];
+	if (o->policy && o->config) {
+		fprintf(stderr, "syncshim crashtest: -p and -c: give one\n");
+		return -1;
+	}
+	if (o->policy && sync_policy_parse(o->policy) < 0) {
+		fprintf(stderr, "syncshim crashtest: unknown policy '%s'; use one of: %s\n", o->policy,
+			sync_policy_names(names, sizeof(names)));
+		return -1;
+	}
+	if (o->config && policy_load_file(o->config, &p, err, sizeof(err)) < 0) {
+		fprintf(stderr, "syncshim crashtest: %s\n", err);
+		return -1;
+	}
+	if (find_in_path(o->cmd[0], path, sizeof(path)) < 0) {
+		fprintf(stderr, "syncshim crashtest: cannot run %s: %s\n", o->cmd[0], strerror(errno));
+		return -1;
+	}
+	if (elf_preload_check(path, why, sizeof(why)) == PRELOAD_NEVER) {
+		fprintf(stderr, "syncshim crashtest: %s is %s; the shim could record nothing in it\n", path, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* 0 to go on, 1 after -h, -1 on a usage error. */
+static int parse_args(int argc, char **argv, struct ct_opts *o)
+{
+	*o = (struct ct_opts){ .trials = 10, .cut_text = "random:50-500", .timeout_s = 60,
+			       .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) };
+	parse_cut(o->cut_text, &o->cut);
+	optind = 1;
+	int c, r;
+	while ((c = getopt_long(argc, argv, "+n:p:c:h", long_opts, NULL)) != -1)
+		if ((r = take_opt(o, c, optarg)) != 0)
+			return r;
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
+	if (optind >= argc || !o->nglobs) {
+		fprintf(stderr, "syncshim crashtest: %s\n", optind >= argc ? "no command" : "no --scope");
+		return -1;
+	}
+	o->cmd = argv + optind;
+	return check_setup(o);
+}
+
+int cmd_crashtest(int argc, char **argv)
+{
+	static struct ct_opts o;
+	int r = parse_args(argc, argv, &o);
+	if (r != 0) {
+		ct_usage(r > 0 ? stdout : stderr);
+		return r > 0 ? 0 : 2;
+	}
+	r = ct_trials(&o);
+	for (size_t i = 0; i < o.nglobs; i++)
+		free(o.globs[i]);
+	return r;
+}
