@@ -483,8 +483,8 @@ void crash_after_open(const struct crash_open *o, const char *abspath, int fd, i
 		struct undo_rec h = { .type = UNDO_CREATE, .dev = st.st_dev, .ino = st.st_ino };
 		append(&h, abspath, (uint32_t)strlen(abspath) + 1, NULL, 0);
 	}
-	if (flags & O_DIRECT)
-		limit(0, 0, "a file in scope was opened O_DIRECT");
+	if ((flags & O_DIRECT) && fstat(fd, &st) == 0)
+		limit(st.st_dev, st.st_ino, "a file in scope was opened O_DIRECT");
 	errno = e;
 }
 
@@ -521,6 +521,16 @@ void crash_before_unlink(int dirfd, const char *path)
 		struct undo_rec h = { .type = UNDO_UNLINK, .dev = st.st_dev, .ino = st.st_ino };
 		append(&h, a, (uint32_t)strlen(a) + 1, saved, (uint32_t)strlen(saved) + 1);
 	}
+	errno = e;
+}
+
+void crash_limit_path(int dirfd, const char *path, const char *what)
+{
+	char a[PATH_MAX];
+	struct stat st;
+	int e = errno;
+	if (crash_on() && path_absolute(dirfd, path, a, sizeof(a)) == 0 && crash_in_scope(a) && lstat(a, &st) == 0)
+		limit(st.st_dev, st.st_ino, what);
 	errno = e;
 }
 

@@ -69,6 +69,7 @@ void crash_before_rename(int fromdir, const char *from, int todir, const char *t
 void crash_before_unlink(int dirfd, const char *path);
 /* Something happened to fd's file that a rollback cannot undo. */
 void crash_limit_fd(int fd, const char *what);
+void crash_limit_path(int dirfd, const char *path, const char *what);
 /* The undo log's identity, for shimfd.c's checks of its descriptor. */
 bool crash_identity(dev_t *dev, ino_t *ino);
 /* The app took one of our descriptors (f: a file's reader, NULL: the log). */

@@ -93,6 +93,8 @@ SHIM_API int renameat2(int fromdir, const char *from, int todir, const char *to,
 		return -1;
 	if (!shim_bypass() && !(flags & RENAME_EXCHANGE))
 		crash_before_rename(fromdir, from, todir, to);
+	else if (!shim_bypass()) /* two files trade names: not something the log can undo */
+		crash_limit_path(fromdir, from, "RENAME_EXCHANGE of a file in scope: its names are not rolled back");
 	return publish_done(&t, LIBC(renameat2)(fromdir, from, todir, to, flags));
 }
 
