@@ -253,7 +253,9 @@ Test(crashtest, sqlite_under_noop_shows_what_it_lost)
 	cr_assert_eq(run.n, 4);
 	for (int i = 0; i < run.n; i++) {
 		cr_expect_str_eq(run.t[i].verdict, "fail", "trial %d: %s", i + 1, run.t[i].text);
-		cr_expect_gt(h_num_after(run.t[i].text, "lost=", 0), 1, "trial %d: %s", i + 1, run.t[i].text);
+		/* at least the acknowledged rows of the cut's moment: a slow
+		 * (sanitizer) build may have acknowledged only one by then */
+		cr_expect_geq(h_num_after(run.t[i].text, "lost=", 0), 1, "trial %d: %s", i + 1, run.t[i].text);
 		cr_expect_gt(run.t[i].records, 0, "trial %d: nothing reported rolled back", i + 1);
 	}
 	cr_expect_eq(run.r.code, 1);
