@@ -5,17 +5,23 @@
  * App threads only add to their file's counters (live.h). The publisher
  * thread does the rest off the app's path: it makes the directory and the
  * file (its first round), takes differences from the last round for the
- * interval figures, picks the busiest files, and rewrites the mapped file
- * under a sequence count so readers never see half a round and never make
- * it wait. At exit or exec the file is marked ended and removed; a forked
- * child drops the parent's mapping and publishes its own file.
+ * interval figures, picks the busiest files, and rewrites the file with
+ * pwrite under a sequence count so readers never see half a round and
+ * never make it wait. At exit or exec the file is marked ended and
+ * removed; a forked child publishes its own file.
+ *
+ * Why pwrite and not a shared mapping: a store into a mapped page the
+ * file system cannot back (a full disk, a file truncated behind our back)
+ * is a SIGBUS in the host; a pwrite that cannot is an error we skip. And
+ * the file is reached by name each round, with a descriptor of the shim's
+ * own that lives only for the round: the app's close-everything loops
+ * never meet one of ours kept open.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,12 +43,13 @@ static struct {
 	bool thread_started, gave_up;
 	_Atomic int stop;
 	_Atomic int running;        /* thread started: nothing for live_maybe_start to do */
-	struct live_header *map;
-	int dirfd;
-	char name[32];              /* PID.live */
+	bool made;                  /* our file exists under path */
+	struct live_header h;       /* its header, as last written */
+	char path[POLICY_PATH_MAX + 64];   /* DIR/PID.live */
+	ino_t ino;                  /* ours: a file someone put in its place is not */
 	uint64_t last_mono;
 	struct live_file *stage;    /* [LIVE_MAX_FILES]: a round's busiest files, busiest first */
-} V = { .mu = PTHREAD_MUTEX_INITIALIZER, .dirfd = -1 };
+} V = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- statistics (app threads) ----------------------------------------------- */
 
@@ -247,16 +254,47 @@ static uint32_t gather(uint64_t now)
 	return n;
 }
 
-/* Odd before any entry changes: the acquire half of the increment keeps
- * the stores that follow after it (no fence: TSan builds cannot have one). */
-static void seq_begin(void)
+static bool put(int fd, const void *buf, size_t n, off_t off)
 {
-	atomic_fetch_add_explicit((_Atomic uint32_t *)&V.map->seq, 1, memory_order_acq_rel);
+	while (n) {
+		ssize_t r = pwrite(fd, buf, n, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		buf = (const char *)buf + r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return true;
 }
 
-static void seq_end(void)
+/* The sequence count goes odd on disk before any entry changes and even
+ * after they all did: each pwrite is in the page cache when it returns, so
+ * a reader's two looks at the count bracket a consistent copy. */
+static bool write_round(int fd, uint32_t shown)
 {
-	atomic_fetch_add_explicit((_Atomic uint32_t *)&V.map->seq, 1, memory_order_release);
+	V.h.seq++;
+	bool ok = put(fd, &V.h.seq, sizeof(V.h.seq), offsetof(struct live_header, seq));
+	V.h.seq++;
+	ok = ok && put(fd, V.stage, shown * sizeof(struct live_file), sizeof(V.h));
+	return ok && put(fd, &V.h, sizeof(V.h), 0);
+}
+
+/* Our file, by name, if it is still ours (a reader may have taken it for
+ * a dead process's, a hostile one replaced it): an fd, or -1. */
+static int open_ours(void)
+{
+	struct stat st;
+	int fd = shimfd_open(V.path, O_WRONLY | O_NOFOLLOW, OWN_TEMP);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != V.ino || !S_ISREG(st.st_mode))) {
+		shimfd_close(fd);
+		fd = -1;
+	}
+	/* cut short behind our back: readers want the whole size again */
+	if (fd >= 0 && st.st_size < (off_t)LIVE_FILE_BYTES)
+		(void)!ftruncate(fd, (off_t)LIVE_FILE_BYTES);
+	return fd;
 }
 
 static void publish(bool ended)
@@ -266,17 +304,20 @@ static void publish(bool ended)
 	uint32_t shown = n < LIVE_MAX_FILES ? n : LIVE_MAX_FILES;
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	seq_begin();
-	struct live_header *h = V.map;
-	h->nfiles = shown;
-	h->omitted = n - shown;
-	h->ended = ended;
-	h->updated_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
-	h->updated_mono_ns = now;
-	h->interval_ns = V.last_mono ? now - V.last_mono : 0;
-	memcpy((char *)h + sizeof(*h), V.stage, shown * sizeof(struct live_file));
-	seq_end();
+	V.h.nfiles = shown;
+	V.h.omitted = n - shown;
+	V.h.ended = ended;
+	V.h.updated_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	V.h.updated_mono_ns = now;
+	V.h.interval_ns = V.last_mono ? now - V.last_mono : 0;
 	V.last_mono = now;
+	int fd = open_ours();
+	if (fd < 0) {
+		V.made = false; /* gone: made again next round */
+		return;
+	}
+	write_round(fd, shown); /* a full disk loses a round, nothing more */
+	shimfd_close(fd);
 }
 
 /* ---- the file -------------------------------------------------------------- */
@@ -297,17 +338,16 @@ static int open_dir(void)
 		say_once("cannot make the live directory %s: %s; live counters off", dir, errno);
 		return -1;
 	}
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		say_once("cannot open the live directory %s: %s; live counters off", dir, errno);
-		if (fd >= 0)
-			close(fd);
+		shimfd_close(fd);
 		return -1;
 	}
 	if (st.st_uid != getuid() || (st.st_mode & 022)) {
 		say_once("the live directory %s is not ours alone (%s); live counters off", dir, EPERM);
-		close(fd);
+		shimfd_close(fd);
 		return -1;
 	}
 	return fd;
@@ -343,8 +383,8 @@ static void fill_header(struct live_header *h)
 }
 
 /* Made under a temporary name (a stale one of an earlier process with our
- * pid is removed first; a name that is not a plain file is left alone) and
- * renamed into place with its header written: a reader never finds a
+ * pid is removed first; a name that is not a plain file is left alone),
+ * its header written, and renamed into place: a reader never finds a
  * PID.live that is not yet a live file. */
 static int create_tmp(int dirfd, const char *tmp)
 {
@@ -354,22 +394,25 @@ static int create_tmp(int dirfd, const char *tmp)
 	if (fd < 0 && errno == EEXIST && fstatat(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && unlinkat(dirfd, tmp, 0) == 0)
 		fd = openat(dirfd, tmp, flags, 0600);
+	if (fd >= 0)
+		shimfd_claim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
 	return fd;
 }
 
-static void *map_new(int dirfd, const char *tmp)
+static bool write_new(int dirfd, const char *tmp, const char *name)
 {
 	int fd = create_tmp(dirfd, tmp);
-	void *p = MAP_FAILED;
-	if (fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0)
-		p = mmap(NULL, LIVE_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	struct stat st;
+	bool ok = fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0 && put(fd, &V.h, sizeof(V.h), 0) &&
+		  fstat(fd, &st) == 0 && renameat(dirfd, tmp, dirfd, name) == 0;
 	int e = errno;
-	if (fd >= 0)
-		close(fd); /* the mapping is all we need */
-	if (p == MAP_FAILED && fd >= 0)
+	shimfd_close(fd);
+	if (ok)
+		V.ino = st.st_ino;
+	else if (fd >= 0)
 		unlinkat(dirfd, tmp, 0);
 	errno = e;
-	return p;
+	return ok;
 }
 
 static bool make_file(void)
@@ -379,40 +422,28 @@ static bool make_file(void)
 	int dirfd = open_dir();
 	if (dirfd < 0)
 		return false;
-	char tmp[48];
-	snprintf(V.name, sizeof(V.name), "%d" LIVE_SUFFIX, (int)getpid());
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", V.name);
-	void *p = map_new(dirfd, tmp);
-	if (p != MAP_FAILED) {
-		fill_header(p);
-		if (renameat(dirfd, tmp, dirfd, V.name) != 0) {
-			int e = errno;
-			unlinkat(dirfd, tmp, 0);
-			munmap(p, LIVE_FILE_BYTES);
-			errno = e;
-			p = MAP_FAILED;
-		}
-	}
-	if (p == MAP_FAILED) {
-		int e = errno;
-		close(dirfd);
-		say_once("cannot create the live file %s: %s; live counters off", V.name, e);
-		return false;
-	}
-	V.map = p;
-	V.dirfd = dirfd;
-	return true;
+	char name[32], tmp[48];
+	snprintf(name, sizeof(name), "%d" LIVE_SUFFIX, (int)getpid());
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	snprintf(V.path, sizeof(V.path), "%s/%s", V.dir, name);
+	memset(&V.h, 0, sizeof(V.h));
+	fill_header(&V.h);
+	bool ok = write_new(dirfd, tmp, name);
+	int e = errno;
+	shimfd_close(dirfd);
+	if (!ok)
+		say_once("cannot create the live file %s: %s; live counters off", V.path, e);
+	return V.made = ok;
 }
 
 static void drop_file(void)
 {
-	if (!V.map)
-		return;
-	unlinkat(V.dirfd, V.name, 0);
-	close(V.dirfd);
-	munmap(V.map, LIVE_FILE_BYTES);
-	V.map = NULL;
-	V.dirfd = -1;
+	int fd = open_ours();
+	if (fd >= 0) {
+		shimfd_close(fd);
+		unlink(V.path); /* only ours: a file put in its place is left alone */
+	}
+	V.made = false;
 }
 
 /* ---- the thread and the process's life ---------------------------------------- */
@@ -423,7 +454,7 @@ static void *live_main(void *arg)
 	shim_busy = 1; /* everything this thread calls is the shim's own */
 	while (!atomic_load(&V.stop)) {
 		pthread_mutex_lock(&V.mu);
-		if (!atomic_load(&V.stop) && !V.gave_up && (V.map || make_file()))
+		if (!atomic_load(&V.stop) && !V.gave_up && (V.made || make_file()))
 			publish(false);
 		pthread_mutex_unlock(&V.mu);
 		struct timespec ts = { INTERVAL_MS / 1000, (INTERVAL_MS % 1000) * (long)NS_PER_MS };
@@ -481,7 +512,7 @@ void live_stop(void)
 	shim_enter();
 	atomic_store(&V.stop, 1);
 	pthread_mutex_lock(&V.mu);
-	if (V.map) {
+	if (V.made) {
 		publish(true);
 		drop_file();
 	}
@@ -502,12 +533,7 @@ void live_atfork_child(void)
 	pthread_mutex_init(&V.mu, NULL);
 	if (V.configured)
 		registry_each(reset_in_child, NULL);
-	if (V.map)
-		munmap(V.map, LIVE_FILE_BYTES);
-	if (V.dirfd >= 0)
-		close(V.dirfd);
-	V.map = NULL;
-	V.dirfd = -1;
+	V.made = false; /* the parent's file is the parent's: ours is made lazily */
 	V.thread_started = false;
 	V.last_mono = 0;
 	atomic_store(&V.running, 0);

@@ -53,10 +53,12 @@ static int run_ms(void)
 static char *ini_text(const char *dir, const char *policy, int k)
 {
 	static const char *const cycle[] = { "defer", "group", "passthrough", "fdatasync", "noop" };
-	return h_fmt("[shim]\npolicy = %s\nlog = %s/chaos.%%p.log\nlog_mode = calls\n"
-		     "max_delay_ms = %d\non_close = %s\nwriteback_bytes = %s\n\n"
+	/* live counters too: their publisher lives through the same forks,
+	 * closes and reloads (they are read at start: k = 0 decides) */
+	return h_fmt("[shim]\npolicy = %s\nlog = %s/chaos.%%p.log\nlog_mode = calls\nlive = on\n"
+		     "live_dir = %s/live\nmax_delay_ms = %d\non_close = %s\nwriteback_bytes = %s\n\n"
 		     "[rule scratch]\npath = %s/s.*.dat\nsync = %s\n",
-		     policy, dir, k % 2 ? 20 : 5, k % 3 ? "async" : "sync", k % 4 ? "0" : "64K", dir,
+		     policy, dir, dir, k % 2 ? 20 : 5, k % 3 ? "async" : "sync", k % 4 ? "0" : "64K", dir,
 		     cycle[k % 5]);
 }
 

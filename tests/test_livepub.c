@@ -158,6 +158,11 @@ static bool one_write(const struct live_file *e, long n)
 	return wrote_n(e, n);
 }
 
+static bool one_write_or_more(const struct live_file *e, long n)
+{
+	return e->writes >= (uint64_t)n;
+}
+
 /* A forked child publishes its own file with only its own counts; the
  * parent's file keeps only the parent's; both go at exit. */
 Test(livepub, fork_child_publishes_its_own)
@@ -232,4 +237,36 @@ Test(livepub, off_by_default)
 		n += de->d_name[0] != '.';
 	closedir(d);
 	cr_assert_eq(n, 0);
+}
+
+/* Someone truncates the live file, then replaces it with a file of their
+ * own: the host never notices (a store into a mapped page past the end
+ * would have been its SIGBUS), the truncated file is written again, and
+ * the replacement is never written into: a file of the shim's own comes
+ * back instead. */
+Test(livepub, a_tampered_file_never_hurts_the_host)
+{
+	char *dir = live_dir(), *file = h_path("t.dat"), *stop = h_path("stop");
+	struct h_cmd c;
+	live_cmd(&c, dir, "passthrough");
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "1000000", "-p", "1000", "-S", stop, "-T", "30000", NULL);
+	pid_t pid = h_spawn(&c);
+	char *live = h_fmt("%s/%d.live", dir, (int)pid);
+	static struct snap s;
+	bool first = wait_entry(live, file, &s, one_write_or_more, 1);
+	bool back = false, own = false;
+	if (first) {
+		cr_assert_eq(truncate(live, 0), 0);
+		back = wait_entry(live, file, &s, one_write_or_more, 1);
+		char *mine = h_fmt("%s.mine", live);
+		h_write_file(mine, "not a live file");
+		cr_assert_eq(rename(mine, live), 0);
+		for (double dl = h_now() + 15; !own && h_now() < dl; usleep(20000))
+			own = read_live(live, &s) && entry(&s, file);
+	}
+	h_write_file(stop, "");
+	struct h_result r = h_reap(&c, pid, 20, false, 0);
+	h_assert_ok(r, "fl_loop with its live file tampered with");
+	cr_assert(first && back, "the live file did not come back after its truncation");
+	cr_assert(own, "no live file of the shim's own after the replacement");
 }
