@@ -19,7 +19,7 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
-BENCH_PKGS := eatmydata libactivemq-java fio python3
+BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
 PURE_SRCS := $(wildcard policy/*.c)
@@ -245,7 +245,8 @@ demo: deps all
 	  $(B)/examples/sync_writes -n 2000 -f $(abspath $(B))/demo.dat
 
 # Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
-bench: bench-deps all
+# The window section records real syncs with the tests' recording layer.
+bench: bench-deps all $(B)/tests/lib/reclayer.so
 	tools/bench.sh $(B) $(SECTIONS)
 
 # ---- fuzzing (see tests/fuzz/) ------------------------------------------
