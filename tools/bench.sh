@@ -93,7 +93,7 @@ section_overhead() {
 	echo "| configuration | CPU ns/call (median) | vs no shim | vs no shim, 2 threads | ratio of minima (1 / 2 threads) | wall ns/call (median) | wall ratio | target |"
 	echo "|---|---|---|---|---|---|---|---|"
 	echo "| no shim | $bc | 1.000 | $(ratio "$bc" "$bcm") | 1.000 / $(ratio "$mc" "$mcm") | $bw | 1.000 | |"
-	for c in none_mt:no-shim,_idle_thread: off:shim,_logging_off:1.02 summary:shim,_logging_summary:1.05 calls:shim,_logging_calls:1.15; do
+	for c in none_mt:no_shim,_idle_thread: off:shim,_logging_off:1.02 summary:shim,_logging_summary:1.05 calls:shim,_logging_calls:1.15; do
 		local name=${c%%:*} rest=${c#*:} label target vc vw vm
 		label=${rest%%:*}; label=${label//_/ }; target=${rest#*:}
 		vc=$(medall "$name" cpu_ns_per_call); vw=$(medall "$name" ns_per_call); vm=$(minall "$name" cpu_ns_per_call)
@@ -279,16 +279,17 @@ section_writeback() {
 
 section_kahadb() {
 	local rounds=${ROUNDS:-5}
-	local cp=/usr/share/java p r
+	local cp=/usr/share/java p r k cfgs=(none passthrough fdatasync group defer)
 	local jars="$cp/activemq-kahadb-store.jar:$cp/activemq-client.jar:$cp/hawtbuf.jar:$cp/geronimo-jms_1.1_spec.jar:$cp/slf4j-api.jar:$cp/slf4j-nop.jar"
 	local cmd=(java -cp "$jars" org.apache.activemq.store.kahadb.disk.util.DiskBenchmark
 		--bs=4096 --size=20000000 --sample-interval=2000)
 	echo "## KahaDB DiskBenchmark (FileChannel.force(true) per write)"
 	echo
-	echo "\`java -cp ... org.apache.activemq.store.kahadb.disk.util.DiskBenchmark --bs=4096 --size=20000000 --sample-interval=2000\` (Debian libactivemq-java) in a directory under /tmp, with no shim (none: the same java command without the launcher) and under \`syncshim run -p POLICY\`; $rounds rounds interleaved; median sync writes/s."
+	echo "\`java -cp ... org.apache.activemq.store.kahadb.disk.util.DiskBenchmark --bs=4096 --size=20000000 --sample-interval=2000\` (Debian libactivemq-java) in a directory under /tmp, with no shim (none: the same java command without the launcher) and under \`syncshim run -p POLICY\`; $rounds rounds interleaved, the order rotated each round (a run follows a different one each time: defer leaves the disk busiest); median sync writes/s."
 	echo
-	for ((r = 1; r <= rounds; r++)); do
-		for p in none passthrough fdatasync group defer; do
+	for ((r = 0; r < rounds; r++)); do
+		for ((k = 0; k < ${#cfgs[@]}; k++)); do
+			p=${cfgs[(r + k) % ${#cfgs[@]}]}
 			local pre=()
 			[ "$p" = none ] || pre=("$RUN" run -p "$p" --)
 			(cd "$WORK" && "${pre[@]}" "${cmd[@]}" 2>/dev/null) |
@@ -342,7 +343,7 @@ pg_start() {
 }
 
 section_pgbench() {
-	local rounds=${ROUNDS:-3} secs=${PG_SECONDS:-10} bin p r
+	local rounds=${ROUNDS:-3} secs=${PG_SECONDS:-10} bin p r k cfgs=(none passthrough fdatasync group)
 	bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 	echo "## PostgreSQL pgbench -N, 8 clients"
 	echo
@@ -352,7 +353,7 @@ section_pgbench() {
 		return 0
 	fi
 	local dir=$WORK/pg port=$((20000 + $$ % 20000))
-	echo "A throwaway cluster (\`initdb\`, $("$bin/postgres" --version | sed 's/.*) //'), default settings: fsync on, synchronous_commit on, wal_sync_method fdatasync) in a directory under /tmp owned by the postgres user, reached only through a unix socket in that directory (port $port, no TCP). \`pgbench -i\` once (scale 1), then per run: the server started under the configuration (none: the postgres command alone; else \`syncshim run -p POLICY -- postgres ...\`, the shim in the postmaster and every backend), \`pgbench -N -c 8 -j 2 -T $secs\`, the server stopped. $rounds rounds interleaved; median tps (without initial connection time)."
+	echo "A throwaway cluster (\`initdb\`, $("$bin/postgres" --version | sed 's/.*) //'), default settings: fsync on, synchronous_commit on, wal_sync_method fdatasync) in a directory under /tmp owned by the postgres user, reached only through a unix socket in that directory (port $port, no TCP). \`pgbench -i\` once (scale 1), then per run: the server started under the configuration (none: the postgres command alone; else \`syncshim run -p POLICY -- postgres ...\`, the shim in the postmaster and every backend), \`pgbench -N -c 8 -j 2 -T $secs\`, the server stopped. $rounds rounds interleaved, the order rotated each round; median tps (without initial connection time)."
 	echo
 	# WORK is 0700 root; postgres needs to reach its own directory in it.
 	chmod 711 "$WORK"
@@ -370,8 +371,9 @@ section_pgbench() {
 		return 0
 	fi
 	pg_stop "$dir" "$bin"
-	for ((r = 1; r <= rounds; r++)); do
-		for p in none passthrough fdatasync group; do
+	for ((r = 0; r < rounds; r++)); do
+		for ((k = 0; k < ${#cfgs[@]}; k++)); do
+			p=${cfgs[(r + k) % ${#cfgs[@]}]}
 			if pg_start "$dir" "$bin" "$port" "$p"; then
 				runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -U postgres -N -c 8 -j 2 -T "$secs" postgres 2>/dev/null |
 					awk '/^tps = .*without initial connection time/ {print "result: tps=" $3; f=1} END {if (!f) print "result: failed=1"}' >>"$WORK/pg_$p.out"
