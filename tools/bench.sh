@@ -188,7 +188,7 @@ section_group() {
 	local fs t p r dir
 	echo "## Group commit on ext4, XFS and btrfs, 1 and 8 threads appending with fsync to one file"
 	echo
-	echo "\`sync_writes -T THREADS -s 4096 -t $secs\` under passthrough and group; $rounds rounds interleaved per file system; median writes/s. \`tmp\` is /tmp's own file system ($(findmnt -no FSTYPE,SOURCE --target /tmp 2>/dev/null || echo '?')); ext4, xfs and btrfs are fresh file systems made with default options on a sparse ${GROUP_FS_SIZE:-1G} image file under /tmp, loop-mounted (\`mount -o loop\`): the loop device turns each flush into an fsync of the image file on the host's file system, so absolute rates are the loop stack's, and only the side-by-side ratio means anything. Real syncs / calls: a separate 1 s run under group with the shim's summary log (\`synclat report --csv\`: the real fsync/fdatasync the shim issued against the app's calls)."
+	echo "\`sync_writes -T THREADS -s 4096 -t $secs\` under passthrough and group; $rounds rounds interleaved per file system; median writes/s. \`tmp\` is /tmp's own file system ($(findmnt -no FSTYPE,SOURCE --target /tmp 2>/dev/null || echo '?')); ext4, xfs and btrfs are fresh file systems made with default options on a sparse ${GROUP_FS_SIZE:-1G} image file under /tmp, loop-mounted (\`mount -o loop\`): the loop device turns each flush into an fsync of the image file on the host's file system, so absolute rates are the loop stack's, and only the side-by-side ratio means anything. Real syncs / calls: a separate 1 s run under group, counted twice: outside the shim, the real fsync/fdatasync calls recorded beneath it by tests/lib/reclayer.so (\`RECLAYER_OPS=fsync,fdatasync\`) against the program's own count of its fsync calls (one per write); and by the shim's own summary log (\`synclat report --csv\`: real_fsync + real_fdatasync against the app's fsync calls)."
 	echo
 	for fs in $fslist; do
 		if [ "$fs" = tmp ]; then
@@ -207,18 +207,24 @@ section_group() {
 			done
 		done
 		for t in 1 8; do
-			rm -f "$WORK"/gc.log*
-			"$RUN" run -p group -o "$WORK/gc.log" -- "$EX/sync_writes" -T "$t" -t 1 -n 100000000 \
-				-f "$dir/g.dat" >/dev/null 2>&1 || true
-			real_per_call "$WORK"/gc.log* >"$WORK/gc_${fs}_$t.out" 2>/dev/null || echo "0 0" >"$WORK/gc_${fs}_$t.out"
+			rm -f "$WORK"/gc.log* "$WORK/gc.rec"
+			LD_PRELOAD="$SHIM:$RECLAYER" SYNCSHIM_POLICY=group SYNCSHIM_LOG="$WORK/gc.log" \
+				RECLAYER_LOG="$WORK/gc.rec" RECLAYER_OPS=fsync,fdatasync \
+				"$EX/sync_writes" -T "$t" -t 1 -n 100000000 -f "$dir/g.dat" 2>/dev/null |
+				field writes >"$WORK/gc_${fs}_$t.calls" || true
+			local nrec ncalls nlog
+			nrec=$(grep -c ' ret=0 ' "$WORK/gc.rec" 2>/dev/null || true)
+			ncalls=$(cat "$WORK/gc_${fs}_$t.calls")
+			nlog=$(real_per_call "$WORK"/gc.log* 2>/dev/null || true)
+			echo "${nrec:-0} ${ncalls:-0} ${nlog:-0 0}" >"$WORK/gc_${fs}_$t.out"
 		done
 		[ "$fs" = tmp ] || pop_cleanup
 	done
-	echo "| file system | threads | passthrough writes/s | group writes/s | group vs passthrough | target | real syncs / calls under group |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| file system | threads | passthrough writes/s | group writes/s | group vs passthrough | target | real syncs / calls under group (recorded beneath) | (shim's log) |"
+	echo "|---|---|---|---|---|---|---|---|"
 	for fs in $fslist; do
 		for t in 1 8; do
-			local pt g target real calls
+			local pt g target real calls sreal scalls
 			pt=$(medall "g_${fs}_${t}_passthrough" writes_per_sec)
 			g=$(medall "g_${fs}_${t}_group" writes_per_sec)
 			case $fs:$t in
@@ -228,8 +234,8 @@ section_group() {
 			btrfs:8) target=">= 5" ;;
 			*) target="" ;;
 			esac
-			read -r real calls <"$WORK/gc_${fs}_$t.out"
-			echo "| $fs | $t | $pt | $g | $(ratio "$g" "$pt") | $target | $real / $calls = $(ratio "$real" "$calls") |"
+			read -r real calls sreal scalls <"$WORK/gc_${fs}_$t.out"
+			echo "| $fs | $t | $pt | $g | $(ratio "$g" "$pt") | $target | $real / $calls = $(ratio "$real" "$calls") | $sreal / $scalls = $(ratio "$sreal" "$scalls") |"
 		done
 	done
 	echo
