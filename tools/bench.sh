@@ -59,6 +59,9 @@ run_cfg() {
 }
 med() { field "$2" <"$WORK/$1.out" | median; } # med NAME FIELD (over all lines)
 medall() { while read -r l; do echo "$l" | field "$2"; done <"$WORK/$1.out" | median; }
+runs() { # runs NAME FIELD: every run's value in run order, rounded (noise at a glance)
+	while read -r l; do echo "$l" | field "$2"; done <"$WORK/$1.out" | awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}'
+}
 minall() { while read -r l; do echo "$l" | field "$2"; done <"$WORK/$1.out" | sort -g | head -n 1; }
 
 section_overhead() {
@@ -305,13 +308,13 @@ section_kahadb() {
 	local none pt
 	none=$(medall kd_none sync_writes_per_sec)
 	pt=$(medall kd_passthrough sync_writes_per_sec)
-	echo "| policy | sync writes/s | vs none | vs passthrough | target |"
-	echo "|---|---|---|---|---|"
+	echo "| policy | sync writes/s | vs none | vs passthrough | target | each run |"
+	echo "|---|---|---|---|---|---|"
 	for p in none passthrough fdatasync group defer; do
 		local v target=""
 		v=$(medall "kd_$p" sync_writes_per_sec)
 		case $p in passthrough | fdatasync | group) target=">= 0.98 vs none" ;; esac
-		echo "| $p | $v | $(ratio "$v" "$none") | $(ratio "$v" "$pt") | $target |"
+		echo "| $p | $v | $(ratio "$v" "$none") | $(ratio "$v" "$pt") | $target | $(runs "kd_$p" sync_writes_per_sec) |"
 	done
 	echo
 	echo "Target (issue 11): the durable policies (passthrough, fdatasync, group) >= 0.98x none."
@@ -392,13 +395,13 @@ section_pgbench() {
 	pop_cleanup
 	local none
 	none=$(medall pg_none tps)
-	echo "| configuration | tps | vs none | target |"
-	echo "|---|---|---|---|"
+	echo "| configuration | tps | vs none | target | each run |"
+	echo "|---|---|---|---|---|"
 	for p in none passthrough fdatasync group; do
 		local v target=""
 		v=$(medall "pg_$p" tps)
 		[ "$p" = none ] || target=">= 0.98"
-		echo "| $p | $v | $(ratio "$v" "$none") | $target |"
+		echo "| $p | $v | $(ratio "$v" "$none") | $target | $(runs "pg_$p" tps) |"
 	done
 	grep -q failed "$WORK"/pg_*.out && echo && echo "Some runs failed (counted as missing): $(grep -c failed "$WORK"/pg_*.out | tr '\n' ' ')"
 	echo
