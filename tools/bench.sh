@@ -335,6 +335,20 @@ pg_stop() {
 	fi
 }
 
+# pg_cpu_ticks DIR: CPU time (clock ticks) of the server in DIR so far:
+# the postmaster's own and that of its children it has reaped (backends
+# that have exited), plus each live child's own.
+pg_cpu_ticks() {
+	local pm pid t=0 f
+	pm=$(head -n 1 "$1/data/postmaster.pid")
+	for pid in "$pm" $(pgrep -P "$pm" || true); do
+		f=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null) || continue
+		# after the comm: state is field 1, utime 12, stime 13, cutime 14, cstime 15
+		t=$((t + $(echo "$f" | awk -v pm=$((pid == pm)) '{print $12 + $13 + (pm ? $14 + $15 : 0)}')))
+	done
+	echo "$t"
+}
+
 # pg_start DIR BIN PORT CONFIG: start the server in the background, with
 # the shim under policy CONFIG or with none; 0 once it accepts connections.
 pg_start() {
@@ -362,7 +376,7 @@ section_pgbench() {
 		return 0
 	fi
 	local dir=$WORK/pg port=$((20000 + $$ % 20000))
-	echo "A throwaway cluster (\`initdb\`, $("$bin/postgres" --version | sed 's/.*) //'), default settings: fsync on, synchronous_commit on, wal_sync_method fdatasync) in a directory under /tmp owned by the postgres user, reached only through a unix socket in that directory (port $port, no TCP). \`pgbench -i\` once (scale 1), then per run: the server started under the configuration (none: the postgres command alone; else \`syncshim run -p POLICY -- postgres ...\`, the shim in the postmaster and every backend), \`pgbench -N -c 8 -j 2 -T $secs\`, the server stopped. $rounds rounds interleaved, the order rotated each round; median tps (without initial connection time)."
+	echo "A throwaway cluster (\`initdb\`, $("$bin/postgres" --version | sed 's/.*) //'), default settings: fsync on, synchronous_commit on, wal_sync_method fdatasync) in a directory under /tmp owned by the postgres user, reached only through a unix socket in that directory (port $port, no TCP). \`pgbench -i\` once (scale 1), then per run: the server started under the configuration (none: the postgres command alone; else \`syncshim run -p POLICY -- postgres ...\`, the shim in the postmaster and every backend), \`pgbench -N -c 8 -j 2 -T $secs\`, the server stopped. $rounds rounds interleaved, the order rotated each round; median tps (without initial connection time). With 8 clients on 2 cores this is as much a CPU benchmark as a disk one, and the disk is shared: the CPU time of all the server's processes per transaction (user + system, from /proc, the postmaster's and every backend's, over the pgbench run alone) is steadier than tps and shows what the shim itself costs."
 	echo
 	# WORK is 0700 root; postgres needs to reach its own directory in it.
 	chmod 711 "$WORK"
@@ -383,25 +397,37 @@ section_pgbench() {
 	for ((r = 0; r < rounds; r++)); do
 		for ((k = 0; k < ${#cfgs[@]}; k++)); do
 			p=${cfgs[(r + k) % ${#cfgs[@]}]}
+			local res="result: failed=1" c0 c1=""
 			if pg_start "$dir" "$bin" "$port" "$p"; then
-				runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -U postgres -N -c 8 -j 2 -T "$secs" postgres 2>/dev/null |
-					awk '/^tps = .*without initial connection time/ {print "result: tps=" $3; f=1} END {if (!f) print "result: failed=1"}' >>"$WORK/pg_$p.out"
-			else
-				echo "result: failed=1" >>"$WORK/pg_$p.out"
+				c0=$(pg_cpu_ticks "$dir")
+				res=$(runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -U postgres -N -c 8 -j 2 -T "$secs" postgres 2>/dev/null |
+					awk '/^number of transactions actually processed:/ {split($NF, a, "/"); n = a[1]}
+						/^tps = .*without initial connection time/ {t = $3}
+						END {if (t != "" && n > 0) print "result: tps=" t " tx=" n; else print "result: failed=1"}')
+				sleep 0.3 # the backends exit and are reaped
+				c1=$(pg_cpu_ticks "$dir")
 			fi
 			pg_stop "$dir" "$bin"
+			if [ -n "$c1" ] && [ "$res" != "result: failed=1" ]; then
+				res="$res cpu_us_per_tx=$(awk -v d=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="$(echo "$res" | field tx)" \
+					'BEGIN {printf "%.1f", d * 1e6 / hz / n}')"
+			fi
+			echo "$res" >>"$WORK/pg_$p.out"
 		done
 	done
 	pop_cleanup
-	local none
+	local none cnone
 	none=$(medall pg_none tps)
-	echo "| configuration | tps | vs none | target | each run |"
-	echo "|---|---|---|---|---|"
+	cnone=$(medall pg_none cpu_us_per_tx)
+	echo "| configuration | tps | vs none | target | each run | server CPU us per transaction | vs none |"
+	echo "|---|---|---|---|---|---|---|"
 	for p in none passthrough fdatasync group; do
 		local v target=""
+		local c
 		v=$(medall "pg_$p" tps)
+		c=$(medall "pg_$p" cpu_us_per_tx)
 		[ "$p" = none ] || target=">= 0.98"
-		echo "| $p | $v | $(ratio "$v" "$none") | $target | $(runs "pg_$p" tps) |"
+		echo "| $p | $v | $(ratio "$v" "$none") | $target | $(runs "pg_$p" tps) | $c | $(ratio "$c" "$cnone") |"
 	done
 	grep -q failed "$WORK"/pg_*.out && echo && echo "Some runs failed (counted as missing): $(grep -c failed "$WORK"/pg_*.out | tr '\n' ' ')"
 	echo
