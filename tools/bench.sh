@@ -6,7 +6,12 @@
 # ...) so drift on a shared machine hits all of them, and each cell is the
 # median over the rounds. Sections: overhead syncwrites group latency
 # writeback kahadb pgbench exec window agreement (default: all). ROUNDS
-# overrides the rounds of every section.
+# overrides the rounds of every section. Other knobs, for trials:
+# ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
+# btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
+# PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
+# default 1000), WINDOW_SECONDS. A default run takes ~10 minutes on a
+# 2-core VM.
 #
 # Everything that touches a disk runs on the file system of /tmp (WORK
 # below), except the group section's loop-mounted file systems, whose
