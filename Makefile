@@ -26,7 +26,7 @@ INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3
 # ... and for the live counters' readers (tests/test_live.c): promtool
 # checks synclat metrics, tmux drives synclat top.
 LIVE_PKGS := prometheus tmux
-BENCH_PKGS := eatmydata libactivemq-java fio python3
+BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs
 
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
 PURE_SRCS := $(wildcard policy/*.c)
@@ -339,7 +339,8 @@ demo-activemq: deps all
 	SYNCSHIM_BUILD=$(abspath $(B)) examples/activemq/walkthrough.sh $(DEMO_ACTIVEMQ_ARGS)
 
 # Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
-bench: bench-deps all
+# The window section records real syncs with the tests' recording layer.
+bench: bench-deps all $(B)/tests/lib/reclayer.so
 	tools/bench.sh $(B) $(SECTIONS)
 
 # ---- fuzzing (see tests/fuzz/) ------------------------------------------

@@ -4,15 +4,22 @@
  * time per call is the cost of the call itself. `make bench` runs it with
  * and without the shim to measure what interposition and logging add.
  *
- *   pwrite_loop [-n COUNT] [-s SIZE] [-r REGION_BYTES] [-f FILE] [-k]
+ *   pwrite_loop [-n COUNT] [-s SIZE] [-r REGION_BYTES] [-f FILE] [-i] [-k]
  *
- * Prints "result: calls=N seconds=S ns_per_call=X cpu_ns_per_call=Y": wall
+ * -i starts one idle thread (blocked on a condition variable) before the
+ * loop: the baseline for a shim that starts a thread of its own. Once a
+ * process has a second thread the kernel's fdget() takes and drops a file
+ * reference on every fd system call instead of its single-threaded fast
+ * path, so the loop pays that whoever started the thread.
+ *
+ * Prints "result: calls=N seconds=S ns_per_call=X cpu_ns_per_call=Y threads=T": wall
  * time, and the calling thread's own CPU time, which a noisy shared
  * machine (steal, other tenants) disturbs far less.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,19 +38,36 @@ static double clock_s(clockid_t id)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: pwrite_loop [-n COUNT] [-s SIZE] [-r REGION] [-f FILE] [-k]\n");
+	fprintf(out, "usage: pwrite_loop [-n COUNT] [-s SIZE] [-r REGION] [-f FILE] [-i] [-k]\n"
+		     "  -i  start one idle thread first (a multithreaded baseline)\n");
+}
+
+/* -i: a thread that does nothing until told to exit. */
+static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
+static int idle_done;
+
+static void *idle_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&idle_mu);
+	while (!idle_done)
+		pthread_cond_wait(&idle_cv, &idle_mu);
+	pthread_mutex_unlock(&idle_mu);
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	uint64_t count = 1000000, size = 4096, region = 1 << 20;
 	char file[4096];
-	int keep = 0, file_given = 0;
+	int keep = 0, file_given = 0, idle = 0;
 	const struct opt opts[] = {
 		{ 'n', OPT_U64, .p = &count },
 		{ 's', OPT_U64, .p = &size },
 		{ 'r', OPT_U64, .p = &region },
 		{ 'f', OPT_PATH, .p = file, .max = sizeof(file), .seen = &file_given },
+		{ 'i', OPT_FLAG, .p = &idle },
 		{ 'k', OPT_FLAG, .p = &keep },
 	};
 	parse_opts(argc, argv, opts, NOPTS(opts));
@@ -64,6 +88,12 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < slots; i++) /* allocate the region first: steady state only */
 		if (pwrite(fd, buf, size, (off_t)(i * size)) != (ssize_t)size)
 			return 1;
+	pthread_t idle_tid;
+	int rc;
+	if (idle && (rc = pthread_create(&idle_tid, NULL, idle_main, NULL)) != 0) {
+		fprintf(stderr, "pwrite_loop: pthread_create: %s\n", strerror(rc));
+		return 1;
+	}
 	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
 	for (uint64_t i = 0; i < count; i++) {
 		if (pwrite(fd, buf, size, (off_t)(i % slots * size)) != (ssize_t)size) {
@@ -72,10 +102,17 @@ int main(int argc, char **argv)
 		}
 	}
 	double secs = clock_s(CLOCK_MONOTONIC) - t0, cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+	if (idle) {
+		pthread_mutex_lock(&idle_mu);
+		idle_done = 1;
+		pthread_cond_signal(&idle_cv);
+		pthread_mutex_unlock(&idle_mu);
+		pthread_join(idle_tid, NULL);
+	}
 	close(fd);
 	if (!keep)
 		unlink(file);
-	printf("result: calls=%" PRIu64 " seconds=%.4f ns_per_call=%.1f cpu_ns_per_call=%.1f\n", count,
-	       secs, secs * 1e9 / (double)count, cpu * 1e9 / (double)count);
+	printf("result: calls=%" PRIu64 " seconds=%.4f ns_per_call=%.1f cpu_ns_per_call=%.1f threads=%d\n",
+	       count, secs, secs * 1e9 / (double)count, cpu * 1e9 / (double)count, idle ? 2 : 1);
 	return 0;
 }

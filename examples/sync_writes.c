@@ -13,6 +13,12 @@
  * an offset reserved atomically (pwrite), so the file has no holes or
  * overlaps whatever the interleaving; one thread uses plain write().
  *
+ * With -R FILE, the CLOCK_MONOTONIC time (ns) at which each sync call
+ * returned to the program is written to FILE, one per line, in no
+ * particular order across threads: with a record of the real syncs made
+ * beneath a policy (tests/lib/reclayer.so), a script can tell how long
+ * each acknowledged write stayed at risk.
+ *
  * Data: the file is a sequence of 16-byte records, each its own offset as
  * 15 hex digits and '\n', so contents can be checked at any offset.
  */
@@ -47,6 +53,7 @@ struct options {
 	unsigned threads;
 	int odsync;          /* -o: open O_DSYNC, no explicit sync */
 	int keep;
+	char returns[4096];  /* -R: where sync return times go ("" = nowhere) */
 };
 
 struct shared {
@@ -61,6 +68,8 @@ struct worker {
 	struct shared *sh;
 	pthread_t tid;
 	struct lat wl, sl;           /* write latency, sync latency */
+	uint64_t *ret_ns;            /* -R: sync return times, up to ret_cap */
+	size_t ret_n, ret_cap;
 	uint64_t writes;
 	int err;
 	const char *err_what;
@@ -141,12 +150,17 @@ static void *worker_main(void *arg)
 		if (o->odsync) {
 			/* The O_DSYNC write is the sync. */
 			lat_add(&w->sl, b - a);
+			if (w->ret_n < w->ret_cap)
+				w->ret_ns[w->ret_n++] = b;
 		} else if (explicit_sync) {
 			if (do_sync(w->sh->fd, o->method) != 0) {
 				worker_fail(w, method_name(o));
 				break;
 			}
-			lat_add(&w->sl, now_ns() - b);
+			uint64_t c = now_ns();
+			lat_add(&w->sl, c - b);
+			if (w->ret_n < w->ret_cap)
+				w->ret_ns[w->ret_n++] = c;
 		}
 	}
 	free(buf);
@@ -157,7 +171,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: %s [-f FILE] [-s SIZE] [-n COUNT] [-t SECONDS] [-m fsync|fdatasync|none]\n"
-		"          [-T THREADS] [-o] [-k]\n"
+		"          [-T THREADS] [-o] [-k] [-R FILE]\n"
 		"  Appends SIZE bytes then syncs, COUNT times (KahaDB DiskBenchmark style).\n"
 		"  -f FILE     file to write (default /tmp/sync_writes.PID.dat)\n"
 		"  -s SIZE     bytes per write, k/m suffix ok (default 4096)\n"
@@ -167,6 +181,7 @@ static void usage(FILE *out)
 		"  -T THREADS  writers sharing one fd, each write+sync (default 1)\n"
 		"  -o          open with O_DSYNC and never sync explicitly (like \"rwd\")\n"
 		"  -k          keep the file (default: remove it)\n"
+		"  -R FILE     write each sync's return time (CLOCK_MONOTONIC ns) to FILE\n"
 		"  -h          this help\n",
 		PROG);
 }
@@ -180,6 +195,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->threads = 1;
 	o->odsync = 0;
 	o->keep = 0;
+	o->returns[0] = '\0';
 	int count_given = 0, method = M_FSYNC;
 	/* the -m values, in enum sync_method order */
 	static const char *const methods[] = { "fsync", "fdatasync", "none", NULL };
@@ -192,6 +208,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ 'T', OPT_COUNT, .p = &o->threads, .max = MAX_THREADS },
 		{ 'o', OPT_FLAG, .p = &o->odsync },
 		{ 'k', OPT_FLAG, .p = &o->keep },
+		{ 'R', OPT_PATH, .p = o->returns, .max = sizeof(o->returns) },
 	};
 	parse_opts(argc, argv, opts, NOPTS(opts));
 	o->method = (enum sync_method)method;
@@ -259,6 +276,27 @@ static void verify_size(const struct options *o, int fd, uint64_t writes)
 	}
 }
 
+/* -R: the sync return times, one per line (after the run: no I/O of
+ * this kind while it is timed). Only the first SAMPLE_CAP / threads of
+ * each thread are kept; a line "# dropped N" at the end says how many
+ * more there were. */
+static void write_returns(const struct options *o, const struct worker *w, unsigned n)
+{
+	FILE *f = fopen(o->returns, "w");
+	if (!f)
+		die_path("fopen", o->returns);
+	uint64_t dropped = 0;
+	for (unsigned i = 0; i < n; i++) {
+		for (size_t k = 0; k < w[i].ret_n; k++)
+			fprintf(f, "%llu\n", (unsigned long long)w[i].ret_ns[k]);
+		dropped += w[i].sl.count - w[i].ret_n;
+	}
+	if (dropped)
+		fprintf(f, "# dropped %llu\n", (unsigned long long)dropped);
+	if (fclose(f) != 0)
+		die_path("write", o->returns);
+}
+
 static void report(const struct options *o, struct lat *wl, struct lat *sl, double secs)
 {
 	uint64_t writes = wl->count;
@@ -310,6 +348,12 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < o.threads; i++) {
 		lat_init(&w[i].wl, (size_t)per);
 		lat_init(&w[i].sl, (size_t)per);
+		if (o.returns[0]) {
+			w[i].ret_cap = (size_t)per;
+			w[i].ret_ns = malloc(w[i].ret_cap * sizeof(*w[i].ret_ns));
+			if (!w[i].ret_ns)
+				die("malloc");
+		}
 	}
 
 	if (o.seconds > 0)
@@ -322,6 +366,9 @@ int main(int argc, char **argv)
 
 	double secs = run_workers(&sh, w, o.threads);
 
+	if (o.returns[0])
+		write_returns(&o, w, o.threads);
+
 	struct lat wl, sl;
 	lat_init(&wl, (size_t)per * o.threads);
 	lat_init(&sl, (size_t)per * o.threads);
@@ -330,6 +377,7 @@ int main(int argc, char **argv)
 		merge(&sl, &w[i].sl);
 		free(w[i].wl.v);
 		free(w[i].sl.v);
+		free(w[i].ret_ns);
 	}
 	free(w);
 

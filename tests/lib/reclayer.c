@@ -28,6 +28,13 @@
  *                       together (sync() cannot fail: it is only skipped).
  *                       ERRNO is a name (EIO, ENOSPC, EDQUOT, EROFS, EINTR,
  *                       EAGAIN, EBADF, EINVAL, EPERM, ENOMEM) or a number.
+ *   RECLAYER_OPS=OP[,OP...]
+ *                       record only these ops (names below); the others
+ *                       are forwarded without a record or an inode lookup,
+ *                       so a benchmark can watch the real syncs beneath a
+ *                       policy without adding system calls to every write.
+ *                       Default: all. Injection (RECLAYER_FAIL) and
+ *                       RECLAYER_SLOW apply either way.
  *
  * Line format (fields in this order; path last, it may hold anything but a
  * newline; fields that do not apply are left out):
@@ -36,7 +43,8 @@
  * op names: fsync fdatasync sync_file_range msync syncfs sync open close
  * rename link write pwrite writev pwritev mmap. fn is the exact libc function
  * (open64, __openat_2, creat, renameat2, ...). t0/t1 are CLOCK_MONOTONIC
- * ns at entry and return. ino is from fstat on the fd (before the call for
+ * ns at entry and return. ino is from statx(STATX_INO), or fstat where
+ * there is no statx, on the fd (before the call for
  * close and the syncs, on the result for opens). mmap is recorded only for
  * shared file mappings.
  *
@@ -72,6 +80,14 @@ static int log_fd = -1;
 static _Atomic int init_state; /* 0 not yet, 1 in progress, 2 done */
 static __thread int in_init;
 static __thread int in_dlsym;
+
+/* RECLAYER_OPS: a bit per op name in op_names; 0 = record everything. */
+static const char *const op_names[] = {
+	"fsync", "fdatasync", "sync_file_range", "msync", "syncfs", "sync", "open", "close",
+	"rename", "link", "write", "pwrite", "writev", "pwritev", "mmap",
+};
+#define N_OPS (sizeof(op_names) / sizeof(op_names[0]))
+static unsigned ops_mask;
 
 static struct {
 	int active;
@@ -304,6 +320,25 @@ static void parse_fail(const char *spec)
 	fail.active = 1;
 }
 
+/* op,op,...: unknown names are said and ignored. */
+static void parse_ops(const char *spec)
+{
+	const char *p = spec;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		size_t i = 0;
+		while (i < N_OPS && !(strlen(op_names[i]) == len && strncmp(p, op_names[i], len) == 0))
+			i++;
+		if (i < N_OPS)
+			ops_mask |= 1u << i;
+		else
+			say("RECLAYER_OPS: unknown op name ignored");
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+}
+
 static unsigned long long slow_ino;
 static long slow_ms;
 
@@ -330,6 +365,9 @@ static void do_init(void)
 	const char *f = getenv("RECLAYER_FAIL");
 	if (f && *f)
 		parse_fail(f);
+	const char *ops = getenv("RECLAYER_OPS");
+	if (ops && *ops)
+		parse_ops(ops);
 	const char *slow = getenv("RECLAYER_SLOW");
 	if (slow && *slow) {
 		char *end;
@@ -383,6 +421,7 @@ struct rec {
 	unsigned long long flags, addr, len;
 	long long off, n;
 	int injected;
+	int skip; /* not in RECLAYER_OPS: no inode lookup, no record */
 	const char *path, *path2;
 };
 
@@ -393,16 +432,39 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* fstat through the raw syscall; errno untouched. 0 when fd is bad. */
-static unsigned long long ino_of(int fd)
+/* The inode number through a raw statx asking for nothing else (on ext4
+ * a full fstat between a write and a sync of the file costs sync
+ * throughput; statx(STATX_INO) does not), or fstat where the kernel has
+ * no statx; errno untouched. 0 when fd is bad or the op is not recorded. */
+static unsigned long long ino_of(const struct rec *r, int fd)
 {
-	if (fd < 0)
+	if (fd < 0 || r->skip)
 		return 0;
 	int e = errno;
-	struct stat st;
-	unsigned long long ino = syscall(SYS_fstat, fd, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+	unsigned long long ino = 0;
+#ifdef SYS_statx
+	struct statx sx;
+	if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_INO, &sx) == 0 && (sx.stx_mask & STATX_INO))
+		ino = sx.stx_ino;
+	else if (errno == ENOSYS)
+#endif
+	{
+		struct stat st;
+		if (syscall(SYS_fstat, fd, &st) == 0)
+			ino = (unsigned long long)st.st_ino;
+	}
 	errno = e;
 	return ino;
+}
+
+static int op_recorded(const char *op)
+{
+	if (!ops_mask)
+		return 1;
+	for (size_t i = 0; i < N_OPS; i++)
+		if (strcmp(op, op_names[i]) == 0)
+			return (ops_mask >> i) & 1;
+	return 0;
 }
 
 static void rec_begin(struct rec *r, const char *op, const char *fn, unsigned fields)
@@ -412,13 +474,14 @@ static void rec_begin(struct rec *r, const char *op, const char *fn, unsigned fi
 	r->op = op;
 	r->fn = fn;
 	r->fields = fields;
+	r->skip = !op_recorded(op);
 	r->t0 = now_ns();
 }
 
 /* Emit the record; errno is preserved for the caller. */
 static void rec_emit(struct rec *r)
 {
-	if (log_fd < 0)
+	if (log_fd < 0 || r->skip)
 		return;
 	int e = errno;
 	struct line l = { .n = 0 };
@@ -489,7 +552,7 @@ static int sync_fd_call(const char *op, int fd, int (*real)(int), long sysno)
 	struct rec r;
 	rec_begin(&r, op, op, F_FD | F_INO);
 	r.fd = fd;
-	r.ino = ino_of(fd);
+	r.ino = ino_of(&r, fd);
 	long ret;
 	if (slow_ms > 0 && r.ino == slow_ino && strcmp(op, "syncfs") != 0) {
 		int e = errno;
@@ -526,7 +589,7 @@ API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 	struct rec r;
 	rec_begin(&r, "sync_file_range", "sync_file_range", F_FD | F_INO | F_FLAGS | F_OFF | F_N);
 	r.fd = fd;
-	r.ino = ino_of(fd);
+	r.ino = ino_of(&r, fd);
 	r.flags = flags;
 	r.off = off;
 	r.n = n;
@@ -605,7 +668,7 @@ static int open_common(const char *fn, int id, int dirfd, const char *path, int 
 		}
 	}
 	r.fd = (int)ret;
-	r.ino = ret >= 0 ? ino_of((int)ret) : 0;
+	r.ino = ret >= 0 ? ino_of(&r, (int)ret) : 0;
 	rec_end(&r, ret);
 	return (int)ret;
 }
@@ -685,7 +748,7 @@ API int close(int fd)
 	struct rec r;
 	rec_begin(&r, "close", "close", F_FD | F_INO);
 	r.fd = fd;
-	r.ino = ino_of(fd);
+	r.ino = ino_of(&r, fd);
 	close_fn real = REAL(close);
 	long ret;
 	if (injected(&r, "close"))
@@ -774,7 +837,7 @@ static void write_begin(struct rec *r, const char *op, const char *fn, int fd, s
 {
 	rec_begin(r, op, fn, F_FD | F_INO | F_N | (has_off ? F_OFF : 0));
 	r->fd = fd;
-	r->ino = ino_of(fd);
+	r->ino = ino_of(r, fd);
 	r->n = (long long)n;
 	r->off = off;
 }
@@ -885,7 +948,7 @@ PWRITEV2_HOOK(pwritev64v2, off64_t)
 		if (rec_it) {                                                        \
 			rec_begin(&r, "mmap", #name, F_FD | F_INO | F_FLAGS | F_ADDR | F_OFF); \
 			r.fd = fd;                                                   \
-			r.ino = ino_of(fd);                                          \
+			r.ino = ino_of(&r, fd);                                          \
 			r.flags = (unsigned)flags;                                   \
 			r.len = len;                                                 \
 			r.off = off;                                                 \
