@@ -233,6 +233,14 @@ static struct shim_file *vouched(struct fd_slot *s, uint32_t *state)
 	return f;
 }
 
+bool fd_vouched(int fd, const struct shim_file *f)
+{
+	struct fd_slot *s = fd_slot(fd);
+	return s && (atomic_load_explicit(&s->state, memory_order_acquire) & SLOT_KIND_MASK) == FD_FILE &&
+	       atomic_load_explicit(&s->file, memory_order_acquire) == f &&
+	       atomic_load_explicit(&s->trust, memory_order_relaxed) == atomic_load(&shim.trust);
+}
+
 struct shim_file *fd_get(int fd, uint32_t *state)
 {
 	struct fd_slot *s = fd_slot(fd);

@@ -55,6 +55,7 @@ void flusher_reset(struct shim_file *f)
 {
 	struct flusher *fl = &f->fl;
 	fl->in_flight = false;
+	fl->waiters = 0;
 	fl->lease_fd = -1;
 	atomic_store(&fl->req_fd, -1);
 	atomic_store(&fl->priv_fd, -1);
@@ -127,15 +128,21 @@ static void unlock_fl(struct shim_file *f)
 static void wait_locked(struct shim_file *f)
 {
 	uint32_t seen = atomic_load(&f->fl.wake);
+	f->fl.waiters++;
 	unlock_fl(f);
 	syscall(SYS_futex, &f->fl.wake, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
 	lock_fl(f);
+	f->fl.waiters--;
 }
 
+/* The count always moves (a waiter about to note it under mu sees the
+ * change); the wake-up system call is made only if someone sleeps: a lone
+ * group caller's every sync would otherwise pay one for nobody. */
 static void wake_all_locked(struct shim_file *f)
 {
 	atomic_fetch_add(&f->fl.wake, 1);
-	syscall(SYS_futex, &f->fl.wake, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	if (f->fl.waiters)
+		syscall(SYS_futex, &f->fl.wake, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 /* Owed: some request is not yet covered by a completed real sync. */
@@ -216,9 +223,14 @@ static struct sync_fd reopen(struct shim_file *f)
 
 /* Under the lease: the borrowed number must still be the file. When it is
  * not, the caller's own descriptor is gone (nothing gets synced: its
- * EBADF), and anyone else falls back to the file's name. */
+ * EBADF), and anyone else falls back to the file's name. An app
+ * descriptor whose binding the shim vouches for needs no system call to
+ * know (as for a passthrough sync: only a raw close behind libc could
+ * have changed it, the stated limit); the shim's own are checked. */
 static struct sync_fd confirm(struct shim_file *f, struct sync_fd s, int own)
 {
+	if (s.kind == SFD_APP && fd_vouched(s.fd, f))
+		return s;
 	if (s.kind != SFD_NONE && is_file(s.fd, f))
 		return s;
 	if (s.kind == SFD_APP && own < 0) {

@@ -79,6 +79,7 @@ struct err_epoch {
 struct flusher {
 	pthread_mutex_t mu;              /* initialised once per allocation (and in a fork child) */
 	_Atomic uint32_t wake;           /* event count for waiters: bumped under mu, futex-woken */
+	uint32_t waiters;                /* mu: threads asleep on wake (none: no wake call) */
 	bool in_flight;                  /* mu */
 	int lease_fd;                    /* mu: the descriptor the running sync uses, -1 none */
 	_Atomic int req_fd;              /* an app descriptor that asked for a sync, -1 none */
@@ -309,6 +310,8 @@ void fd_unmark_shim(int fd);   /* if it is marked the shim's */
 enum shim_fd_owner fd_shim_owner(int fd, struct shim_file **f); /* OWN_NONE: not marked */
 void fd_mark_closing(int fd);  /* the app is closing it: no new lease */
 bool fd_names(int fd, const struct shim_file *f, bool allow_closing);
+/* fd is bound to f and the binding is vouched for (no system call). */
+bool fd_vouched(int fd, const struct shim_file *f);
 struct shim_file *fd_file_ref(int fd); /* the slot's file, unchecked, with a reference */
 bool fd_is_pass(int fd);
 /* The error sequence fd had reported, now seq (the errseq exchange). */
