@@ -8,6 +8,7 @@
  */
 #include "logfmt.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "policy.h"
@@ -144,6 +145,7 @@ static uint32_t crc32c_table(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 /* SSE4.2 computes the same CRC (Castagnoli) 8 bytes an instruction: the
  * logger checksums every block it writes, a megabyte at a time in calls
  * mode, and the table loop was a tenth of its time. */
@@ -161,14 +163,20 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, con
 	return crc;
 }
 
+/* One cpuid, the first time a CRC is wanted. Not __builtin_cpu_supports:
+ * it links libgcc's CPU detection, whose constructor runs a dozen cpuid
+ * instructions in every process the shim is loaded into, each a trap to
+ * the hypervisor on a VM (tens of microseconds added to every exec). */
 static bool have_sse42(void)
 {
-	static int known; /* 0 unknown, 1 no, 2 yes: a benign race, same answer */
-	if (!known) {
-		__builtin_cpu_init();
-		known = __builtin_cpu_supports("sse4.2") ? 2 : 1;
+	static _Atomic int known; /* 0 unknown, 1 no, 2 yes: racing threads find the same */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (!k) {
+		unsigned a, b, c, d;
+		k = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2) ? 2 : 1;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
 	}
-	return known == 2;
+	return k == 2;
 }
 #endif
 
