@@ -121,7 +121,7 @@ static void rule_init_defaults(struct rule *r)
 	r->max_bytes = 16u << 20;
 	r->max_calls = 1000;
 	r->writeback_bytes = 0;
-	r->group_wait_us = 0;
+	r->group_wait_us = POLICY_AUTO; /* lingers only when it gathers callers */
 	r->max_at_risk_ms = 0;
 }
 

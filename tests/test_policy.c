@@ -159,7 +159,7 @@ Test(defaults, built_in_values)
 	cr_expect_eq(p.deflt.max_bytes, 16u << 20);
 	cr_expect_eq(p.deflt.max_calls, 1000);
 	cr_expect_eq(p.deflt.writeback_bytes, 0);
-	cr_expect_eq(p.deflt.group_wait_us, 0);
+	cr_expect_eq(p.deflt.group_wait_us, POLICY_AUTO);
 	cr_expect_str_empty(p.deflt.name);
 	cr_expect_str_empty(p.deflt.glob);
 	cr_expect_eq(p.deflt.line, 0);
@@ -1213,7 +1213,8 @@ Test(shipped, shim_ini_documents_every_key)
 	static const char *const keys[] = {
 		"policy", "log", "log_mode", "max_flushers", "ring_records", "reload", "path", "sync",
 		"osync", "real_sync", "on_close", "max_delay_ms", "max_bytes", "max_calls",
-		"writeback_bytes", "group_wait_us", "SYNCSHIM_CONFIG", "SYNCSHIM_POLICY", "SYNCSHIM_LOG",
+		"writeback_bytes", "group_wait_us", "max_at_risk_ms", "live", "live_dir", "SYNCSHIM_CONFIG",
+		"SYNCSHIM_POLICY", "SYNCSHIM_LOG",
 	};
 	const char *text = read_text("shim.ini");
 
@@ -1225,7 +1226,7 @@ Test(shipped, shim_ini_documents_every_key)
 		"\nring_records = 16384\n", "\nreload = true\n", "\n; osync = auto\n",
 		"\n; real_sync = auto\n", "\n; on_close = async\n", "\n; max_delay_ms = 100\n",
 		"\n; max_bytes = 16M\n", "\n; max_calls = 1000\n", "\n; writeback_bytes = 0\n",
-		"\n; group_wait_us = 0\n",
+		"\n; group_wait_us = auto\n", "\n; max_at_risk_ms = 0\n", "\nlive = false\n", "\nlive_dir =\n",
 	};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		cr_expect(strstr(text, lines[i]), "shim.ini lacks the line '%s'", lines[i] + 1);

@@ -241,7 +241,7 @@ rule passthrough passthrough
 if [ "$policy" = defer ]; then
 	rule defer defer "max_delay_ms = $delay" "max_calls = 1000000"
 else
-	rule group group "group_wait_us = 0"
+	rule group group
 fi
 chmod -R a+rX "$dir"
 [ ${#as_user[@]} = 0 ] || chown -R "$user:$group" "$dir"
