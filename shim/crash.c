@@ -536,9 +536,10 @@ void crash_limit_path(int dirfd, const char *path, const char *what)
 
 void crash_limit_fd(int fd, const char *what)
 {
-	struct stat st;
+	uint32_t state;
+	struct shim_file *f = crash_on() ? fd_peek(fd, &state) : NULL;
 	int e = errno;
-	if (crash_on() && fstat(fd, &st) == 0)
-		limit(st.st_dev, st.st_ino, what);
+	if (f && f->crash.tracked)
+		limit(f->dev, f->ino, what);
 	errno = e;
 }

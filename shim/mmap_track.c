@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include "crash.h"
 #include "flusher.h"
 #include "shim.h"
 
@@ -140,11 +141,13 @@ struct shim_file *mmap_track_find(const void *addr, size_t len)
 	return f;
 }
 
-static void *mmap_done(void *p, size_t len, int flags, int fd)
+static void *mmap_done(void *p, size_t len, int prot, int flags, int fd)
 {
 	if (p == MAP_FAILED || shim_bypass())
 		return p;
 	int e = errno;
+	if (fd >= 0 && (flags & MAP_SHARED) && (prot & PROT_WRITE) && crash_on())
+		crash_limit_fd(fd, "a shared writable mapping of a file in scope: writes through it are not logged");
 	if (fd >= 0 && (flags & MAP_SHARED))
 		mmap_track_add(p, len, fd);
 	else if (flags & MAP_FIXED)
@@ -155,12 +158,12 @@ static void *mmap_done(void *p, size_t len, int flags, int fd)
 
 SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap_done(LIBC(mmap)(addr, len, prot, flags, fd, off), len, flags, fd);
+	return mmap_done(LIBC(mmap)(addr, len, prot, flags, fd, off), len, prot, flags, fd);
 }
 
 SHIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
-	return mmap_done(LIBC(mmap64)(addr, len, prot, flags, fd, off), len, flags, fd);
+	return mmap_done(LIBC(mmap64)(addr, len, prot, flags, fd, off), len, prot, flags, fd);
 }
 
 SHIM_API int munmap(void *addr, size_t len)

@@ -149,6 +149,9 @@ Test(crash, every_change_is_logged_before_it_is_made)
 	cr_assert_eq((long)v[0]->h.pid, child);
 	cr_assert_eq(of(&u, dd, UNDO_DURABLE, v, 64), 1);
 	cr_assert_eq(of(&u, h_ino(data), UNDO_DIRSYNC, v, 64), 1);
+	/* writes through a shared writable mapping are not seen: said, naming e.dat */
+	cr_assert_eq(of(&u, h_ino(h_fmt("%s/e.dat", data)), UNDO_LIMIT, v, 64), 1);
+	cr_assert(payload_is(v[0], "a shared writable mapping"), "%.*s", (int)v[0]->h.plen, v[0]->p);
 	free(u.data);
 }
 

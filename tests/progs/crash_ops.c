@@ -9,12 +9,14 @@
  * b.dat opened O_DSYNC and written "dd"; c.dat created "old", then
  * rewritten through O_TRUNC as "new", then renamed over b.dat; a.dat
  * unlinked; a forked child appends "ee" to d.dat and fsyncs it; fsync of
- * DIR itself. Prints "crash_ops: ok pid=P child=C" at the end.
+ * DIR itself; e.dat written "ff" through a shared writable mapping.
+ * Prints "crash_ops: ok pid=P child=C" at the end.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +73,12 @@ int main(int argc, char **argv)
 	must(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "child");
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
 	must(dfd >= 0 && fsync(dfd) == 0, "fsync dir");
+	int efd = open(at("e.dat"), O_RDWR | O_CREAT, 0644);
+	must(efd >= 0 && ftruncate(efd, 4096) == 0, "e.dat");
+	char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, efd, 0);
+	must(m != MAP_FAILED, "mmap");
+	memcpy(m, "ff", 2);
+	must(msync(m, 4096, MS_SYNC) == 0, "msync");
 	printf("crash_ops: ok pid=%d child=%d\n", (int)getpid(), (int)child);
 	return 0;
 }
