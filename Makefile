@@ -346,12 +346,14 @@ bench: bench-deps all $(B)/tests/lib/reclayer.so
 # ---- fuzzing (see tests/fuzz/) ------------------------------------------
 # libFuzzer targets built with clang: the ini parser and rule loader, the
 # glob matcher against a reference matcher, the log reader with report,
-# compare and the plots. `make fuzz` runs each for FUZZ_SECONDS from its
-# seed corpus (tests/fuzz/corpus/T); what it learns stays in $(B)/fuzz,
+# compare and the plots, the undo log reader with the rollback's durable
+# points, the live counters reader with synclat top and metrics. `make
+# fuzz` runs each for FUZZ_SECONDS from its seed corpus
+# (tests/fuzz/corpus/T); what it learns stays in $(B)/fuzz,
 # inputs that crash are written to tests/fuzz/crashes/T/ (commit them with
 # the fix). `make test` replays both directories through the same targets
 # built with $(CC) and no libFuzzer (replay), so no clang is needed there.
-FUZZ_TARGETS := ini glob log
+FUZZ_TARGETS := ini glob log undo live
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_PKGS := clang libclang-rt-dev
@@ -360,9 +362,9 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 REPLAYS := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)
 # The targets link the same libraries as the tools: built with clang and
 # instrumented for libFuzzer into $(B)/fuzz/ (make fuzz), the plain
-# $(SYNCLOG_LIB) and $(SYNCLAT_LIB) for the replay (make test).
+# $(CRASH_LIB), $(SYNCLAT_LIB) and $(SYNCLOG_LIB) for the replay (make test).
 FUZZ_POLICY_OBJS := $(PURE_SRCS:%.c=$(B)/fuzz/obj/%.o)
-FUZZ_LIBS := $(B)/fuzz/libsynclat.a $(B)/fuzz/libsynclog.a
+FUZZ_LIBS := $(B)/fuzz/libcrash.a $(B)/fuzz/libsynclat.a $(B)/fuzz/libsynclog.a
 
 fuzz-deps:
 	@command -v $(FUZZ_CC) >/dev/null 2>&1 && dpkg -s libclang-rt-dev >/dev/null 2>&1 || { \
@@ -379,6 +381,10 @@ $(B)/fuzz/libsynclog.a: $(SYNCLOG_SRCS:%.c=$(B)/fuzz/obj/%.o)
 	$(AR) rcs $@ $^
 
 $(B)/fuzz/libsynclat.a: $(SYNCLAT_LIB_SRCS:%.c=$(B)/fuzz/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/fuzz/libcrash.a: $(CRASH_LIB_SRCS:%.c=$(B)/fuzz/obj/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 

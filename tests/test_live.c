@@ -1001,6 +1001,36 @@ Test(live, metrics_escape_labels_and_merge_duplicates)
 	cr_assert(h_has(r.out, "/data/we\"ird\\dir/new?line/"), "the newline shown as '?':\n%s", r.out);
 }
 
+/* Labels are compared as printed: policy numbers this reader does not
+ * know all print "?", and bytes of a path that are not UTF-8 all print
+ * U+FFFD, so such entries are one series too (found by fuzz_live). */
+Test(live, metrics_merge_labels_that_print_the_same)
+{
+	char *dir = live_dir();
+	pid_t kid = sleeper();
+	struct fake *k = fake_new(kid, "/usr/bin/newer-shim");
+	struct live_file *f = fake_file(k, 0, "", 7, "/x/a.log");
+	f->writes = 2;
+	f = fake_file(k, 0, "", 9, "/x/a.log");
+	f->writes = 3;
+	f = fake_file(k, 0, "", P_PASS, "/x/\xff.log");
+	f->writes = 5;
+	f = fake_file(k, 0, "", P_PASS, "/x/\xfe.log");
+	f->writes = 7;
+	fake_write(k, dir, NULL);
+	struct h_result r = synclat(dir, "metrics", NULL);
+	h_assert_ok(r, "synclat metrics");
+	expect_promtool_ok(r.out);
+	const char *who = h_fmt("pid=\"%d\",command=\"newer-shim\",rule=\"default\"", (int)kid);
+	expect_sample(r.out, "syncshim_writes_total", h_fmt("%s,policy=\"?\",path=\"/x/a.log\"", who), "5");
+	expect_sample(r.out, "syncshim_writes_total",
+		      h_fmt("%s,policy=\"passthrough\",path=\"/x/\xef\xbf\xbd.log\"", who), "12");
+	int n = 0;
+	for (const char *p = r.out; (p = strstr(p, "syncshim_writes_total{")); p++)
+		n++;
+	cr_assert_eq(n, 2, "one series per label set as printed:\n%s", r.out);
+}
+
 /* The strace line from p on ends with "= 0". */
 static bool succeeded(const char *p)
 {

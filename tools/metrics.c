@@ -5,11 +5,13 @@
  *
  * The format wants every sample of a family together under one HELP and
  * TYPE, so the output is written family by family over all processes.
- * Two entries of one process with the same labels (a file replaced under
- * its name keeps both in the shim until the old one goes) are summed into
- * one series: a scraper rejects duplicate series. Seconds are printed
- * exactly from nanoseconds (no float rounding), and no timestamps are
- * written (the textfile collector refuses them).
+ * Two entries of one process whose labels print the same (a file
+ * replaced under its name keeps both in the shim until the old one goes;
+ * policies this reader does not know all print "?"; bytes of a path that
+ * are not UTF-8 all print U+FFFD) are summed into one series: a scraper
+ * rejects duplicate series. Seconds are printed exactly from nanoseconds
+ * (no float rounding), and no timestamps are written (the textfile
+ * collector refuses them).
  */
 #include "metrics.h"
 
@@ -76,24 +78,37 @@ static size_t utf8_char(const unsigned char *p)
 	return n;
 }
 
+/* The character put_label_value prints for the one at p: itself, or
+ * U+FFFD for a byte that is not UTF-8. Returns where the next one starts. */
+static const unsigned char *label_char(const unsigned char *p, const unsigned char **c, size_t *len)
+{
+	size_t n = utf8_char(p);
+	if (!n) {
+		*c = (const unsigned char *)"\xef\xbf\xbd";
+		*len = 3;
+		return p + 1;
+	}
+	*c = p;
+	*len = n;
+	return p + n;
+}
+
 /* A label value: \, " and newline escaped as the format says; a byte
  * that is not UTF-8 (a path may hold any) becomes U+FFFD, since the
  * format is UTF-8 and a scraper refuses anything else. */
 static void put_label_value(FILE *out, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = utf8_char(p);
-		if (!n) {
-			fputs("\xef\xbf\xbd", out);
-			p++;
-		} else if (*p == '\\' || *p == '"') {
+		if (*p == '\\' || *p == '"') {
 			fprintf(out, "\\%c", *p++);
 		} else if (*p == '\n') {
 			fputs("\\n", out);
 			p++;
 		} else {
-			fwrite(p, 1, n, out);
-			p += n;
+			const unsigned char *c;
+			size_t n;
+			p = label_char(p, &c, &n);
+			fwrite(c, 1, n, out);
 		}
 	}
 }
@@ -120,9 +135,29 @@ static const char *rule_label(const struct live_file *f)
 	return f->rule_name[0] ? f->rule_name : "default";
 }
 
+/* Whether two label values print the same (escaping is one to one;
+ * replacing bytes that are not UTF-8 is not). */
+static bool same_label_value(const char *a, const char *b)
+{
+	const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+	while (*p && *q) {
+		const unsigned char *x, *y;
+		size_t nx, ny;
+		p = label_char(p, &x, &nx);
+		q = label_char(q, &y, &ny);
+		if (nx != ny || memcmp(x, y, nx) != 0)
+			return false;
+	}
+	return !*p && !*q;
+}
+
+/* Equal as printed, not as stored: two policy numbers this reader does
+ * not know both print "?", and two paths that differ only in bytes that
+ * are not UTF-8 print the same U+FFFD. */
 static bool same_labels(const struct live_file *a, const struct live_file *b)
 {
-	return a->policy == b->policy && !strcmp(rule_label(a), rule_label(b)) && !strcmp(a->path, b->path);
+	return !strcmp(live_policy_name(a->policy), live_policy_name(b->policy)) &&
+	       same_label_value(rule_label(a), rule_label(b)) && same_label_value(a->path, b->path);
 }
 
 static int mproc_init(struct mproc *m, const struct live_proc *p)
