@@ -19,6 +19,12 @@
  * beneath a policy (tests/lib/reclayer.so), a script can tell how long
  * each acknowledged write stayed at risk.
  *
+ * With -b MS, a thread of the program's own calls fdatasync on the file
+ * every MS milliseconds (0: back to back) while the writers run: what
+ * moving the syncs off the writers' path by hand would give, with no shim.
+ * It is the honest ceiling for a deferred policy, which has to write the
+ * data out too; -m none alone never does within a short run.
+ *
  * Data: the file is a sequence of 16-byte records, each its own offset as
  * 15 hex digits and '\n', so contents can be checked at any offset.
  */
@@ -54,6 +60,7 @@ struct options {
 	int odsync;          /* -o: open O_DSYNC, no explicit sync */
 	int keep;
 	char returns[4096];  /* -R: where sync return times go ("" = nowhere) */
+	int64_t bg_ms;       /* -b: background fdatasync period (-1 = none) */
 };
 
 struct shared {
@@ -62,6 +69,9 @@ struct shared {
 	uint64_t t_end;              /* 0 = none */
 	atomic_uint_fast64_t next;   /* next write index to reserve */
 	atomic_int stop;             /* set by a thread whose call failed */
+	atomic_int writers_done;     /* tells the -b thread to finish */
+	uint64_t bg_syncs;
+	int bg_err;
 };
 
 struct worker {
@@ -167,11 +177,32 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* -b: fdatasync every bg_ms until the writers are done; its sync errors
+ * end the run as a writer's would. */
+static void *bg_sync_main(void *arg)
+{
+	struct shared *sh = arg;
+	struct timespec gap = { (time_t)(sh->opt->bg_ms / 1000), (long)(sh->opt->bg_ms % 1000) * 1000000L };
+	/* At least one sync, even if the writers were done before this
+	 * thread ran: a loop that promised durability ends with one. */
+	do {
+		if (fdatasync(sh->fd) != 0) {
+			sh->bg_err = errno;
+			atomic_store(&sh->stop, 1);
+			break;
+		}
+		sh->bg_syncs++;
+		if (sh->opt->bg_ms > 0 && !atomic_load(&sh->writers_done))
+			nanosleep(&gap, NULL);
+	} while (!atomic_load(&sh->writers_done) && !atomic_load(&sh->stop));
+	return NULL;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: %s [-f FILE] [-s SIZE] [-n COUNT] [-t SECONDS] [-m fsync|fdatasync|none]\n"
-		"          [-T THREADS] [-o] [-k] [-R FILE]\n"
+		"          [-T THREADS] [-o] [-k] [-R FILE] [-b MS]\n"
 		"  Appends SIZE bytes then syncs, COUNT times (KahaDB DiskBenchmark style).\n"
 		"  -f FILE     file to write (default /tmp/sync_writes.PID.dat)\n"
 		"  -s SIZE     bytes per write, k/m suffix ok (default 4096)\n"
@@ -182,6 +213,7 @@ static void usage(FILE *out)
 		"  -o          open with O_DSYNC and never sync explicitly (like \"rwd\")\n"
 		"  -k          keep the file (default: remove it)\n"
 		"  -R FILE     write each sync's return time (CLOCK_MONOTONIC ns) to FILE\n"
+		"  -b MS       a thread of its own fdatasyncs the file every MS ms (0: back to back)\n"
 		"  -h          this help\n",
 		PROG);
 }
@@ -196,7 +228,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->odsync = 0;
 	o->keep = 0;
 	o->returns[0] = '\0';
-	int count_given = 0, method = M_FSYNC;
+	o->bg_ms = -1;
+	int count_given = 0, method = M_FSYNC, bg_given = 0;
+	uint64_t bg_ms = 0;
 	/* the -m values, in enum sync_method order */
 	static const char *const methods[] = { "fsync", "fdatasync", "none", NULL };
 	const struct opt opts[] = {
@@ -209,9 +243,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ 'o', OPT_FLAG, .p = &o->odsync },
 		{ 'k', OPT_FLAG, .p = &o->keep },
 		{ 'R', OPT_PATH, .p = o->returns, .max = sizeof(o->returns) },
+		{ 'b', OPT_U64, .p = &bg_ms, .seen = &bg_given },
 	};
 	parse_opts(argc, argv, opts, NOPTS(opts));
 	o->method = (enum sync_method)method;
+	if (bg_given) {
+		if (bg_ms > 3600000)
+			bad_arg("-b", "(more than an hour)");
+		o->bg_ms = (int64_t)bg_ms;
+	}
 	if (o->size == 0)
 		bad_arg("-s", "0");
 	if (o->seconds > 0 && !count_given)
@@ -224,9 +264,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 static double run_workers(struct shared *sh, struct worker *w, unsigned n)
 {
 	int rc;
+	pthread_t bg;
 	uint64_t t0 = now_ns();
 	if (sh->opt->seconds > 0)
 		sh->t_end = t0 + (uint64_t)(sh->opt->seconds * NS_PER_SEC);
+	if (sh->opt->bg_ms >= 0 && (rc = pthread_create(&bg, NULL, bg_sync_main, sh)) != 0) {
+		errno = rc;
+		die("pthread_create");
+	}
 	for (unsigned i = 0; i < n; i++) {
 		w[i].sh = sh;
 		if ((rc = pthread_create(&w[i].tid, NULL, worker_main, &w[i])) != 0) {
@@ -241,6 +286,15 @@ static double run_workers(struct shared *sh, struct worker *w, unsigned n)
 		}
 	}
 	double secs = (double)(now_ns() - t0) / NS_PER_SEC;
+	atomic_store(&sh->writers_done, 1);
+	if (sh->opt->bg_ms >= 0 && (rc = pthread_join(bg, NULL)) != 0) {
+		errno = rc;
+		die("pthread_join");
+	}
+	if (sh->bg_err) {
+		errno = sh->bg_err;
+		die("fdatasync (-b)");
+	}
 	for (unsigned i = 0; i < n; i++) {
 		if (w[i].err) {
 			errno = w[i].err;
@@ -297,7 +351,8 @@ static void write_returns(const struct options *o, const struct worker *w, unsig
 		die_path("write", o->returns);
 }
 
-static void report(const struct options *o, struct lat *wl, struct lat *sl, double secs)
+static void report(const struct options *o, const struct shared *sh, struct lat *wl, struct lat *sl,
+		   double secs)
 {
 	uint64_t writes = wl->count;
 	double wps = secs > 0 ? (double)writes / secs : 0;
@@ -316,10 +371,11 @@ static void report(const struct options *o, struct lat *wl, struct lat *sl, doub
 	printf("result: writes=%llu seconds=%.3f writes_per_sec=%.1f mb_per_sec=%.2f"
 	       " sync_p50_us=%.1f sync_p99_us=%.1f sync_max_us=%.1f sync_mean_us=%.1f"
 	       " write_p50_us=%.1f write_p99_us=%.1f write_max_us=%.1f"
-	       " size=%zu threads=%u mode=%s\n",
+	       " size=%zu threads=%u mode=%s bg_syncs=%llu\n",
 	       (unsigned long long)writes, secs, wps, mbps, lat_pct_us(sl, 50),
 	       lat_pct_us(sl, 99), lat_max_us(sl), lat_mean_us(sl), lat_pct_us(wl, 50),
-	       lat_pct_us(wl, 99), lat_max_us(wl), o->size, o->threads, method_name(o));
+	       lat_pct_us(wl, 99), lat_max_us(wl), o->size, o->threads, method_name(o),
+	       (unsigned long long)sh->bg_syncs);
 }
 
 int main(int argc, char **argv)
@@ -332,6 +388,7 @@ int main(int argc, char **argv)
 	sh.opt = &o;
 	atomic_init(&sh.next, 0);
 	atomic_init(&sh.stop, 0);
+	atomic_init(&sh.writers_done, 0);
 	int flags = O_WRONLY | O_CREAT | O_TRUNC | (o.odsync ? O_DSYNC : 0);
 	sh.fd = open(o.path, flags, 0644);
 	if (sh.fd < 0)
@@ -387,7 +444,7 @@ int main(int argc, char **argv)
 		die_path("close", o.path);
 	if (!o.keep && unlink(o.path) != 0)
 		die_path("unlink", o.path);
-	report(&o, &wl, &sl, secs);
+	report(&o, &sh, &wl, &sl, secs);
 	free(wl.v);
 	free(sl.v);
 	return 0;

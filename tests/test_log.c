@@ -53,6 +53,26 @@ static char *only_log(const char *prefix)
 	return first;
 }
 
+/* The benchmark's by-hand ceiling for defer (sync_writes -b, no shim):
+ * its syncing thread's fdatasyncs are real and counted, the writers make
+ * none. A ceiling that never synced would flatter the shim. */
+Test(log, sync_writes_background_syncs_are_real)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	h_strace(&c, "fsync,fdatasync");
+	h_args(&c, h_fmt("%s/examples/sync_writes", h_ctx.build), "-m", "none", "-b", "0", "-n", "3000",
+	       "-f", h_path("d.dat"), NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "sync_writes -b 0");
+	const char *bg = strstr(r.out, " bg_syncs=");
+	cr_assert_not_null(bg, "no bg_syncs in:\n%s", r.out);
+	long reported = atol(bg + strlen(" bg_syncs="));
+	cr_assert_gt(reported, 0, "the syncing thread never ran:\n%s", r.out);
+	cr_assert_eq(h_strace_count(&c, "fdatasync"), reported);
+	cr_assert_eq(h_strace_count(&c, "fsync"), 0);
+}
+
 Test(log, summary_counts_match_strace)
 {
 	struct h_cmd c;
