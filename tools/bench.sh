@@ -184,6 +184,31 @@ unmount_fs() {
 	umount -l "$mnt" # still busy after 5 s: detach it now, the kernel frees it when idle
 }
 
+# dev_flushes DIR: flush requests completed so far by the loop device
+# DIR is mounted from (field 16 of /sys/block/loopN/stat), or "" when DIR
+# is not on a loop device: there other tenants' flushes would mix in.
+dev_flushes() {
+	local dev
+	dev=$(findmnt -no SOURCE --target "$1" 2>/dev/null) || return 0
+	case $dev in /dev/loop*) ;; *) return 0 ;; esac
+	awk '{print $16}' "/sys/block/${dev#/dev/}/stat" 2>/dev/null || true
+}
+
+# flushes_per_call POLICY THREADS DIR OUT: one 1 s run; writes "calls
+# flushes" (flushes empty off a loop device) to OUT.
+flushes_per_call() {
+	local f0 f1 calls
+	f0=$(dev_flushes "$3")
+	calls=$("$RUN" run -p "$1" -- "$EX/sync_writes" -T "$2" -t 1 -n 100000000 -f "$3/g.dat" 2>/dev/null |
+		field writes) || true
+	f1=$(dev_flushes "$3")
+	if [ -n "$f0" ] && [ -n "$f1" ]; then
+		echo "${calls:-0} $((f1 - f0))" >"$4"
+	else
+		echo "${calls:-0}" >"$4"
+	fi
+}
+
 # real_per_call LOG...: "REAL CALLS" from a shim log in summary mode: the
 # real syncs the shim made (real_fsync, real_fdatasync) and the app's sync
 # calls (fsync, fdatasync).
@@ -230,11 +255,14 @@ section_group() {
 			ncalls=$(cat "$WORK/gc_${fs}_$t.calls")
 			nlog=$(real_per_call "$WORK"/gc.log* 2>/dev/null || true)
 			echo "${nrec:-0} ${ncalls:-0} ${nlog:-0 0}" >"$WORK/gc_${fs}_$t.out"
+			for p in passthrough group; do
+				flushes_per_call "$p" "$t" "$dir" "$WORK/gf_${fs}_${t}_$p.out"
+			done
 		done
 		[ "$fs" = tmp ] || pop_cleanup
 	done
-	echo "| file system | threads | passthrough writes/s | group writes/s | group vs passthrough | target | real syncs / calls under group (recorded beneath) | (shim's log) |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| file system | threads | passthrough writes/s | group writes/s | group vs passthrough | target | real syncs / calls under group (recorded beneath) | (shim's log) | device flushes / calls: passthrough, group |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 	for fs in $fslist; do
 		for t in 1 8; do
 			local pt g target real calls sreal scalls
@@ -248,9 +276,16 @@ section_group() {
 			*) target="" ;;
 			esac
 			read -r real calls sreal scalls <"$WORK/gc_${fs}_$t.out"
-			echo "| $fs | $t | $pt | $g | $(ratio "$g" "$pt") | $target | $real / $calls = $(ratio "$real" "$calls") | $sreal / $scalls = $(ratio "$sreal" "$scalls") |"
+			local fl="" q fc ff
+			for q in passthrough group; do
+				read -r fc ff <"$WORK/gf_${fs}_${t}_$q.out"
+				[ -n "$ff" ] && fl="$fl${fl:+, }$ff / $fc = $(ratio "$ff" "$fc")"
+			done
+			echo "| $fs | $t | $pt | $g | $(ratio "$g" "$pt") | $target | $real / $calls = $(ratio "$real" "$calls") | $sreal / $scalls = $(ratio "$sreal" "$scalls") | ${fl:--} |"
 		done
 	done
+	echo
+	echo "Device flushes / calls: one more 1 s run of each, counting the flush requests the loop device completed (/sys/block/loopN/stat, field 16) per fsync call: below 1 under passthrough means the file system already shares one flush among concurrent fsyncs (group commit of its own), which bounds what group can add; \`-\` where the file system is not on a loop device of its own."
 	echo
 	echo "Targets (issue 11): 1 thread >= 0.98x on ext4 and XFS; 8 threads >= 1.0x on ext4, >= 1.5x on XFS, >= 5x on btrfs; fewer real syncs than calls everywhere."
 	echo
