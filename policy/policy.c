@@ -445,6 +445,23 @@ static bool set_glob(struct parser *ps, const char *v)
 	return true;
 }
 
+/* A numeric key's value, already checked against the key's range. */
+static void store_number(struct parser *ps, int k, uint64_t n)
+{
+	struct rule *r = ps->rule;
+	struct policy *p = ps->p;
+	switch (k) {
+	case K_MAX_FLUSHERS: p->max_flushers = (uint32_t)n; break;
+	case K_RING_RECORDS: p->ring_records = (uint32_t)n; break;
+	case K_MAX_DELAY_MS: r->max_delay_ms = (uint32_t)n; break;
+	case K_MAX_BYTES: r->max_bytes = n; break;
+	case K_MAX_CALLS: r->max_calls = (uint32_t)n; break;
+	case K_WRITEBACK_BYTES: r->writeback_bytes = n; break;
+	case K_GROUP_WAIT_US: r->group_wait_us = (uint32_t)n; break;
+	case K_MAX_AT_RISK_MS: r->max_at_risk_ms = (uint32_t)n; break;
+	}
+}
+
 static bool set_key(struct parser *ps, int k, const char *v)
 {
 	struct rule *r = ps->rule;
@@ -498,19 +515,9 @@ static bool set_key(struct parser *ps, int k, const char *v)
 
 	if (!set_number(ps, k, v, &n))
 		return false;
-	switch (k) {
-	case K_MAX_FLUSHERS: p->max_flushers = (uint32_t)n; break;
-	case K_RING_RECORDS: p->ring_records = (uint32_t)n; break;
-	case K_MAX_DELAY_MS: r->max_delay_ms = (uint32_t)n; break;
-	case K_MAX_BYTES: r->max_bytes = n; break;
-	case K_MAX_CALLS: r->max_calls = (uint32_t)n; break;
-	case K_WRITEBACK_BYTES: r->writeback_bytes = n; break;
-	case K_GROUP_WAIT_US: r->group_wait_us = (uint32_t)n; break;
-	case K_MAX_AT_RISK_MS: r->max_at_risk_ms = (uint32_t)n; break;
-	}
+	store_number(ps, k, n);
 	return true;
 }
-
 /* ---- environment overrides --------------------------------------------- */
 
 /* One variable, checked by the same code and with the same messages as

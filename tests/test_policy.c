@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1363,4 +1364,47 @@ Test(docs, architecture_names_only_files_that_exist)
 	}
 	fclose(f);
 	cr_assert_gt(named, 20, "only %d paths found: the test no longer reads the file right", named);
+}
+
+/* The length of each function body in a source file, as the tree writes
+ * them: a function's body opens with "{" and closes with "}", both at
+ * column 0. Reports the longest; its first line goes to name. */
+static int longest_function(const char *path, char *name, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	char line[1024], prev[1024] = "", head[1024] = "";
+	int start = 0, longest = 0;
+	for (int no = 1; fgets(line, sizeof(line), f); no++) {
+		if (line[0] == '{') {
+			start = no;
+			snprintf(head, sizeof(head), "%s", prev);
+		} else if (line[0] == '}' && start) {
+			if (no - start - 1 > longest) {
+				longest = no - start - 1;
+				snprintf(name, cap, "%s", head);
+			}
+			start = 0;
+		}
+		snprintf(prev, sizeof(prev), "%s", line);
+	}
+	fclose(f);
+	return longest;
+}
+
+/* Small functions stay small: none in the shim, the policy or the tools
+ * over 60 lines (issue 12). */
+Test(docs, no_function_over_60_lines)
+{
+	glob_t g;
+	cr_assert_eq(glob("shim/*.c", 0, NULL, &g), 0);
+	cr_assert_eq(glob("policy/*.c", GLOB_APPEND, NULL, &g), 0);
+	cr_assert_eq(glob("tools/*.c", GLOB_APPEND, NULL, &g), 0);
+	cr_assert_gt(g.gl_pathc, 40, "only %zu sources: run from the top of the tree", g.gl_pathc);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char name[1024] = "";
+		int n = longest_function(g.gl_pathv[i], name, sizeof(name));
+		cr_expect_leq(n, 60, "%s: a function of %d lines: %s", g.gl_pathv[i], n, name);
+	}
+	globfree(&g);
 }
