@@ -46,7 +46,7 @@ TestSuite(rollback, .init = setup, .fini = teardown, .timeout = 30);
 
 static char *in(const char *base, const char *name)
 {
-	char *p = malloc(640);
+	char *p = sim_keep(malloc(640));
 	snprintf(p, 640, "%s/%s", base, name);
 	return p;
 }
