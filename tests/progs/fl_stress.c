@@ -135,10 +135,16 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/* Made before any thread starts: a child must not call malloc. A
+ * sanitizer's allocator (GCC 12's ASan and TSan) is not held across fork,
+ * so a child forked while another thread is inside malloc can block in
+ * the allocator's lock forever, nothing of the shim's on its stack. */
+static char *child_buf;
+
 static void child(long n)
 {
 	char path[PATH_MAX];
-	char *buf = malloc((size_t)size);
+	char *buf = child_buf;
 	int fd = open(path_of(path, "child", n), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || !buf)
 		_exit(3);
@@ -196,6 +202,10 @@ int main(int argc, char **argv)
 	if (!dir || threads < 1 || threads > MAX_THREADS || nshared < 1 || nshared > MAX_SHARED || child_ms < 1 ||
 	    size < 16 || size % 16)
 		goto usage;
+	if (!(child_buf = malloc((size_t)size))) {
+		fprintf(stderr, "fl_stress: out of memory\n");
+		return 1;
+	}
 	char path[PATH_MAX];
 	for (long k = 0; k < nshared; k++)
 		if ((shared_fd[k] = open(path_of(path, "shared", k), O_RDWR | O_CREAT | O_TRUNC, 0644)) < 0) {
