@@ -73,7 +73,7 @@ section_overhead() {
 	local rounds=${ROUNDS_OVERHEAD:-${ROUNDS:-25}} n=200000
 	echo "## Overhead of interposition and logging (tight 4 KiB pwrite loop)"
 	echo
-	echo "\`pwrite_loop -n $n -s 4096\` on a tmpfs file (page cache only, no writeback to compete); logs on tmpfs too. $rounds rounds, the order of the five configurations rotated each round. Each run reports wall time and the calling thread's own CPU time per call (CLOCK_THREAD_CPUTIME_ID: the app's cost, not the logger thread's, and less disturbed by other tenants); ratios of medians, and of minima (the least disturbed run)."
+	echo "\`pwrite_loop -n $n -s 4096\` on a tmpfs file (page cache only, no writeback to compete); logs on tmpfs too. $rounds rounds, the order of the six configurations rotated each round. Each run reports wall time and the calling thread's own CPU time per call (CLOCK_THREAD_CPUTIME_ID: the app's cost, not the logger thread's, and less disturbed by other tenants); ratios of medians, and of minima (the least disturbed run)."
 	echo
 	echo "Two baselines: the loop alone (one thread), and the loop with one idle thread beside it (\`pwrite_loop -i\`, no shim). Once a process has a second thread the kernel's \`fdget\` takes and drops a file reference on every fd call instead of its single-threaded fast path; logging starts the shim's logger thread, so the logging rows pay that too, as every host with threads of its own (every JVM) already does."
 	echo
