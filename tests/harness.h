@@ -393,6 +393,26 @@ H_FN bool h_wait(pid_t pid, int timeout_s, int *st)
 	return true;
 }
 
+/* In the child of h_run or h_spawn: its own process group, stdin from
+ * /dev/null, output to c's files, no other descriptor, the test's
+ * directory, then argv with env (exactly: nothing of ours leaks in). */
+__attribute__((noreturn, unused)) static void h_exec_child(const struct h_cmd *c, char **argv, char **env)
+{
+	setpgid(0, 0);
+	int in = open("/dev/null", O_RDONLY);
+	int out = open(c->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int err = open(c->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (in < 0 || out < 0 || err < 0 || chdir(h_ctx.dir) < 0)
+		_exit(126);
+	dup2(in, 0);
+	dup2(out, 1);
+	dup2(err, 2);
+	syscall(SYS_close_range, 3, ~0u, 0);
+	execvpe(argv[0], argv, env);
+	dprintf(2, "harness: exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
 H_FN struct h_result h_run(struct h_cmd *c)
 {
 	cr_assert_gt(c->argc, 0);
@@ -432,21 +452,8 @@ H_FN struct h_result h_run(struct h_cmd *c)
 	double t0 = h_now();
 	pid_t pid = fork();
 	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		setpgid(0, 0);
-		int in = open("/dev/null", O_RDONLY);
-		int out = open(c->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int err = open(c->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (in < 0 || out < 0 || err < 0 || chdir(h_ctx.dir) < 0)
-			_exit(126);
-		dup2(in, 0);
-		dup2(out, 1);
-		dup2(err, 2);
-		syscall(SYS_close_range, 3, ~0u, 0);
-		execvpe(argv[0], argv, env);
-		dprintf(2, "harness: exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
+	if (pid == 0)
+		h_exec_child(c, argv, env);
 	struct h_result r = { .code = -1 };
 	int st = 0;
 	if (!h_wait(pid, c->timeout_s, &st)) {
@@ -513,21 +520,8 @@ H_FN pid_t h_spawn(struct h_cmd *c)
 	fflush(NULL);
 	pid_t pid = fork();
 	cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		setpgid(0, 0);
-		int in = open("/dev/null", O_RDONLY);
-		int out = open(c->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int err = open(c->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (in < 0 || out < 0 || err < 0 || chdir(h_ctx.dir) < 0)
-			_exit(126);
-		dup2(in, 0);
-		dup2(out, 1);
-		dup2(err, 2);
-		syscall(SYS_close_range, 3, ~0u, 0);
-		execvpe(c->argv[0], c->argv, env);
-		dprintf(2, "h_spawn: exec %s: %s\n", c->argv[0], strerror(errno));
-		_exit(127);
-	}
+	if (pid == 0)
+		h_exec_child(c, c->argv, env);
 	setpgid(pid, pid);
 	return pid;
 }
