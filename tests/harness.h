@@ -504,6 +504,17 @@ struct h_log {
 };
 
 
+/* `sh -c SCRIPT`, no library preloaded, with the clean environment and in
+ * the test's directory, as h_run runs anything; killed after timeout_s. */
+H_FN struct h_result h_sh(const char *script, int timeout_s)
+{
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	c.timeout_s = timeout_s;
+	h_args(&c, "/bin/sh", "-c", script, NULL);
+	return h_run(&c);
+}
+
 /* ---- running a program in the background -------------------------------------- */
 
 /* Start c like h_run does (own process group, clean environment, output

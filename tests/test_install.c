@@ -30,16 +30,6 @@ static char *in_top(const char *rel)
 	return h_fmt("%s/%s", top(), rel);
 }
 
-/* `sh -c SCRIPT` with a clean environment (harness.h), in the test's dir. */
-static struct h_result sh(const char *script, int timeout_s)
-{
-	struct h_cmd c;
-	h_cmd_init(&c, H_PLAIN);
-	c.timeout_s = timeout_s;
-	h_args(&c, "/bin/sh", "-c", script, NULL);
-	return h_run(&c);
-}
-
 static void skip_in_sanitizer_builds(void)
 {
 	if (h_ctx.asan)
@@ -59,19 +49,19 @@ static const char *const pages[] = { "docs/man/syncshim.1", "docs/man/synclat.1"
 Test(install, man_pages_name_every_key_value_option_and_variable)
 {
 	char *check = in_top("tests/install/check_docs.sh");
-	struct h_result r = sh(h_fmt("'%s' '%s'", check, h_ctx.build), 60);
+	struct h_result r = h_sh(h_fmt("'%s' '%s'", check, h_ctx.build), 60);
 	cr_expect_eq(r.code, 0, "check_docs: exit %d\n%s%s", r.code, r.out, r.err);
 	cr_expect(h_has(r.out, "all in"), "%s", r.out);
 
 	char *broken = h_path("man-broken");
-	r = sh(h_fmt("mkdir '%s' && cp '%s'/docs/man/* '%s'/ && cd '%s' && "
+	r = h_sh(h_fmt("mkdir '%s' && cp '%s'/docs/man/* '%s'/ && cd '%s' && "
 		     "sed -i '/^\\.It Cm max_calls/d' syncshim.ini.5 && "
 		     "sed -i 's/summary/summery/g' syncshim.ini.5 && "
 		     "sed -i 's/Fl \\\\-salvage/Sy salvage/' synclat.1 && "
 		     "sed -i 's/Ev SYNCSHIM_LIB/Sy SYNCSHIM_LIB/; s/Cm check/Sy check/g' syncshim.1",
 		     broken, top(), broken, broken), 30);
 	h_assert_ok(r, "make broken pages");
-	r = sh(h_fmt("'%s' '%s' '%s'", check, h_ctx.build, broken), 60);
+	r = h_sh(h_fmt("'%s' '%s' '%s'", check, h_ctx.build, broken), 60);
 	cr_expect_eq(r.code, 1, "check_docs on broken pages: exit %d\n%s%s", r.code, r.out, r.err);
 	static const char *const want[] = {
 		"syncshim.ini.5: missing key max_calls",
@@ -92,15 +82,15 @@ Test(install, man_pages_lint_clean)
 {
 	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
 		char *page = in_top(pages[i]);
-		struct h_result r = sh(h_fmt("mandoc -Tlint -W warning '%s' 2>&1", page), 30);
+		struct h_result r = h_sh(h_fmt("mandoc -Tlint -W warning '%s' 2>&1", page), 30);
 		cr_expect(r.code == 0 && !r.out[0], "mandoc -Tlint %s: exit %d\n%s", pages[i], r.code, r.out);
-		r = sh(h_fmt("groff -mandoc -ww -z -Tutf8 '%s' 2>&1", page), 30);
+		r = h_sh(h_fmt("groff -mandoc -ww -z -Tutf8 '%s' 2>&1", page), 30);
 		cr_expect(r.code == 0 && !r.out[0], "groff -ww %s: exit %d\n%s", pages[i], r.code, r.out);
 	}
 	char *bad = h_path("bad.1");
 	h_write_file(bad, ".Dd December 1, 2026\n.Dt BAD 1\n.Os\n.Sh NAME\n.Nm bad\n.Nd bad\n"
 			  ".Sh DESCRIPTION\n.Bl -tag -width Ds\n.It Fl x\nno end\n");
-	struct h_result r = sh(h_fmt("mandoc -Tlint -W warning '%s' 2>&1", bad), 30);
+	struct h_result r = h_sh(h_fmt("mandoc -Tlint -W warning '%s' 2>&1", bad), 30);
 	cr_expect(r.code != 0 && h_has(r.out, "Bl"), "mandoc -Tlint missed an open list: exit %d\n%s", r.code, r.out);
 }
 
@@ -108,7 +98,7 @@ Test(install, man_pages_lint_clean)
 
 static struct h_result make(const char *args, int timeout_s)
 {
-	return sh(h_fmt("make -C '%s' -s --no-print-directory B='%s' %s", top(), h_ctx.build, args), timeout_s);
+	return h_sh(h_fmt("make -C '%s' -s --no-print-directory B='%s' %s", top(), h_ctx.build, args), timeout_s);
 }
 
 /* The shim the installed launcher preloads, found with no SYNCSHIM_LIB
@@ -119,12 +109,12 @@ static void expect_installed_tools_work(const char *bin, const char *lib)
 {
 	char real[PATH_MAX];
 	cr_assert_not_null(realpath(lib, real), "%s: %s", lib, strerror(errno));
-	struct h_result r = sh(h_fmt("'%s/syncshim' run -p noop -- sh -c 'printf %%s \"$LD_PRELOAD\"'", bin), 30);
+	struct h_result r = h_sh(h_fmt("'%s/syncshim' run -p noop -- sh -c 'printf %%s \"$LD_PRELOAD\"'", bin), 30);
 	cr_expect_eq(r.code, 0, "installed syncshim run: exit %d\n%s", r.code, r.err);
 	cr_expect_str_eq(r.out, real, "the installed syncshim preloads '%s', not %s\n%s", r.out, real, r.err);
 
 	char *log = h_path("installed.%p.log");
-	r = sh(h_fmt("'%s/syncshim' run -p noop -o '%s' -- dd if=/dev/zero of='%s' bs=4k count=4 conv=fsync "
+	r = h_sh(h_fmt("'%s/syncshim' run -p noop -o '%s' -- dd if=/dev/zero of='%s' bs=4k count=4 conv=fsync "
 		     "status=none && '%s/synclat' report %s", bin, log, h_path("dd.dat"), bin,
 		     h_path("installed.*.log")), 30);
 	cr_expect_eq(r.code, 0, "installed syncshim + synclat: exit %d\n%s%s", r.code, r.out, r.err);
@@ -166,7 +156,7 @@ Test(install, make_install_then_uninstall)
 
 	r = make(h_fmt("uninstall PREFIX=/usr/local DESTDIR='%s'", dest), 60);
 	h_assert_ok(r, "make uninstall");
-	r = sh(h_fmt("find '%s' ! -type d; find '%s' -name '*syncshim*'", dest, dest), 30);
+	r = h_sh(h_fmt("find '%s' ! -type d; find '%s' -name '*syncshim*'", dest, dest), 30);
 	cr_expect_str_eq(r.out, "", "make uninstall left these behind:\n%s", r.out);
 }
 
@@ -197,12 +187,12 @@ Test(install, deb_builds_lints_and_round_trips_under_dpkg_root)
 	globfree(&g);
 
 	/* The control file. */
-	r = sh(h_fmt("dpkg-deb --info '%s'", deb), 30);
+	r = h_sh(h_fmt("dpkg-deb --info '%s'", deb), 30);
 	h_assert_ok(r, "dpkg-deb --info");
 	char *info = h_fmt("\n%s", r.out);
 	cr_expect_str_eq(field(info, "Package"), "syncshim");
 	cr_expect(h_has(field(info, "Version"), "-1"), "Version: %s", field(info, "Version"));
-	struct h_result arch = sh("dpkg --print-architecture | tr -d '\\n'", 30);
+	struct h_result arch = h_sh("dpkg --print-architecture | tr -d '\\n'", 30);
 	cr_expect_str_eq(field(info, "Architecture"), arch.out);
 	char *depends = field(info, "Depends");
 	cr_expect(h_has(depends, "libc6 (>= "), "Depends: %s", depends);
@@ -212,7 +202,7 @@ Test(install, deb_builds_lints_and_round_trips_under_dpkg_root)
 
 	/* The files: all root's, man pages gzipped, the doc files there,
 	 * Installed-Size what they add up to (KiB per file, 1 per dir). */
-	r = sh(h_fmt("dpkg-deb --contents '%s'", deb), 30);
+	r = h_sh(h_fmt("dpkg-deb --contents '%s'", deb), 30);
 	h_assert_ok(r, "dpkg-deb --contents");
 	static const char *const need[] = {
 		"./usr/bin/syncshim\n", "./usr/bin/synclat\n", "./usr/lib/syncshim/libsyncshim.so\n",
@@ -239,20 +229,20 @@ Test(install, deb_builds_lints_and_round_trips_under_dpkg_root)
 	/* Install it into a root of its own, use it, remove it: nothing left. */
 	char *root = h_path("root");
 	const char *force = geteuid() == 0 ? "" : " --force-not-root";
-	r = sh(h_fmt("mkdir -p '%s'/var/lib/dpkg/info '%s'/var/lib/dpkg/updates '%s'/var/lib/dpkg/triggers && "
+	r = h_sh(h_fmt("mkdir -p '%s'/var/lib/dpkg/info '%s'/var/lib/dpkg/updates '%s'/var/lib/dpkg/triggers && "
 		     ": > '%s'/var/lib/dpkg/status && "
 		     "dpkg --root='%s' --force-depends%s -i '%s'", root, root, root, root, root, force, deb), 60);
 	h_assert_ok(r, "dpkg --root -i");
 	expect_installed_tools_work(h_fmt("%s/usr/bin", root), h_fmt("%s/usr/lib/syncshim/libsyncshim.so", root));
-	r = sh(h_fmt("man -M '%s/usr/share/man' -w syncshim.ini", root), 30);
+	r = h_sh(h_fmt("man -M '%s/usr/share/man' -w syncshim.ini", root), 30);
 	cr_expect_eq(r.code, 0, "man -w: %s", r.err);
 	cr_expect(h_has(r.out, h_fmt("%s/usr/share/man/man5/syncshim.ini.5.gz", root)), "man -w: %s", r.out);
-	r = sh(h_fmt("MANWIDTH=80 man -M '%s/usr/share/man' -P cat syncshim 2>&1", root), 30);
+	r = h_sh(h_fmt("MANWIDTH=80 man -M '%s/usr/share/man' -P cat syncshim 2>&1", root), 30);
 	cr_expect(r.code == 0 && h_has(r.out, "SYNOPSIS") && h_has(r.out, "syncshim run"), "man syncshim:\n%s", r.out);
 
-	r = sh(h_fmt("dpkg --root='%s'%s -r syncshim", root, force), 60);
+	r = h_sh(h_fmt("dpkg --root='%s'%s -r syncshim", root, force), 60);
 	h_assert_ok(r, "dpkg --root -r");
-	r = sh(h_fmt("cd '%s' && find . -path ./var -prune -o ! -type d -print -o -name '*syncshim*' -print", root), 30);
+	r = h_sh(h_fmt("cd '%s' && find . -path ./var -prune -o ! -type d -print -o -name '*syncshim*' -print", root), 30);
 	cr_expect_str_eq(r.out, "", "dpkg -r left these behind:\n%s", r.out);
 }
 
@@ -265,13 +255,13 @@ Test(install, deb_builds_lints_and_round_trips_under_dpkg_root)
  * sysv generator), else, when activemq is not installed, a stand-in. */
 Test(install, systemd_dropin_verifies_against_the_activemq_unit)
 {
-	struct h_result r = sh("command -v systemd-analyze", 30);
+	struct h_result r = h_sh("command -v systemd-analyze", 30);
 	cr_assert_eq(r.code, 0, "no systemd-analyze (make deps installs systemd)");
 	char *units = h_path("units"), *gen = h_path("gen");
 	cr_assert_eq(mkdir(units, 0755), 0);
 	const char *generator = "/lib/systemd/system-generators/systemd-sysv-generator";
 	if (access("/etc/init.d/activemq", X_OK) == 0 && access(generator, X_OK) == 0) {
-		r = sh(h_fmt("mkdir -p '%s/n' '%s/e' '%s/l' && %s '%s/n' '%s/e' '%s/l' && cp '%s'/*/activemq.service '%s'/",
+		r = h_sh(h_fmt("mkdir -p '%s/n' '%s/e' '%s/l' && %s '%s/n' '%s/e' '%s/l' && cp '%s'/*/activemq.service '%s'/",
 			     gen, gen, gen, generator, gen, gen, gen, gen, units), 30);
 		h_assert_ok(r, "systemd-sysv-generator");
 	} else {
@@ -281,7 +271,7 @@ Test(install, systemd_dropin_verifies_against_the_activemq_unit)
 	}
 	char *verify = h_fmt("cd '%s' && SYSTEMD_UNIT_PATH='%s': systemd-analyze verify --man=no activemq.service 2>&1",
 			     units, units);
-	r = sh(verify, 60);
+	r = h_sh(verify, 60);
 	if (r.code != 0)
 		cr_skip_test("systemd-analyze cannot verify even the bare unit in this container (exit %d): %s", r.code,
 			     r.out);
@@ -291,19 +281,19 @@ Test(install, systemd_dropin_verifies_against_the_activemq_unit)
 	cr_expect(h_has(text, "\nEnvironment=LD_PRELOAD=/usr/lib/syncshim/libsyncshim.so\n"),
 		  "the drop-in does not preload the path the package installs:\n%s", text);
 	cr_expect(h_has(text, "\nEnvironment=SYNCSHIM_CONFIG=/etc/syncshim/activemq.ini\n"), "%s", text);
-	r = sh(h_fmt("mkdir '%s/activemq.service.d' && cp '%s' '%s/activemq.service.d/'", units, dropin, units), 30);
+	r = h_sh(h_fmt("mkdir '%s/activemq.service.d' && cp '%s' '%s/activemq.service.d/'", units, dropin, units), 30);
 	h_assert_ok(r, "copy the drop-in");
-	r = sh(verify, 60);
+	r = h_sh(verify, 60);
 	cr_expect(r.code == 0 && !r.out[0], "systemd-analyze verify with the drop-in: exit %d\n%s", r.code, r.out);
 
-	r = sh(h_fmt("echo 'Environmnet=SYNCSHIM_POLICY=noop' >> '%s/activemq.service.d/syncshim.conf'", units), 30);
+	r = h_sh(h_fmt("echo 'Environmnet=SYNCSHIM_POLICY=noop' >> '%s/activemq.service.d/syncshim.conf'", units), 30);
 	h_assert_ok(r, "spoil the drop-in");
-	r = sh(verify, 60);
+	r = h_sh(verify, 60);
 	cr_expect(h_has(r.out, "syncshim.conf") && h_has(r.out, "Environmnet"),
 		  "systemd-analyze verify did not read the drop-in (no word on a misspelt key):\n%s", r.out);
 
 	/* Its rule file is one the shim takes. */
-	r = sh(h_fmt("'%s/syncshim' check '%s'", h_ctx.build, in_top("examples/systemd/activemq.ini")), 30);
+	r = h_sh(h_fmt("'%s/syncshim' check '%s'", h_ctx.build, in_top("examples/systemd/activemq.ini")), 30);
 	cr_expect(r.code == 0 && h_has(r.out, "ok, 1 rule"), "syncshim check activemq.ini: %s%s", r.out, r.err);
 }
 
@@ -328,7 +318,7 @@ Test(install, activemq_walkthrough_ends_with_the_comparison_table)
 	h_args(&c, in_top("examples/activemq/walkthrough.sh"), "-n", "300", NULL);
 	struct h_result r = h_run(&c);
 	/* ("[-]D": the pattern must not match this sh's own command line.) */
-	struct h_result left = sh(h_fmt("pgrep -f -- '[-]Dactivemq.base=%s/' && pkill -KILL -f -- '[-]Dactivemq.base=%s/'; "
+	struct h_result left = h_sh(h_fmt("pgrep -f -- '[-]Dactivemq.base=%s/' && pkill -KILL -f -- '[-]Dactivemq.base=%s/'; "
 					"ls -d '%s'/syncshim-activemq.* 2>/dev/null", h_ctx.dir, h_ctx.dir, h_ctx.dir), 30);
 	cr_expect_eq(r.code, 0, "walkthrough: exit %d%s\n%s%s", r.code, r.timed_out ? " (timed out)" : "", r.out, r.err);
 	cr_expect_str_eq(left.out, "", "the walkthrough left a broker or its directory behind:\n%s", left.out);

@@ -232,15 +232,6 @@ static struct h_result synclat(const char *dir, ...)
 	return h_run(&c);
 }
 
-H_FN struct h_result sh(const char *script, int timeout_s)
-{
-	struct h_cmd c;
-	h_cmd_init(&c, H_PLAIN);
-	c.timeout_s = timeout_s;
-	h_args(&c, "/bin/sh", "-c", script, NULL);
-	return h_run(&c);
-}
-
 /* The pids of the "PID N" lines of top's text, in order. */
 static int pid_order(const char *text, long *pids, int max)
 {
@@ -642,7 +633,7 @@ Test(live, removal_spares_a_new_file_under_the_name)
 	cr_assert_eq(stat(path, &now), 0);
 	cr_assert(live_remove_exact(dfd, "123.live", now.st_dev, now.st_ino));
 	cr_assert_eq(access(path, F_OK), -1);
-	struct h_result r = sh(h_fmt("ls -A '%s'", dir), 10);
+	struct h_result r = h_sh(h_fmt("ls -A '%s'", dir), 10);
 	cr_assert_str_eq(r.out, "", "nothing left aside: %s", r.out);
 	close(dfd);
 	close(hold);
@@ -913,7 +904,7 @@ static void expect_promtool_ok(const char *text)
 {
 	char *file = h_path("metrics.prom");
 	h_write_file(file, text);
-	struct h_result r = sh(h_fmt("promtool check metrics < '%s'", file), 30);
+	struct h_result r = h_sh(h_fmt("promtool check metrics < '%s'", file), 30);
 	cr_assert(r.code == 0 && !r.out[0] && !r.err[0],
 		  "promtool check metrics (Debian package prometheus; make deps installs it): exit %d\n%s%s", r.code,
 		  r.out, r.err);
@@ -1045,7 +1036,7 @@ Test(live, metrics_out_replaces_atomically)
 	char *mdir = h_path("textfile"), *prom = h_fmt("%s/syncshim.prom", mdir);
 	cr_assert_eq(mkdir(mdir, 0755), 0);
 	char *run = h_fmt("umask 077; SYNCSHIM_LIVE_DIR='%s' '%s' metrics --out '%s'", t.dir, synclat_bin(), prom);
-	h_assert_ok(sh(run, 20), "metrics --out");
+	h_assert_ok(h_sh(run, 20), "metrics --out");
 	struct stat st;
 	cr_assert_eq(stat(prom, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0644, "mode %o, want 0644 whatever the umask", st.st_mode & 07777);
@@ -1059,7 +1050,7 @@ Test(live, metrics_out_replaces_atomically)
 	int held = open(prom, O_RDONLY);
 	cr_assert(held >= 0);
 	char *trace = h_path("strace.txt");
-	h_assert_ok(sh(h_fmt("SYNCSHIM_LIVE_DIR='%s' strace -f -o '%s' -e trace=openat,fsync,rename,renameat,renameat2 "
+	h_assert_ok(h_sh(h_fmt("SYNCSHIM_LIVE_DIR='%s' strace -f -o '%s' -e trace=openat,fsync,rename,renameat,renameat2 "
 			     "'%s' metrics --out '%s'", t.dir, trace, synclat_bin(), prom), 30),
 		    "metrics --out under strace");
 	cr_assert_neq(h_ino(prom), st.st_ino, "replaced by rename, not rewritten in place");
@@ -1067,7 +1058,7 @@ Test(live, metrics_out_replaces_atomically)
 	ssize_t n = pread(held, buf, sizeof(buf) - 1, 0);
 	cr_assert_eq(n, (ssize_t)strlen(first), "the old file is whole");
 	close(held);
-	cr_assert_str_eq(sh(h_fmt("ls -A '%s'", mdir), 10).out, "syncshim.prom\n", "no temporary file left");
+	cr_assert_str_eq(h_sh(h_fmt("ls -A '%s'", mdir), 10).out, "syncshim.prom\n", "no temporary file left");
 
 	/* The steps, in order: a temporary beside it, synced, renamed over it. */
 	char *tr = h_read_file(trace);
@@ -1100,7 +1091,7 @@ static struct h_result tmux(const char *fmt, ...)
 	char *args = NULL;
 	cr_assert(vasprintf(&args, fmt, ap) >= 0);
 	va_end(ap);
-	struct h_result r = sh(h_fmt("tmux -S '%s' %s", tmux_sock, args), 20);
+	struct h_result r = h_sh(h_fmt("tmux -S '%s' %s", tmux_sock, args), 20);
 	cr_assert_eq(r.code, 0, "tmux %s: exit %d (Debian package tmux; make deps installs it)\n%s", args, r.code,
 		     r.err);
 	return r;
@@ -1244,7 +1235,7 @@ Test(live, interactive_restores_the_terminal_on_signals)
 	tmux("send-keys -t live Enter");
 	await(has, "sort syncs/s", "the view, started again");
 	int pane = atoi(tmux("display -p -t live '#{pane_pid}'").out);
-	struct h_result r = sh(h_fmt("pkill -TERM -P %d -x synclat", pane), 10);
+	struct h_result r = h_sh(h_fmt("pkill -TERM -P %d -x synclat", pane), 10);
 	cr_assert_eq(r.code, 0, "no synclat under the pane's shell %d", pane);
 	expect_restored(2, "synclat-exit-2=143");
 }
