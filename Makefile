@@ -19,6 +19,8 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
+# ... and python3 for the durability oracle's generator and checker (tests/oracle/).
+BUILD_PKGS += python3
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq), and
 # sqlite3 for the crash tests' real program (examples/sqlite, tests/test_crashtest.c).
@@ -170,6 +172,13 @@ $(TEST_FS): tests/lib/failfs.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) $(TOOL_WARN) $(FUSE_CFLAGS) -o $@ $< $(FUSE_LIBS)
 
+# The durability oracle (tests/oracle/README.md): runner.c interprets the
+# generated cases; oracle.py generates, runs and checks them.
+ORACLE_RUNNER := $(B)/tests/oracle/runner
+$(ORACLE_RUNNER): tests/oracle/runner.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -o $@ $<
+
 # Unit tests link the libraries the tools link; none compiles a tool's .c.
 TEST_LINK = $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) $(LIBDIR)/libinih.a
 $(B)/tests/test_%: tests/test_%.c $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
@@ -185,12 +194,13 @@ java: $(if $(JAVA_SRCS),$(B)/java/.stamp)
 
 # The suite: unit tests, then integration tests that run programs under the
 # shim. Each criterion binary prints its own tally.
-TEST_DEPS := all $(TEST_PROGS) $(TEST_LIBS) $(TEST_FS) java
+TEST_DEPS := all $(TEST_PROGS) $(TEST_LIBS) $(TEST_FS) java $(ORACLE_RUNNER)
 test-deps: $(TEST_DEPS)
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_DEPS)
 	@$(MAKE) --no-print-directory run-tests
 	@$(MAKE) --no-print-directory replay
+	@$(MAKE) --no-print-directory oracle-test
 
 # In a sanitizer build the shim needs the ASan runtime loaded ahead of it
 # in hosts that were not built with it; the tests put this prefix first.
@@ -243,12 +253,28 @@ tsan: deps
 	  $(TSAN_DIR)/tests/$$t --jobs 2 || fail=1; done; exit $$fail
 
 # Soak: the chaos stress (tests/test_chaos.c) going round for SOAK_SECONDS,
-# each run longer than in `make test`. Not part of `make test`.
+# each run longer than in `make test`, then the durability oracle for as
+# long. Not part of `make test`.
 SOAK_SECONDS ?= 600
 soak: deps
 	@$(MAKE) --no-print-directory test-deps $(B)/tests/test_chaos
 	SYNCSHIM_CHAOS_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
 	  $(B)/tests/test_chaos --jobs 1 --verbose
+	@$(MAKE) --no-print-directory oracle ORACLE_SECONDS=$(SOAK_SECONDS)
+
+# The durability oracle: `make oracle` generates and checks random cases
+# for ORACLE_SECONDS (every class in turn; ORACLE_CLASS= one of them,
+# ORACLE_SEED= the first seed); `make oracle-test` (part of `make test`)
+# replays the fixed list in tests/oracle/seeds.txt.
+ORACLE_SECONDS ?= 600
+ORACLE_ENV = SYNCSHIM_BUILD=$(abspath $(B)) SYNCSHIM_PRELOAD_PREFIX=$(SAN_RT)
+.PHONY: oracle oracle-test
+oracle: deps
+	@$(MAKE) --no-print-directory test-deps
+	$(ORACLE_ENV) python3 tests/oracle/oracle.py run --seconds $(ORACLE_SECONDS) \
+	  $(if $(ORACLE_CLASS),--class $(ORACLE_CLASS)) $(if $(ORACLE_SEED),--seed $(ORACLE_SEED))
+oracle-test: $(ORACLE_RUNNER) $(B)/tests/lib/reclayer.so $(B)/libsyncshim.so $(B)/synclat
+	@$(ORACLE_ENV) python3 tests/oracle/oracle.py seeds $$(grep -v '^#' tests/oracle/seeds.txt)
 
 # ---- installing ---------------------------------------------------------
 # The shim goes to a directory of its own, $(PREFIX)/lib/syncshim/: it is a

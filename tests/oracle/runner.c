@@ -1,0 +1,793 @@
+/*
+ * runner.c - the durability oracle's interpreter (tests/oracle/README.md).
+ *
+ *   runner CASE DIR JOURNAL
+ *
+ * CASE is a small program written by tests/oracle/oracle.py: a header
+ * (files, exit mode, signal handler) and one list of operations per thread
+ * (and per forked child). The runner carries it out in DIR, the same way
+ * with and without the shim, and appends to JOURNAL one line per call it
+ * made, saying what the app saw: op, arguments, result, errno, the
+ * descriptor's open file description, the file's inode, and the
+ * CLOCK_MONOTONIC times at entry and return. The oracle compares that with
+ * what the recording layer beneath the shim saw reach libc.
+ *
+ * The journal is written with raw system calls on a high descriptor, so
+ * neither the shim nor the recording layer sees it; the formatter is
+ * async-signal-safe (signal handlers journal too).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JOURNAL_FD 1010
+#define BAD_FD 777 /* never open: dup2 from it fails EBADF */
+#define MAX_OPS 4096
+#define MAX_THREADS 64
+#define MAX_CHILDREN 8
+#define NSLOTS 16
+#define NMAPS 4
+#define NFILES 8
+#define MAP_LEN 4096
+#define MAX_ARGS 4
+
+enum op_kind {
+	OP_OPEN, OP_WRITE, OP_PWRITE, OP_WRITEV, OP_PWRITEV, OP_PWRITEV2, OP_CFR, OP_FSYNC,
+	OP_FDATASYNC, OP_SFR, OP_SYNCFS, OP_SYNC, OP_MMAP, OP_MWRITE, OP_MSYNC, OP_MUNMAP, OP_DUP,
+	OP_DUP2, OP_DUP3, OP_DUP2BAD, OP_CLOSE, OP_CLOSE_RANGE, OP_RENAME, OP_LINK, OP_UNLINK,
+	OP_RELOAD, OP_SLEEP, OP_KILL, OP_FORK, OP_WAIT, OP_CANCEL, OP_BURST, OP_SETTLE, OP_ALARM_EXIT,
+	OP_DUP2RACE, OP_FSYNCN, OP_COUNT
+};
+
+static const char *const op_names[OP_COUNT] = {
+	"open", "write", "pwrite", "writev", "pwritev", "pwritev2", "cfr", "fsync", "fdatasync", "sfr",
+	"syncfs", "sync", "mmap", "mwrite", "msync", "munmap", "dup", "dup2", "dup3", "dup2bad", "close",
+	"close_range", "rename", "link", "unlink", "reload", "sleep", "kill", "fork", "wait", "cancel",
+	"burst", "settle", "alarm_exit", "dup2race", "fsyncn",
+};
+
+struct op {
+	int kind;
+	long a[MAX_ARGS];
+};
+
+struct oplist {
+	int n;
+	int cap;
+	struct op *ops;
+};
+
+/* ---- the case ------------------------------------------------------------ */
+
+static char files[NFILES][64];
+static int nfiles;
+static int nthreads = 1;
+static struct oplist threads[MAX_THREADS];
+static struct oplist children[MAX_CHILDREN];
+static struct oplist handler_ops; /* what the SIGUSR1 handler does */
+static char exit_mode[64] = "return";
+static int exit_code;
+static int child_exit_code;
+static int cancel_async;
+static const char *dir;
+
+/* ---- shared state: descriptors in slots, mappings --------------------------- */
+
+struct slot {
+	_Atomic int fd;
+	_Atomic long desc; /* the open (journal line) that made its open file description */
+	_Atomic int osync; /* opened with O_SYNC or O_DSYNC */
+};
+/* Each thread has its own slots (one table per thread), so threads never
+ * race on each other's numbers except where a case asks for it: the
+ * shared numbers of dup2race/fsyncn (SHARED_FD0..+3). */
+static struct slot slot_tables[MAX_THREADS][NSLOTS];
+static __thread struct slot *slots;
+#define SHARED_FD0 96
+static void *_Atomic maps[NMAPS];
+static _Atomic long next_desc = 1;
+static pthread_t tids[MAX_THREADS];
+static pid_t kids[MAX_CHILDREN * 4];
+static _Atomic int nkids;
+static int proc_tag; /* 0 the parent, 1+K a forked child running list K */
+
+/* ---- async-signal-safe journal ---------------------------------------------- */
+
+struct line {
+	char b[1024];
+	size_t n;
+};
+
+static void put_s(struct line *l, const char *s)
+{
+	while (*s && l->n < sizeof(l->b) - 2)
+		l->b[l->n++] = *s == '\n' || *s == ' ' ? '_' : *s, s++;
+}
+
+static void put_raw(struct line *l, const char *s)
+{
+	while (*s && l->n < sizeof(l->b) - 2)
+		l->b[l->n++] = *s++;
+}
+
+static void put_i(struct line *l, long long v)
+{
+	char t[24];
+	int k = 0;
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do
+		t[k++] = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		t[k++] = '-';
+	while (k && l->n < sizeof(l->b) - 2)
+		l->b[l->n++] = t[--k];
+}
+
+static void kv(struct line *l, const char *k, long long v)
+{
+	put_raw(l, " ");
+	put_raw(l, k);
+	put_raw(l, "=");
+	put_i(l, v);
+}
+
+static void kvs(struct line *l, const char *k, const char *v)
+{
+	put_raw(l, " ");
+	put_raw(l, k);
+	put_raw(l, "=");
+	put_s(l, v);
+}
+
+static void emit(struct line *l)
+{
+	l->b[l->n++] = '\n';
+	syscall(SYS_write, JOURNAL_FD, l->b, l->n);
+}
+
+static uint64_t now(void)
+{
+	struct timespec ts;
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long gettid_(void)
+{
+	return syscall(SYS_gettid);
+}
+
+/* The inode and birth time of fd (raw statx: neither layer sees it), so
+ * the oracle can tell a file from a later one that reuses its number. */
+static void ident(int fd, unsigned long long *ino, long long *birth)
+{
+	struct statx sx;
+	*ino = 0;
+	*birth = 0;
+	if (fd >= 0 && syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) == 0) {
+		*ino = sx.stx_ino;
+		if (sx.stx_mask & STATX_BTIME)
+			*birth = (long long)sx.stx_btime.tv_sec * 1000000000ll + sx.stx_btime.tv_nsec;
+	}
+}
+
+/* One journal line for a finished call. */
+static void journal(int th, int idx, const struct op *o, const char *name, int slot, int fd,
+		    unsigned long long pre_ino, long desc, long long ret, int err, uint64_t t0, uint64_t t1,
+		    const char *extra)
+{
+	struct line l = { .n = 0 };
+	put_raw(&l, "op=");
+	put_raw(&l, name);
+	kv(&l, "pid", syscall(SYS_getpid));
+	kv(&l, "proc", proc_tag);
+	kv(&l, "th", th);
+	kv(&l, "i", idx);
+	kv(&l, "tid", gettid_());
+	if (slot >= 0)
+		kv(&l, "slot", slot);
+	kv(&l, "fd", fd);
+	kv(&l, "desc", desc);
+	/* The file the call was about: as it was before the call (pre_ino),
+	 * or for an open as it is after; "racy" when another thread renumbered
+	 * the descriptor meanwhile. */
+	unsigned long long ino = 0;
+	long long birth = 0;
+	if (fd >= 0 && (ret >= 0 || pre_ino))
+		ident(fd, &ino, &birth);
+	if (pre_ino) {
+		if (ino && ino != pre_ino)
+			kv(&l, "racy", 1);
+		ino = pre_ino;
+	}
+	kv(&l, "ino", (long long)ino);
+	kv(&l, "birth", birth);
+	kv(&l, "ret", ret);
+	kv(&l, "errno", err);
+	kv(&l, "t0", (long long)t0);
+	kv(&l, "t1", (long long)t1);
+	if (o) {
+		kv(&l, "a0", o->a[0]);
+		kv(&l, "a1", o->a[1]);
+		kv(&l, "a2", o->a[2]);
+	}
+	if (extra)
+		put_raw(&l, extra);
+	emit(&l);
+}
+
+/* ---- the operations --------------------------------------------------------- */
+
+static void path_of(char *buf, size_t n, long file)
+{
+	snprintf(buf, n, "%s/%s", dir, files[(file % nfiles + nfiles) % nfiles]);
+}
+
+/* Bytes the app writes: letters only, so anything else in a data file
+ * came from someone else. */
+static void fill(char *buf, size_t n, int th, int idx)
+{
+	char c = (char)('a' + (unsigned)(th * 7 + idx + 1000) % 26);
+	memset(buf, c, n);
+}
+
+static int slot_fd(long s)
+{
+	return atomic_load(&slots[(s % NSLOTS + NSLOTS) % NSLOTS].fd);
+}
+
+static void slot_set(long s, int fd, long desc, int osync)
+{
+	struct slot *sl = &slots[(s % NSLOTS + NSLOTS) % NSLOTS];
+	atomic_store(&sl->desc, desc);
+	atomic_store(&sl->osync, osync);
+	atomic_store(&sl->fd, fd);
+}
+
+/* After a successful dup2/dup3 onto number fd or a close_range: every
+ * other slot naming that number now means the new file (or nothing). */
+static void slots_renumber(int fd, int except, long desc, int osync, int closed)
+{
+	for (int s = 0; s < NSLOTS; s++)
+		if (s != except && atomic_load(&slots[s].fd) == fd) {
+			if (closed)
+				atomic_store(&slots[s].fd, -1);
+			else
+				atomic_store(&slots[s].desc, desc), atomic_store(&slots[s].osync, osync);
+		}
+}
+
+static void run_list(int th, const struct oplist *L);
+
+struct burst_arg {
+	int th;
+	int slot;
+	struct slot *table;
+};
+
+static void *burst_main(void *p)
+{
+	struct burst_arg *b = p;
+	slots = b->table;
+	char buf[64];
+	fill(buf, sizeof(buf), b->th, 0);
+	int fd = slot_fd(b->slot);
+	uint64_t t0 = now();
+	ssize_t r = write(fd, buf, sizeof(buf));
+	int e = r < 0 ? errno : 0;
+	journal(b->th, 0, NULL, "write", b->slot, fd, 0, atomic_load(&slots[b->slot].desc), r, e, t0, now(),
+		" n=64");
+	t0 = now();
+	int rs = fsync(fd);
+	e = rs < 0 ? errno : 0;
+	journal(b->th, 1, NULL, "fsync", b->slot, fd, 0, atomic_load(&slots[b->slot].desc), rs, e, t0, now(), NULL);
+	return NULL;
+}
+
+static void alarm_handler(int sig)
+{
+	(void)sig;
+	struct line l = { .n = 0 };
+	put_raw(&l, "op=exit");
+	kv(&l, "pid", syscall(SYS_getpid));
+	kv(&l, "proc", proc_tag);
+	kvs(&l, "mode", "_exit_in_handler");
+	kv(&l, "code", exit_code);
+	kv(&l, "t0", (long long)now());
+	emit(&l);
+	_exit(exit_code);
+}
+
+static void usr1_handler(int sig)
+{
+	(void)sig;
+	int e = errno;
+	run_list(-1, &handler_ops);
+	errno = e;
+}
+
+static void do_op(int th, int idx, const struct op *o)
+{
+	char path[512], path2[512], buf[8192], extra[128];
+	int fd = -1, s = (int)((o->a[0] % NSLOTS + NSLOTS) % NSLOTS);
+	long desc = 0;
+	long long ret = 0;
+	int err = 0;
+	unsigned long long pre_ino = 0;
+	long long pre_birth;
+	/* calls on a slot's descriptor: which file it is, before the call */
+	if (o->kind != OP_OPEN && (o->kind <= OP_SYNCFS || o->kind == OP_DUP2BAD || o->kind == OP_CLOSE))
+		ident(slot_fd(s), &pre_ino, &pre_birth);
+	if (o->kind == OP_FSYNCN)
+		ident(SHARED_FD0 + (int)(o->a[0] % 4), &pre_ino, &pre_birth);
+	uint64_t t0 = now();
+	extra[0] = '\0';
+	const char *name = op_names[o->kind];
+	switch (o->kind) {
+	case OP_OPEN: { /* slot file flags(bit0 O_SYNC, bit1 O_DSYNC, bit2 O_TRUNC, bit3 O_APPEND) */
+		path_of(path, sizeof(path), o->a[1]);
+		int fl = O_RDWR | O_CREAT | O_CLOEXEC;
+		if (o->a[2] & 1)
+			fl |= O_SYNC;
+		if (o->a[2] & 2)
+			fl |= O_DSYNC;
+		/* (bit 2, O_TRUNC, is not used: a mapping beyond the new end
+		 * would fault the app, with or without the shim) */
+		if (o->a[2] & 8)
+			fl |= O_APPEND;
+		ret = fd = open(path, fl, 0644);
+		err = ret < 0 ? errno : 0;
+		desc = atomic_fetch_add(&next_desc, 1);
+		if (fd >= 0)
+			slot_set(s, fd, desc, (o->a[2] & 3) != 0);
+		snprintf(extra, sizeof(extra), " osync=%d path=%s", (int)((o->a[2] & 3) != 0), files[(o->a[1] % nfiles + nfiles) % nfiles]);
+		break;
+	}
+	case OP_WRITE: case OP_PWRITE: case OP_WRITEV: case OP_PWRITEV: case OP_PWRITEV2: {
+		size_t n = (size_t)(o->a[1] % (long)sizeof(buf));
+		fd = slot_fd(s);
+		desc = atomic_load(&slots[s].desc);
+		fill(buf, n, th, idx);
+		struct iovec iov[2] = { { buf, n / 2 }, { buf + n / 2, n - n / 2 } };
+		off_t off = (off_t)o->a[2];
+		int fl = o->a[3] == 1 ? RWF_SYNC : o->a[3] == 2 ? RWF_DSYNC : 0;
+		if (o->kind == OP_WRITE)
+			ret = write(fd, buf, n);
+		else if (o->kind == OP_PWRITE)
+			ret = pwrite(fd, buf, n, off);
+		else if (o->kind == OP_WRITEV)
+			ret = writev(fd, iov, 2);
+		else if (o->kind == OP_PWRITEV)
+			ret = pwritev(fd, iov, 2, off);
+		else
+			ret = pwritev2(fd, iov, 2, off, fl);
+		err = ret < 0 ? errno : 0;
+		snprintf(extra, sizeof(extra), " n=%zu osync=%d", n,
+			 atomic_load(&slots[s].osync) || fl != 0);
+		break;
+	}
+	case OP_CFR: { /* slot len: copy from the source file (letters) */
+		fd = slot_fd(s);
+		desc = atomic_load(&slots[s].desc);
+		snprintf(path, sizeof(path), "%s/src.bin", dir);
+		int src = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+		loff_t in = 0;
+		ret = copy_file_range(src, &in, fd, NULL, (size_t)o->a[1], 0);
+		err = ret < 0 ? errno : 0;
+		syscall(SYS_close, src);
+		snprintf(extra, sizeof(extra), " n=%ld osync=%d", o->a[1], atomic_load(&slots[s].osync));
+		break;
+	}
+	case OP_FSYNC: case OP_FDATASYNC: case OP_SFR: case OP_SYNCFS: {
+		fd = slot_fd(s);
+		desc = atomic_load(&slots[s].desc);
+		if (o->kind == OP_FSYNC)
+			ret = fsync(fd);
+		else if (o->kind == OP_FDATASYNC)
+			ret = fdatasync(fd);
+		else if (o->kind == OP_SFR)
+			ret = sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		else
+			ret = syncfs(fd);
+		err = ret < 0 ? errno : 0;
+		break;
+	}
+	case OP_SYNC:
+		sync();
+		break;
+	case OP_MMAP: { /* map slot: MAP_SHARED over the first page of slot a1's file */
+		int m = (int)(o->a[0] % NMAPS);
+		s = (int)(o->a[1] % NSLOTS);
+		fd = slot_fd(s);
+		desc = atomic_load(&slots[s].desc);
+		struct stat st;
+		if (syscall(SYS_fstat, fd, &st) == 0 && st.st_size < MAP_LEN)
+			syscall(SYS_ftruncate, fd, MAP_LEN);
+		void *p = mmap(NULL, MAP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		ret = p == MAP_FAILED ? -1 : 0;
+		err = ret < 0 ? errno : 0;
+		/* the old mapping stays: another thread may be writing it */
+		if (p != MAP_FAILED)
+			atomic_store(&maps[m], p);
+		break;
+	}
+	case OP_MWRITE: case OP_MSYNC: case OP_MUNMAP: {
+		int m = (int)(o->a[0] % NMAPS);
+		/* munmap only where nothing else can be writing the mapping */
+		int solo = nthreads == 1 && handler_ops.n == 0;
+		if (o->kind == OP_MUNMAP && !solo) {
+			ret = -2;
+			break;
+		}
+		void *p = o->kind == OP_MUNMAP ? atomic_exchange(&maps[m], NULL) : atomic_load(&maps[m]);
+		s = -1;
+		if (!p) {
+			ret = -2; /* nothing mapped: not called */
+			break;
+		}
+		if (o->kind == OP_MWRITE)
+			fill(p, MAP_LEN / 2, th, idx);
+		else if (o->kind == OP_MSYNC)
+			ret = msync(p, MAP_LEN, MS_SYNC);
+		else
+			ret = munmap(p, MAP_LEN);
+		err = ret < 0 ? errno : 0;
+		snprintf(extra, sizeof(extra), " map=%d", m);
+		break;
+	}
+	case OP_DUP: case OP_DUP2: case OP_DUP3: { /* from to [cloexec] */
+		int from = slot_fd(s), d = (int)(o->a[1] % NSLOTS);
+		int to = slot_fd(d);
+		if (to < 0)
+			to = 30 + 16 * ((th < 0 ? 0 : th) % 4) + d;
+		desc = atomic_load(&slots[s].desc);
+		int os = atomic_load(&slots[s].osync);
+		if (o->kind == OP_DUP)
+			ret = dup(from);
+		else if (o->kind == OP_DUP2)
+			ret = dup2(from, to);
+		else
+			ret = dup3(from, to, o->a[2] ? O_CLOEXEC : 0);
+		err = ret < 0 ? errno : 0;
+		fd = (int)ret;
+		if (ret >= 0) {
+			if (o->kind != OP_DUP)
+				slots_renumber((int)ret, d, desc, os, 0);
+			slot_set(d, (int)ret, desc, os);
+		}
+		snprintf(extra, sizeof(extra), " from=%d to=%d", from, to);
+		s = d;
+		break;
+	}
+	case OP_DUP2RACE: /* slot n: dup2 onto shared number n, which other threads dup2 onto too */
+		fd = slot_fd(s);
+		desc = atomic_load(&slots[s].desc);
+		ret = dup2(fd, SHARED_FD0 + (int)(o->a[1] % 4));
+		err = ret < 0 ? errno : 0;
+		break;
+	case OP_FSYNCN: /* n: fsync the shared number n */
+		fd = SHARED_FD0 + (int)(o->a[0] % 4);
+		s = -1;
+		ret = fsync(fd);
+		err = ret < 0 ? errno : 0;
+		name = "fsync";
+		break;
+	case OP_DUP2BAD: { /* dup2 from a closed number onto the slot's: fails, changes nothing */
+		fd = slot_fd(s);
+		desc = atomic_load(&slots[s].desc);
+		ret = dup2(BAD_FD, fd);
+		err = ret < 0 ? errno : 0;
+		fd = slot_fd(s);
+		break;
+	}
+	case OP_CLOSE:
+		fd = slot_fd(s);
+		desc = atomic_load(&slots[s].desc);
+		ret = close(fd);
+		err = ret < 0 ? errno : 0;
+		if (ret == 0)
+			slots_renumber(fd, -1, 0, 0, 1);
+		break;
+	case OP_CLOSE_RANGE: { /* the numbers between two slots' descriptors */
+		int x = slot_fd(s), y = slot_fd(o->a[1]);
+		if (x < 3 || y < 3 || nthreads > 1) { /* it would close other threads' numbers */
+			ret = -2;
+			break;
+		}
+		unsigned lo = (unsigned)(x < y ? x : y), hi = (unsigned)(x < y ? y : x);
+		ret = close_range(lo, hi, 0);
+		err = ret < 0 ? errno : 0;
+		if (ret == 0)
+			for (unsigned k = lo; k <= hi; k++)
+				slots_renumber((int)k, -1, 0, 0, 1);
+		snprintf(extra, sizeof(extra), " lo=%u hi=%u", lo, hi);
+		s = -1;
+		break;
+	}
+	case OP_RENAME: case OP_LINK:
+		path_of(path, sizeof(path), o->a[0]);
+		path_of(path2, sizeof(path2), o->a[1]);
+		ret = o->kind == OP_RENAME ? rename(path, path2) : link(path, path2);
+		err = ret < 0 ? errno : 0;
+		s = -1;
+		snprintf(extra, sizeof(extra), " path=%s path2=%s", files[(o->a[0] % nfiles + nfiles) % nfiles], files[(o->a[1] % nfiles + nfiles) % nfiles]);
+		break;
+	case OP_UNLINK:
+		path_of(path, sizeof(path), o->a[0]);
+		ret = unlink(path);
+		err = ret < 0 ? errno : 0;
+		s = -1;
+		snprintf(extra, sizeof(extra), " path=%s", files[(o->a[0] % nfiles + nfiles) % nfiles]);
+		break;
+	case OP_RELOAD: { /* variant [wait_ms]: install cfgK.ini as the live config (raw calls) */
+		snprintf(path, sizeof(path), "%s/cfg%ld.ini", dir, o->a[0]);
+		snprintf(path2, sizeof(path2), "%s/live.ini.tmp", dir);
+		int in = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+		int out = (int)syscall(SYS_openat, AT_FDCWD, path2, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ssize_t k;
+		while (in >= 0 && out >= 0 && (k = syscall(SYS_read, in, buf, sizeof(buf))) > 0)
+			syscall(SYS_write, out, buf, k);
+		syscall(SYS_close, in);
+		syscall(SYS_close, out);
+		snprintf(path, sizeof(path), "%s/live.ini", dir);
+		ret = syscall(SYS_rename, path2, path);
+		s = -1;
+		if (o->a[1] > 0) {
+			struct timespec ts = { o->a[1] / 1000, (o->a[1] % 1000) * 1000000L };
+			nanosleep(&ts, NULL);
+		}
+		break;
+	}
+	case OP_SLEEP: case OP_SETTLE: {
+		struct timespec ts = { o->a[0] / 1000, (o->a[0] % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		s = -1;
+		if (o->kind == OP_SETTLE) { /* then: which low descriptors are open */
+			char *p = extra;
+			p += snprintf(p, 16, " fds=");
+			for (int k = 0; k < 64 && p < extra + sizeof(extra) - 4; k++)
+				if (syscall(SYS_fcntl, k, F_GETFD) >= 0)
+					p += snprintf(p, (size_t)(extra + sizeof(extra) - p), "%d,", k);
+		}
+		break;
+	}
+	case OP_KILL: { /* thread: SIGUSR1, whose handler runs the handler list */
+		int t = (int)(o->a[0] % nthreads);
+		ret = pthread_kill(t == 0 ? tids[0] : tids[t], SIGUSR1);
+		s = -1;
+		break;
+	}
+	case OP_FORK: { /* child list */
+		pid_t p = fork();
+		ret = p;
+		err = p < 0 ? errno : 0;
+		if (p == 0) {
+			proc_tag = 1 + (int)(o->a[0] % MAX_CHILDREN);
+			nkids = 0;
+			run_list(0, &children[o->a[0] % MAX_CHILDREN]);
+			struct line l = { .n = 0 };
+			put_raw(&l, "op=exit");
+			kv(&l, "pid", syscall(SYS_getpid));
+			kv(&l, "proc", proc_tag);
+			kvs(&l, "mode", "exit");
+			kv(&l, "code", child_exit_code);
+			kv(&l, "t0", (long long)now());
+			emit(&l);
+			exit(child_exit_code);
+		}
+		if (p > 0) {
+			int k = atomic_fetch_add(&nkids, 1);
+			if (k < (int)(sizeof(kids) / sizeof(kids[0])))
+				kids[k] = p;
+		}
+		s = -1;
+		break;
+	}
+	case OP_WAIT: {
+		int n = atomic_exchange(&nkids, 0);
+		for (int k = 0; k < n && k < (int)(sizeof(kids) / sizeof(kids[0])); k++) {
+			int st = 0;
+			pid_t r;
+			while ((r = waitpid(kids[k], &st, 0)) < 0 && errno == EINTR)
+				;
+			snprintf(extra, sizeof(extra), " status=%d", r < 0 ? -1 : st);
+		}
+		s = -1;
+		break;
+	}
+	case OP_CANCEL: {
+		int t = (int)(o->a[0] % nthreads);
+		ret = t > 0 ? pthread_cancel(tids[t]) : -2;
+		s = -1;
+		break;
+	}
+	case OP_BURST: { /* n slot: n short-lived threads, each one write and one fsync */
+		int n = (int)o->a[0];
+		struct burst_arg ba = { 100 + th, (int)(o->a[1] % NSLOTS), slots };
+		for (int k = 0; k < n; k++) {
+			pthread_t t;
+			if (pthread_create(&t, NULL, burst_main, &ba) == 0)
+				pthread_join(t, NULL);
+		}
+		s = -1;
+		break;
+	}
+	case OP_ALARM_EXIT: { /* ms: SIGALRM then, whose handler calls _exit */
+		struct sigaction sa = { .sa_handler = alarm_handler };
+		sigaction(SIGALRM, &sa, NULL);
+		struct itimerval it = { { 0, 0 }, { o->a[0] / 1000, (o->a[0] % 1000) * 1000 } };
+		setitimer(ITIMER_REAL, &it, NULL);
+		s = -1;
+		break;
+	}
+	default:
+		return;
+	}
+	journal(th, idx, o, name, s, fd, pre_ino, desc, ret, err, t0, now(), extra);
+}
+
+static void run_list(int th, const struct oplist *L)
+{
+	for (int i = 0; i < L->n; i++)
+		do_op(th, i, &L->ops[i]);
+}
+
+static void *thread_main(void *p)
+{
+	int th = (int)(intptr_t)p;
+	slots = slot_tables[th];
+	if (cancel_async)
+		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	run_list(th, &threads[th]);
+	return NULL;
+}
+
+/* ---- reading the case ---------------------------------------------------------- */
+
+static void push(struct oplist *L, const struct op *o)
+{
+	if (L->n == L->cap) {
+		L->cap = L->cap ? 2 * L->cap : 16;
+		L->ops = realloc(L->ops, sizeof(*o) * (size_t)L->cap);
+		if (!L->ops)
+			abort();
+	}
+	L->ops[L->n++] = *o;
+}
+
+static int read_case(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	char ln[512];
+	while (fgets(ln, sizeof(ln), f)) {
+		char w[5][64] = { { 0 } };
+		int n = sscanf(ln, "%63s %63s %63s %63s %63s", w[0], w[1], w[2], w[3], w[4]);
+		if (n <= 0 || w[0][0] == '#')
+			continue;
+		if (!strcmp(w[0], "file") && n >= 3 && nfiles < NFILES)
+			snprintf(files[nfiles++], sizeof(files[0]), "%s", w[2]);
+		else if (!strcmp(w[0], "threads"))
+			nthreads = atoi(w[1]) < 1 ? 1 : atoi(w[1]) > MAX_THREADS ? MAX_THREADS : atoi(w[1]);
+		else if (!strcmp(w[0], "exit") && n >= 3)
+			snprintf(exit_mode, sizeof(exit_mode), "%s", w[1]), exit_code = atoi(w[2]);
+		else if (!strcmp(w[0], "child_exit"))
+			child_exit_code = atoi(w[1]);
+		else if (!strcmp(w[0], "cancel_async"))
+			cancel_async = atoi(w[1]);
+		else if ((w[0][0] == 'T' || w[0][0] == 'C' || w[0][0] == 'H') && w[0][1] >= '0' && w[0][1] <= '9') {
+			/* T<n> op args..., C<k> ..., H0 ... */
+			int k = atoi(w[0] + 1);
+			struct oplist *L = w[0][0] == 'T' ? (k < MAX_THREADS ? &threads[k] : NULL)
+					 : w[0][0] == 'C' ? (k < MAX_CHILDREN ? &children[k] : NULL)
+							  : &handler_ops;
+			struct op o = { .kind = -1 };
+			for (int j = 0; j < OP_COUNT; j++)
+				if (!strcmp(w[1], op_names[j]))
+					o.kind = j;
+			if (!L || o.kind < 0) {
+				fprintf(stderr, "runner: bad case line: %s", ln);
+				fclose(f);
+				return -1;
+			}
+			char *p = ln;
+			for (int j = 0; j < 2; j++) { /* skip the label and the op name */
+				p += strspn(p, " \t");
+				p += strcspn(p, " \t\n");
+			}
+			for (int j = 0; j < MAX_ARGS; j++) {
+				char *end;
+				o.a[j] = strtol(p, &end, 10);
+				if (end == p)
+					break;
+				p = end;
+			}
+			push(L, &o);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: runner CASE DIR JOURNAL\n");
+		return 2;
+	}
+	dir = argv[2];
+	/* The journal first, on a number no case touches (0-2 may be closed). */
+	int j = (int)syscall(SYS_openat, AT_FDCWD, argv[3], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (j < 0 || syscall(SYS_dup3, j, JOURNAL_FD, O_CLOEXEC) < 0)
+		return 2;
+	syscall(SYS_close, j);
+	if (read_case(argv[1]) < 0 || nfiles == 0)
+		return 2;
+	for (int t = 0; t < MAX_THREADS; t++)
+		for (int s = 0; s < NSLOTS; s++)
+			atomic_store(&slot_tables[t][s].fd, -1);
+	slots = slot_tables[0];
+	char path[512], buf[4096];
+	snprintf(path, sizeof(path), "%s/src.bin", dir);
+	int src = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	memset(buf, 'z', sizeof(buf));
+	syscall(SYS_write, src, buf, sizeof(buf));
+	syscall(SYS_close, src);
+	struct sigaction sa = { .sa_handler = usr1_handler };
+	sigaction(SIGUSR1, &sa, NULL);
+
+	tids[0] = pthread_self();
+	for (int t = 1; t < nthreads; t++)
+		pthread_create(&tids[t], NULL, thread_main, (void *)(intptr_t)t);
+	run_list(0, &threads[0]);
+
+	struct line l = { .n = 0 };
+	put_raw(&l, "op=exit");
+	kv(&l, "pid", syscall(SYS_getpid));
+	kv(&l, "proc", 0);
+	kvs(&l, "mode", exit_mode);
+	kv(&l, "code", exit_code);
+	if (!strcmp(exit_mode, "pthread_exit")) { /* the others end on their own */
+		kv(&l, "t0", (long long)now());
+		emit(&l);
+		pthread_exit(NULL);
+	}
+	for (int t = 1; t < nthreads; t++)
+		pthread_join(tids[t], NULL);
+	int n = atomic_exchange(&nkids, 0);
+	for (int k = 0; k < n && k < (int)(sizeof(kids) / sizeof(kids[0])); k++)
+		while (waitpid(kids[k], NULL, 0) < 0 && errno == EINTR)
+			;
+	kv(&l, "t0", (long long)now());
+	emit(&l);
+	if (!strcmp(exit_mode, "exit"))
+		exit(exit_code);
+	if (!strcmp(exit_mode, "_exit"))
+		_exit(exit_code);
+	if (!strcmp(exit_mode, "quick_exit"))
+		quick_exit(exit_code);
+	if (!strcmp(exit_mode, "signal")) { /* death by SIGTERM's default action */
+		signal(SIGTERM, SIG_DFL);
+		raise(SIGTERM);
+	}
+	return exit_code;
+}
