@@ -347,6 +347,28 @@ def generate(seed, cls):
                 ops += [["close", r.randrange(6)] for _ in range(3)]
         nt = r.choice([1, 1, 2]) if shape == "plain" else 1
         c.threads = [ops] + [g.prologue() + [g.write(), g.sync(), g.write(), g.sync()] for _ in range(nt - 1)]
+    elif cls == "fdrace" and r.random() < 0.5:
+        shape = r.choice(["osync", "race"])
+        if shape == "osync":
+            # O_SYNC descriptors of deferred files, failed dup2s onto them,
+            # then only writes: each write is a request the window must meet
+            c.variants = [rand_variant(r, lambda i: r.choice(["defer", "defer", "passthrough"]))]
+            ops = [g.open(slot=s, file=s % NFILES, sync=r.choice([1, 2])) for s in range(4)]
+            for _ in range(r.randrange(5, 30)):
+                x = r.random()
+                s = r.randrange(4)
+                ops.append(["dup2bad", s] if x < 0.3 else [r.choice(["dup2", "dup3"]), s, r.randrange(4), 0]
+                           if x < 0.4 else g.write(slot=s))
+            ops.append(["sleep", r.choice([0, 200])])
+            c.threads = [ops]
+        else:
+            # two threads dup2 their own descriptors (a noop file, a
+            # passthrough file) onto one shared number and fsync it
+            c.variants = [{0: {"sync": "noop"}, 1: {"sync": "passthrough"}, 2: {"sync": "noop"},
+                           3: {"sync": r.choice(["passthrough", "group", "fdatasync"])}}]
+            c.threads = [[g.open(slot=0, file=t % 2, sync=0), g.open(slot=1, file=2 + t % 2, sync=0)] +
+                         [op for _ in range(r.randrange(50, 300)) for op in
+                          (["dup2race", r.randrange(2), 0], ["fsyncn", 0])] for t in range(2)]
     elif cls == "fdrace":
         # dup/dup2/dup3/close_range on O_SYNC and plain descriptors, failed
         # dup2s, two threads dup2-ing onto one number.
@@ -372,6 +394,19 @@ def generate(seed, cls):
                     c.threads[t].append(g.write(slot=s))
                 else:
                     c.threads[t].append(g.sync(slot=s))
+    elif cls == "names" and r.random() < 0.3:
+        # a deferred sync fails with nobody told; the file is closed and
+        # deleted, and a new file (another rule) gets its inode number
+        v = rand_variant(r)
+        v[0] = rand_rule(r, "defer")
+        v[1] = {"sync": r.choice(["passthrough", "fdatasync", "group"])}
+        c.variants = [v]
+        c.fail = "sync:EIO:0:1"
+        ops = [g.open(slot=0, file=0, sync=0), g.write(slot=0), ["fsync", 0], ["sleep", r.choice([0, 150])],
+               ["close", 0], ["unlink", 0], ["sleep", r.choice([0, 150])]]
+        for k in range(r.randrange(1, 4)):
+            ops += [g.open(slot=1 + k, file=1, sync=0), g.write(slot=1 + k), ["fsync", 1 + k], ["fsync", 1 + k]]
+        c.threads = [ops]
     elif cls == "names":
         # rename/link/unlink while open and mapped; a file deleted and a new
         # one made (the inode number comes back); auto windows.
@@ -764,6 +799,13 @@ def check(c, run, base=None, self_test=False):
                 continue
             F.append(("lost-error", "a real %s of ino %s failed %s at %s and no call, stderr line or exit status "
                       "told the app" % (x.get("op"), x.get("ino"), IOERRS[ival(x, "errno")], x.get("t0"))))
+            break
+
+    # 3b. the shim says a sync failed only when one really did
+    real_errs = {IOERRS[ival(x, "errno")] for x, _ in fail_obj}
+    for m in re.finditer(r"^syncshim: .*?\((E[A-Z]+)", run.stderr, re.M):
+        if m.group(1) in IOERRS.values() and m.group(1) not in real_errs:
+            F.append(("phantom-error", "stderr says %r, but no real call failed %s" % (m.group(0)[:160], m.group(1))))
             break
 
     # 4. the app's files hold only the app's bytes
