@@ -17,6 +17,10 @@
  * async-signal-safe (signal handlers journal too).
  */
 #include <dirent.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,14 +56,14 @@ enum op_kind {
 	OP_FDATASYNC, OP_SFR, OP_SYNCFS, OP_SYNC, OP_MMAP, OP_MWRITE, OP_MSYNC, OP_MUNMAP, OP_DUP,
 	OP_DUP2, OP_DUP3, OP_DUP2BAD, OP_CLOSE, OP_CLOSE_RANGE, OP_RENAME, OP_LINK, OP_UNLINK,
 	OP_RELOAD, OP_SLEEP, OP_KILL, OP_FORK, OP_WAIT, OP_CANCEL, OP_BURST, OP_SETTLE, OP_ALARM_EXIT,
-	OP_DUP2RACE, OP_FSYNCN, OP_COUNT
+	OP_DUP2RACE, OP_FSYNCN, OP_RLIMIT, OP_MAKERS, OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {
 	"open", "write", "pwrite", "writev", "pwritev", "pwritev2", "cfr", "fsync", "fdatasync", "sfr",
 	"syncfs", "sync", "mmap", "mwrite", "msync", "munmap", "dup", "dup2", "dup3", "dup2bad", "close",
 	"close_range", "rename", "link", "unlink", "reload", "sleep", "kill", "fork", "wait", "cancel",
-	"burst", "settle", "alarm_exit", "dup2race", "fsyncn",
+	"burst", "settle", "alarm_exit", "dup2race", "fsyncn", "rlimit", "makers",
 };
 
 struct op {
@@ -489,6 +493,52 @@ static void do_op(int th, int idx, const struct op *o)
 		err = ret < 0 ? errno : 0;
 		name = "fsync";
 		break;
+	case OP_RLIMIT: { /* n: RLIMIT_NOFILE's soft limit */
+		struct rlimit rl;
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = (rlim_t)o->a[0];
+		ret = setrlimit(RLIMIT_NOFILE, &rl);
+		err = ret < 0 ? errno : 0;
+		s = -1;
+		break;
+	}
+	case OP_MAKERS: { /* kind: make descriptors that way until one fails; ret = how many */
+		DIR *dirs[64];
+		int fds[64], k = 0, kind = (int)(o->a[0] % 6);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR2);
+		for (; k < 64; k++) {
+			int f = -1;
+			dirs[k] = NULL;
+			if (kind == 0) {
+				dirs[k] = opendir(dir);
+				f = dirs[k] ? dirfd(dirs[k]) : -1;
+			} else if (kind == 1)
+				f = epoll_create1(EPOLL_CLOEXEC);
+			else if (kind == 2)
+				f = inotify_init1(IN_CLOEXEC);
+			else if (kind == 3)
+				f = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+			else if (kind == 4)
+				f = signalfd(-1, &set, SFD_CLOEXEC);
+			else
+				f = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (f < 0) {
+				err = errno;
+				break;
+			}
+			fds[k] = f;
+		}
+		ret = k;
+		for (int m = 0; m < k; m++)
+			if (dirs[m])
+				closedir(dirs[m]);
+			else
+				close(fds[m]);
+		s = -1;
+		break;
+	}
 	case OP_DUP2BAD: { /* dup2 from a closed number onto the slot's: fails, changes nothing */
 		fd = slot_fd(s);
 		desc = atomic_load(&slots[s].desc);
