@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <ftw.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,20 @@ Test(docs, architecture_names_only_files_that_exist)
 	}
 	fclose(f);
 	cr_assert_gt(named, 20, "only %d paths found: the test no longer reads the file right", named);
+}
+
+/* Every suite lives in the folder of its kind: tests/unit/ (in-process),
+ * tests/system/ (programs under the shim), tests/tree/ (the tree). */
+Test(docs, every_suite_is_in_a_kind_folder)
+{
+	glob_t g;
+	int r = glob("tests/test_*.c", 0, NULL, &g);
+	cr_assert(r == 0 || r == GLOB_NOMATCH);
+	for (size_t i = 0; r == 0 && i < g.gl_pathc; i++)
+		cr_expect_fail("%s: move it to tests/unit/, tests/system/ or tests/tree/", g.gl_pathv[i]);
+	if (r == 0)
+		globfree(&g);
+	cr_assert_eq(access("tests/unit/test_policy.c", F_OK), 0, "run from the top of the tree");
 }
 
 /* ---- the map covers the tree ---------------------------------------------
