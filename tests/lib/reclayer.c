@@ -18,7 +18,7 @@
  *                       fsync and fdatasync of the file with inode number
  *                       INO take MS milliseconds longer (a throttled or
  *                       failing device, for "a slow file must not hold up
- *                       another file's syncs").
+ *                       another file's syncs"). INO 0: every file.
  *   RECLAYER_FAIL=OP:ERRNO[:SKIP[:COUNT]]
  *                       calls of OP number SKIP+1 .. SKIP+COUNT (counted per
  *                       process, from 1) fail with ERRNO without reaching
@@ -554,7 +554,7 @@ static int sync_fd_call(const char *op, int fd, int (*real)(int), long sysno)
 	r.fd = fd;
 	r.ino = ino_of(&r, fd);
 	long ret;
-	if (slow_ms > 0 && r.ino == slow_ino && strcmp(op, "syncfs") != 0) {
+	if (slow_ms > 0 && (slow_ino == 0 || r.ino == slow_ino) && strcmp(op, "syncfs") != 0) {
 		int e = errno;
 		struct timespec ts = { slow_ms / 1000, (slow_ms % 1000) * 1000000L };
 		while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, &ts) != 0 && errno == EINTR)
