@@ -18,7 +18,8 @@ TOOL_CFLAGS := $(CFLAGS) $(TOOL_WARN)
 TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
-BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
+BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config \
+	liburing-dev libaio-dev
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq), and
 # sqlite3 for the crash tests' real program (examples/sqlite, tests/test_crashtest.c).
@@ -155,9 +156,11 @@ $(B)/examples/%: examples/%.c $(wildcard examples/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) -o $@ $< -lm
 
+# A test program's own libraries: PROG_LIBS_<name> (most need none).
+PROG_LIBS_uring_ops := -luring
 $(B)/tests/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -o $@ $< -lm
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -o $@ $< -lm $(PROG_LIBS_$*)
 
 $(B)/tests/lib/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
