@@ -14,9 +14,12 @@
  *   uring_ops rename DIR
  *       write DIR/tmp, FSYNC it, RENAMEAT it to DIR/final: one linked
  *       chain; prints each completion.
- *   uring_ops fsyncs FILE N
- *       N rounds: a libc write, then an FSYNC through the ring; prints
- *       each FSYNC's result ("fsync I: RES").
+ *   uring_ops fsyncs FILE N [flush]
+ *       a second descriptor fd2 open on FILE; N rounds: a libc write, then
+ *       an FSYNC through the ring, then (with "flush") syncshim_flush(),
+ *       so a deferred sync is made, and fails or not, before the next
+ *       round; prints each FSYNC's result ("fsync I: RES"), then fd2's
+ *       libc fsync ("fd2 fsync: R ERRNO").
  *   uring_ops race FILE N
  *       a thread submits write+FSYNC chains on FILE's descriptor while
  *       the main thread closes and reopens it; prints "race: ok".
@@ -28,6 +31,7 @@
  * Exit 0 when every completion was what the app asked for, 1 otherwise,
  * 2 on a setup problem.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
@@ -244,11 +248,13 @@ static int cmd_rename(const char *dir)
 	return bad;
 }
 
-static int cmd_fsyncs(const char *path, int rounds)
+static int cmd_fsyncs(const char *path, int rounds, bool flush)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
+	int fd2 = open(path, O_WRONLY);
+	if (fd < 0 || fd2 < 0)
 		die(path, errno);
+	void (*shim_flush)(void) = flush ? (void (*)(void))dlsym(RTLD_DEFAULT, "syncshim_flush") : NULL;
 	struct io_uring ring;
 	int r = io_uring_queue_init(8, &ring, 0);
 	if (r < 0)
@@ -265,7 +271,12 @@ static int cmd_fsyncs(const char *path, int rounds)
 		printf("fsync %d: %d\n", i, cqe->res);
 		io_uring_cqe_seen(&ring, cqe);
 		fflush(stdout);
+		if (shim_flush)
+			shim_flush();
 	}
+	int r2 = fsync(fd2);
+	printf("fd2 fsync: %d %s\n", r2, r2 ? strerrorname_np(errno) : "0");
+	close(fd2);
 	int c = close(fd);
 	printf("close: %d %s\n", c, c ? strerror(errno) : "");
 	return 0;
@@ -375,7 +386,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "rename") == 0)
 		return cmd_rename(argv[2]);
 	if (strcmp(cmd, "fsyncs") == 0)
-		return cmd_fsyncs(argv[2], n);
+		return cmd_fsyncs(argv[2], n, has(argc, argv, 4, "flush"));
 	if (strcmp(cmd, "race") == 0)
 		return cmd_race(argv[2], n);
 	if (strcmp(cmd, "sys") == 0)
