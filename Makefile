@@ -157,7 +157,7 @@ $(B)/examples/%: examples/%.c $(wildcard examples/*.h)
 	$(CC) $(BASE) $(OPT) -o $@ $< -lm
 
 # A test program's own libraries: PROG_LIBS_<name> (most need none).
-PROG_LIBS_uring_ops := -luring
+PROG_LIBS_uring_ops := -luring -laio
 $(B)/tests/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -o $@ $< -lm $(PROG_LIBS_$*)

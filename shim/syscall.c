@@ -5,7 +5,8 @@
  * give it under its rule: the sync numbers go through the same wrappers,
  * with syscall()'s conventions (-1 and errno), which are the wrappers'
  * own. io_uring's three calls go to uring.c, which looks at the ring's
- * new entries before the kernel does. Every other number costs one
+ * new entries before the kernel does, and io_submit (libaio's way in) to
+ * aio.c. Every other number costs one
  * switch: no lock, no allocation, errno untouched, the six argument
  * words handed on as they came.
  *
@@ -54,6 +55,8 @@ SHIM_API long syscall(long nr, ...)
 		return uring_sys_enter(a1, a2, a3, a4, a5, a6);
 	case SYS_io_uring_register:
 		return uring_sys_register(a1, a2, a3, a4);
+	case SYS_io_submit:
+		return aio_sys_submit(a1, a2, a3);
 	default:
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	}

@@ -360,6 +360,66 @@ static void make_nop(struct io_uring_sqe *s, int res)
 	}
 }
 
+/* Crash-test mode: the file's limit, recorded once per file (per slot of
+ * a small table: a duplicate after a collision is harmless, only longer). */
+static void crash_limit_once(const struct shim_file *f, int fd, const char *what)
+{
+	static _Atomic uint32_t said[256];
+	uint32_t key = f->id + 1;
+	_Atomic uint32_t *slot = &said[key % 256];
+	if (atomic_load_explicit(slot, memory_order_relaxed) == key)
+		return;
+	atomic_store_explicit(slot, key, memory_order_relaxed);
+	crash_limit_fd(fd, what);
+}
+
+/*
+ * A sync submitted around libc (a ring's FSYNC, an aio FSYNC/FDSYNC):
+ * what the fsync/fdatasync decision table makes of it. can_fail: the
+ * caller can complete the request with an error of the shim's choosing;
+ * if not, an error owed to the descriptor stays owed (its next libc call
+ * reports it) and a deferred sync that cannot be queued goes to the
+ * kernel as it is.
+ */
+enum around_sync around_sync_decide(struct shim_file *f, int fd, bool datasync, bool can_fail, int *err)
+{
+	*err = 0;
+	if (crash_on())
+		crash_limit_once(f, fd, "syncs submitted through io_uring or libaio are not tracked");
+	struct knobs k;
+	knobs_of(f, &k);
+	enum shim_action act = k.act[datasync ? CALL_FDATASYNC : CALL_FSYNC];
+	if (act != ACT_NOOP && act != ACT_DEFER && act != ACT_DATASYNC)
+		return AROUND_LEAVE; /* passthrough, group: the app's request, untouched */
+	int e0 = errno;
+	enum shim_op op = datasync ? OP_FDATASYNC : OP_FSYNC;
+	struct trace_start t;
+	trace_begin(&t);
+	uint64_t t0 = f->live ? trace_now() : 0;
+	enum around_sync out;
+	if (can_fail && (*err = syncerr_take(f, fd)) != 0) {
+		out = AROUND_FAIL;
+	} else if (act == ACT_DATASYNC) {
+		out = datasync ? AROUND_LEAVE : AROUND_DATASYNC;
+	} else if (act == ACT_NOOP) {
+		risk_acked(f, trace_now());
+		out = AROUND_DONE;
+	} else if (flusher_app_sync(f, &k, ACT_DEFER, fd, !datasync) == 0) {
+		out = AROUND_DONE;
+	} else if (can_fail) {
+		*err = errno;
+		out = AROUND_FAIL;
+	} else {
+		out = AROUND_LEAVE; /* the kernel's own sync; the error waits for libc */
+	}
+	if (f->live && out != AROUND_LEAVE)
+		live_app_synced(f, trace_now() - t0);
+	if (out != AROUND_LEAVE)
+		trace_end(&t, op, f, *err ? -1 : 0, *err);
+	errno = e0;
+	return out;
+}
+
 static void ring_fsync(const struct ring *r, struct io_uring_sqe *s)
 {
 	int fd;
@@ -367,38 +427,21 @@ static void ring_fsync(const struct ring *r, struct io_uring_sqe *s)
 	struct shim_file *f = entry_file(r, s, &fd, &state);
 	if (!f)
 		return;
-	struct knobs k;
-	knobs_of(f, &k);
-	bool datasync = (s->fsync_flags & IORING_FSYNC_DATASYNC) != 0;
-	enum shim_action act = k.act[datasync ? CALL_FDATASYNC : CALL_FSYNC];
-	if (act != ACT_NOOP && act != ACT_DEFER && act != ACT_DATASYNC) {
-		file_put(f); /* passthrough, group: the app's entry, untouched */
-		return;
-	}
-	int e0 = errno;
-	enum shim_op op = datasync ? OP_FDATASYNC : OP_FSYNC;
-	struct trace_start t;
-	trace_begin(&t);
-	uint64_t t0 = f->live ? trace_now() : 0;
-	int err = nop_can_inject() ? syncerr_take(f, fd) : 0;
-	if (err) {
-		make_nop(s, -err);
-	} else if (act == ACT_DATASYNC) {
+	int err;
+	switch (around_sync_decide(f, fd, (s->fsync_flags & IORING_FSYNC_DATASYNC) != 0, nop_can_inject(), &err)) {
+	case AROUND_DATASYNC:
 		s->fsync_flags |= IORING_FSYNC_DATASYNC;
-	} else if (act == ACT_NOOP) {
-		risk_acked(f, trace_now());
+		break;
+	case AROUND_DONE:
 		make_nop(s, 0);
-	} else if (flusher_app_sync(f, &k, ACT_DEFER, fd, !datasync) == 0) {
-		make_nop(s, 0);
-	} else if (nop_can_inject()) {
-		err = errno;
+		break;
+	case AROUND_FAIL:
 		make_nop(s, -err);
-	} /* else: the kernel's own fsync, and the error for the next libc call */
-	if (f->live)
-		live_app_synced(f, trace_now() - t0);
-	trace_end(&t, op, f, err ? -1 : 0, err);
+		break;
+	default:
+		break;
+	}
 	file_put(f);
-	errno = e0;
 }
 
 static void ring_sync_file_range(const struct ring *r, struct io_uring_sqe *s)
@@ -417,15 +460,14 @@ static void ring_sync_file_range(const struct ring *r, struct io_uring_sqe *s)
 	file_put(f);
 }
 
-/* Bytes an IORING_OP_WRITEV entry writes: its iovecs read the safe way
- * (a bad pointer is the kernel's -EFAULT to report, not our crash). */
-static uint64_t writev_bytes(const struct io_uring_sqe *s)
+/* Bytes an iovec array of the app's describes, read the safe way (a bad
+ * pointer is the kernel's -EFAULT to report, not our crash). */
+uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt)
 {
 	struct iovec local[32];
 	uint64_t total = 0;
-	const struct iovec *remote_iov = (const struct iovec *)(uintptr_t)s->addr;
-	for (unsigned done = 0; done < s->len;) {
-		unsigned n = s->len - done < 32 ? s->len - done : 32;
+	for (unsigned done = 0; done < cnt;) {
+		unsigned n = cnt - done < 32 ? cnt - done : 32;
 		struct iovec l = { local, n * sizeof(struct iovec) };
 		struct iovec rv = { (void *)(remote_iov + done), n * sizeof(struct iovec) };
 		ssize_t got = process_vm_readv(getpid(), &l, 1, &rv, 1, 0);
@@ -438,28 +480,29 @@ static uint64_t writev_bytes(const struct io_uring_sqe *s)
 	return total;
 }
 
-static void ring_write(const struct ring *r, struct io_uring_sqe *s)
+/*
+ * A write submitted around libc, of n bytes (counted when submitted: the
+ * completion is not the shim's to see): RWF_SYNC/RWF_DSYNC in *rw_flags
+ * as pwritev2's, then the write path's accounting (data at risk, the
+ * flusher's thresholds, the live counters). Crash-test mode cannot log it.
+ */
+void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n)
 {
-	int fd;
-	uint32_t state = 0;
-	struct shim_file *f = entry_file(r, s, &fd, &state);
-	if (!f)
-		return;
 	int e0 = errno;
-	if (s->rw_flags & (RWF_SYNC | RWF_DSYNC)) { /* as pwritev2's */
+	if (*rw_flags & (RWF_SYNC | RWF_DSYNC)) {
 		struct knobs k;
 		knobs_of(f, &k);
 		switch (k.act[CALL_OPEN_SYNC]) {
 		case ACT_DATASYNC:
-			s->rw_flags = (s->rw_flags & ~RWF_SYNC) | RWF_DSYNC;
+			*rw_flags = (*rw_flags & ~RWF_SYNC) | RWF_DSYNC;
 			break;
 		case ACT_STRIP:
 			state |= SLOT_OSYNC_STRIP;
-			s->rw_flags &= ~(RWF_SYNC | RWF_DSYNC);
+			*rw_flags &= ~(RWF_SYNC | RWF_DSYNC);
 			break;
 		case ACT_DEFER:
-			state |= SLOT_OSYNC_DEFER | ((s->rw_flags & RWF_SYNC) ? SLOT_APP_OSYNC : 0);
-			s->rw_flags &= ~(RWF_SYNC | RWF_DSYNC);
+			state |= SLOT_OSYNC_DEFER | ((*rw_flags & RWF_SYNC) ? SLOT_APP_OSYNC : 0);
+			*rw_flags &= ~(RWF_SYNC | RWF_DSYNC);
 			break;
 		default:
 			break;
@@ -467,23 +510,37 @@ static void ring_write(const struct ring *r, struct io_uring_sqe *s)
 	}
 	unsigned work = file_write_work(f);
 	if (work & WRITES_CRASH)
-		crash_limit_fd(fd, "writes through an io_uring ring are not logged");
+		crash_limit_once(f, fd, "writes submitted through io_uring or libaio are not logged");
 	bool counted = (work & WRITES_COUNTED) || (state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP));
-	if (counted || (work & WRITES_LIVE)) {
-		/* Counted when submitted: the ring's completion is not ours to see. */
-		uint64_t n = s->opcode == IORING_OP_WRITEV ? writev_bytes(s) : s->len;
-		if (work & WRITES_LIVE)
-			live_wrote(f, (ssize_t)n);
-		if (counted) {
-			risk_wrote(f, n);
-			if (state & SLOT_OSYNC_STRIP)
-				risk_acked(f, trace_now());
-			if ((work & WRITES_DEFERRED) || (state & SLOT_OSYNC_DEFER))
-				flusher_after_write(f, fd, state);
-		}
+	if (work & WRITES_LIVE)
+		live_wrote(f, (ssize_t)n);
+	if (counted) {
+		risk_wrote(f, n);
+		if (state & SLOT_OSYNC_STRIP)
+			risk_acked(f, trace_now());
+		if ((work & WRITES_DEFERRED) || (state & SLOT_OSYNC_DEFER))
+			flusher_after_write(f, fd, state);
 	}
-	file_put(f);
 	errno = e0;
+}
+
+static void ring_write(const struct ring *r, struct io_uring_sqe *s)
+{
+	int fd;
+	uint32_t state = 0;
+	struct shim_file *f = entry_file(r, s, &fd, &state);
+	if (!f)
+		return;
+	unsigned work = file_write_work(f);
+	uint64_t n = 0;
+	if ((work & (WRITES_COUNTED | WRITES_LIVE)) || (state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP)) ||
+	    (s->rw_flags & (RWF_SYNC | RWF_DSYNC)))
+		n = s->opcode == IORING_OP_WRITEV ? writev_bytes((const struct iovec *)(uintptr_t)s->addr, s->len)
+						  : s->len;
+	int fl = (int)s->rw_flags;
+	around_write(f, fd, state, &fl, n);
+	s->rw_flags = (__u32)fl;
+	file_put(f);
 }
 
 static void ring_close(const struct ring *r, struct io_uring_sqe *s)

@@ -35,7 +35,8 @@ struct tr {
 
 struct tr_counts {
 	int fsync, nop, write, writev, renameat; /* submitted entries by opcode */
-	int ring_syncs, ring_datasyncs;   /* real syncs of the inode by the ring's workers (iou-wrk) */
+	int ring_syncs, ring_datasyncs;   /* real syncs of the inode by the kernel's workers on the
+					   * app's request: io_uring's (iou-wrk), aio's (kworker) */
 	int other_syncs, other_datasyncs; /* by anyone else (the app's thread, the shim's flusher) */
 	double first_other_sync_ts, renameat_ts;
 };
@@ -127,7 +128,7 @@ static struct tr_counts tr_stop(struct tr *t)
 		bool ds = strstr(line, "datasync 1") != NULL;
 		while (*line == ' ')
 			line++;
-		if (strncmp(line, "iou-wrk-", 8) == 0) {
+		if (strncmp(line, "iou-wrk-", 8) == 0 || strncmp(line, "kworker/", 8) == 0) {
 			c.ring_syncs++;
 			c.ring_datasyncs += ds;
 		} else {
@@ -228,6 +229,13 @@ Test(uring, defer_turns_ring_fsyncs_into_nops)
 		cr_assert_leq(n.other_syncs, 3, "%s: the flusher synced per request", what);
 		cr_assert_eq(h_size(file), ROUNDS * 4096LL, "%s", what);
 	}
+	/* A polling ring driven by liburing: the entries are looked at before
+	 * liburing publishes them (the poller's submissions are not this
+	 * process tree's to trace: only the syncs are counted). */
+	struct tr_counts n = traced_run("defer", file, (const char *const[]){ "chain", file, ROUNDS_S, "sqpoll", NULL },
+					NULL);
+	cr_assert_eq(n.ring_syncs, 0, "sqpoll: %s", tr_show(&n));
+	cr_assert(n.other_syncs >= 1 && n.other_syncs <= 3, "sqpoll: %s", tr_show(&n));
 }
 
 /* noop: NOPs, and no real sync of the file by anyone. */
@@ -374,4 +382,28 @@ Test(uring, unseen_ring_is_warned)
 	const char *w = "entries reached the kernel without a call the shim sees";
 	cr_assert(h_has(r.err, w), "no warning:\n%s", r.err);
 	cr_assert_not(h_has(strstr(r.err, w) + 1, w), "warned more than once:\n%s", r.err);
+}
+
+/* libaio (io_submit through libc's syscall()): under defer and noop an
+ * FSYNC completes with 0, its own iocb and data, and no kernel worker
+ * syncs the file (defer: the flusher does, once); under fdatasync every
+ * aio sync is a datasync; under passthrough the app's full syncs. The
+ * program also checks each iocb reads back as it made it. */
+Test(uring, libaio_syncs_follow_the_policy)
+{
+	tr_need(true);
+	char *file = h_path("aio.dat");
+	const char *const args[] = { "aio", file, ROUNDS_S, NULL };
+	struct tr_counts n = traced_run("defer", file, args, NULL);
+	cr_assert_eq(n.ring_syncs, 0, "defer: %s", tr_show(&n));
+	cr_assert(n.other_syncs >= 1 && n.other_syncs <= 3, "defer: %s", tr_show(&n));
+	cr_assert_eq(h_size(file), ROUNDS * 4096LL);
+	n = traced_run("noop", file, args, NULL);
+	cr_assert_eq(n.ring_syncs + n.other_syncs, 0, "noop: %s", tr_show(&n));
+	n = traced_run("fdatasync", file, args, NULL);
+	cr_assert_eq(n.ring_syncs, ROUNDS, "fdatasync: %s", tr_show(&n));
+	cr_assert_eq(n.ring_datasyncs, ROUNDS, "fdatasync: %s", tr_show(&n));
+	n = traced_run("passthrough", file, args, NULL);
+	cr_assert_eq(n.ring_syncs, ROUNDS, "passthrough: %s", tr_show(&n));
+	cr_assert_eq(n.ring_datasyncs, 0, "passthrough: %s", tr_show(&n));
 }

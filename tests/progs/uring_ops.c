@@ -3,11 +3,12 @@
  * an io_uring ring (liburing, or the raw system calls through libc's
  * syscall()), and syscall(SYS_fsync...) itself.
  *
- *   uring_ops chain FILE N [datasync] [fixed] [nolink]
+ *   uring_ops chain FILE N [datasync] [fixed] [nolink] [sqpoll]
  *       N rounds of a 4 KiB write linked to an FSYNC (IORING_FSYNC_DATASYNC
  *       with "datasync", through a registered file with "fixed"), each
- *       round submitted and its two completions reaped; prints
- *       "chain: ok N" or the first unexpected completion.
+ *       round submitted and its two completions reaped (with "sqpoll", on
+ *       a ring the kernel polls); prints "chain: ok N" or the first
+ *       unexpected completion.
  *   uring_ops raw FILE N [datasync]
  *       the same, the ring set up, mapped and entered by hand through
  *       libc's syscall() and mmap (no liburing).
@@ -20,13 +21,20 @@
  *       so a deferred sync is made, and fails or not, before the next
  *       round; prints each FSYNC's result ("fsync I: RES"), then fd2's
  *       libc fsync ("fd2 fsync: R ERRNO").
- *   uring_ops race FILE N
+ *   uring_ops race FILE N [libc]
  *       a thread submits write+FSYNC chains on FILE's descriptor while
- *       the main thread closes and reopens it; prints "race: ok".
+ *       the main thread closes and reopens it ("libc": the thread makes
+ *       pwrite and fsync calls instead); prints "race: ok".
  *   uring_ops sys FILE N
  *       N rounds: write, then syscall(SYS_fsync, fd); prints "sys: ok".
+ *   uring_ops aio FILE N [datasync]
+ *       N rounds through libaio: a 4 KiB write, reaped, then an FSYNC (an
+ *       FDSYNC with "datasync"), reaped; each completion must carry its
+ *       iocb, its data and the result asked for, and the iocb must read
+ *       back as the program made it; prints "aio: ok N".
  *   uring_ops gettid N
- *       N calls of syscall(SYS_gettid) (the benchmark's loop).
+ *       N calls of syscall(SYS_gettid) (the benchmark's loop): prints
+ *       "result: ns_per_call=X". chain prints "result: rounds_per_sec=X".
  *
  * Exit 0 when every completion was what the app asked for, 1 otherwise,
  * 2 on a setup problem.
@@ -34,6 +42,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libaio.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,11 +51,19 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BLOCK 4096
 
 static char block[BLOCK];
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static int die(const char *what, int err)
 {
@@ -81,18 +98,25 @@ static int reap(struct io_uring *ring, int n, const int *want, const char *what,
 	return 0;
 }
 
-static int cmd_chain(const char *path, int rounds, bool datasync, bool fixed, bool link)
+static int cmd_chain(const char *path, int rounds, bool datasync, bool fixed, bool link, bool sqpoll)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0)
 		die(path, errno);
 	struct io_uring ring;
-	int r = io_uring_queue_init(8, &ring, 0);
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	if (sqpoll) {
+		p.flags = IORING_SETUP_SQPOLL;
+		p.sq_thread_idle = 100;
+	}
+	int r = io_uring_queue_init_params(8, &ring, &p);
 	if (r < 0)
 		die("io_uring_queue_init", -r);
 	if (fixed && (r = io_uring_register_files(&ring, &fd, 1)) < 0)
 		die("io_uring_register_files", -r);
 	int target = fixed ? 0 : fd;
+	double t0 = now_s();
 	for (int i = 0; i < rounds; i++) {
 		struct io_uring_sqe *w = io_uring_get_sqe(&ring);
 		io_uring_prep_write(w, target, block, BLOCK, (unsigned long long)i * BLOCK);
@@ -111,9 +135,11 @@ static int cmd_chain(const char *path, int rounds, bool datasync, bool fixed, bo
 		if (reap(&ring, 2, (int[]){ BLOCK, 0 }, "chain", i))
 			return 1;
 	}
+	double secs = now_s() - t0;
 	io_uring_queue_exit(&ring);
 	close(fd);
 	printf("chain: ok %d\n", rounds);
+	printf("result: rounds_per_sec=%.0f\n", secs > 0 ? rounds / secs : 0);
 	return 0;
 }
 
@@ -289,14 +315,22 @@ static _Atomic int race_stop;
 static int race_rounds;
 static int race_bad;
 
+static struct io_uring race_ring;
+static bool race_libc;
+
 static void *race_submitter(void *arg)
 {
 	(void)arg;
-	struct io_uring ring;
-	if (io_uring_queue_init(8, &ring, 0) < 0)
-		die("io_uring_queue_init", EIO);
+	struct io_uring ring = race_ring;
 	for (int i = 0; i < race_rounds; i++) {
 		int fd = atomic_load(&race_fd);
+		if (race_libc) { /* the same race through libc, for comparison */
+			if (pwrite(fd, block, BLOCK, 0) < 0 && errno != EBADF)
+				race_bad = -errno;
+			if (fsync(fd) < 0 && errno != EBADF)
+				race_bad = -errno;
+			continue;
+		}
 		struct io_uring_sqe *w = io_uring_get_sqe(&ring);
 		io_uring_prep_write(w, fd, block, BLOCK, 0);
 		w->flags |= IOSQE_IO_LINK;
@@ -318,9 +352,13 @@ static void *race_submitter(void *arg)
 	return NULL;
 }
 
-static int cmd_race(const char *path, int rounds)
+static int cmd_race(const char *path, int rounds, bool libc)
 {
 	race_rounds = rounds;
+	race_libc = libc;
+	/* The ring first: its descriptor never takes a number the file had. */
+	if (io_uring_queue_init(8, &race_ring, 0) < 0)
+		die("io_uring_queue_init", EIO);
 	atomic_store(&race_fd, open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
 	if (atomic_load(&race_fd) < 0)
 		die(path, errno);
@@ -369,10 +407,62 @@ static int cmd_sys(const char *path, int rounds)
 	return 0;
 }
 
+static int aio_one(io_context_t ctx, struct iocb *cb, long want, int round)
+{
+	struct iocb copy = *cb;
+	struct iocb *list[1] = { cb };
+	int r = io_submit(ctx, 1, list);
+	if (r != 1)
+		die("io_submit", r < 0 ? -r : EIO);
+	if (memcmp(&copy, cb, sizeof(copy)) != 0) {
+		printf("aio: round %d: the iocb was left changed\n", round);
+		return 1;
+	}
+	struct io_event ev;
+	if ((r = io_getevents(ctx, 1, 1, &ev, NULL)) != 1)
+		die("io_getevents", r < 0 ? -r : EIO);
+	if (ev.obj != cb || ev.data != cb->data || (long)ev.res != want || ev.res2 != 0) {
+		printf("aio: round %d: opcode %d: res %ld res2 %ld (want %ld), obj %s, data %s\n", round,
+		       cb->aio_lio_opcode, (long)ev.res, (long)ev.res2, want, ev.obj == cb ? "ok" : "WRONG",
+		       ev.data == cb->data ? "ok" : "WRONG");
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_aio(const char *path, int rounds, bool datasync)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die(path, errno);
+	io_context_t ctx = 0;
+	int r = io_setup(8, &ctx);
+	if (r < 0)
+		die("io_setup", -r);
+	for (int i = 0; i < rounds; i++) {
+		struct iocb w, s;
+		io_prep_pwrite(&w, fd, block, BLOCK, (long long)i * BLOCK);
+		w.data = &w;
+		if (aio_one(ctx, &w, BLOCK, i))
+			return 1;
+		if (datasync)
+			io_prep_fdsync(&s, fd);
+		else
+			io_prep_fsync(&s, fd);
+		s.data = (void *)(uintptr_t)(1000 + i);
+		if (aio_one(ctx, &s, 0, i))
+			return 1;
+	}
+	io_destroy(ctx);
+	close(fd);
+	printf("aio: ok %d\n", rounds);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: uring_ops chain|raw|rename|fsyncs|race|sys|gettid ARGS\n");
+		fprintf(stderr, "usage: uring_ops chain|raw|aio|rename|fsyncs|race|sys|gettid ARGS\n");
 		return 2;
 	}
 	memset(block, 'u', sizeof(block));
@@ -380,21 +470,25 @@ int main(int argc, char **argv)
 	int n = argc > 3 ? atoi(argv[3]) : 1;
 	if (strcmp(cmd, "chain") == 0)
 		return cmd_chain(argv[2], n, has(argc, argv, 4, "datasync"), has(argc, argv, 4, "fixed"),
-				 !has(argc, argv, 4, "nolink"));
+				 !has(argc, argv, 4, "nolink"), has(argc, argv, 4, "sqpoll"));
 	if (strcmp(cmd, "raw") == 0)
 		return cmd_raw(argv[2], n, has(argc, argv, 4, "datasync"));
+	if (strcmp(cmd, "aio") == 0)
+		return cmd_aio(argv[2], n, has(argc, argv, 4, "datasync"));
 	if (strcmp(cmd, "rename") == 0)
 		return cmd_rename(argv[2]);
 	if (strcmp(cmd, "fsyncs") == 0)
 		return cmd_fsyncs(argv[2], n, has(argc, argv, 4, "flush"));
 	if (strcmp(cmd, "race") == 0)
-		return cmd_race(argv[2], n);
+		return cmd_race(argv[2], n, has(argc, argv, 4, "libc"));
 	if (strcmp(cmd, "sys") == 0)
 		return cmd_sys(argv[2], n);
 	if (strcmp(cmd, "gettid") == 0) {
 		long sum = 0, loops = atol(argv[2]);
+		double t0 = now_s();
 		for (long i = 0; i < loops; i++)
 			sum += syscall(SYS_gettid);
+		printf("result: ns_per_call=%.1f\n", (now_s() - t0) * 1e9 / (double)(loops > 0 ? loops : 1));
 		return sum == 0;
 	}
 	fprintf(stderr, "uring_ops: unknown command %s\n", cmd);
