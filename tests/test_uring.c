@@ -407,3 +407,21 @@ Test(uring, libaio_syncs_follow_the_policy)
 	cr_assert_eq(n.ring_syncs, ROUNDS, "passthrough: %s", tr_show(&n));
 	cr_assert_eq(n.ring_datasyncs, 0, "passthrough: %s", tr_show(&n));
 }
+
+/* Crash-test mode cannot log a ring's writes: a trial on a ring writer
+ * says so among its limits (and is not exact), rather than passing as if
+ * it had seen everything. */
+Test(uring, crashtest_names_ring_writes_as_a_limit)
+{
+	char *data = h_path("ct");
+	cr_assert_eq(mkdir(data, 0755), 0);
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "crashtest", "-n", "1", "-p", "passthrough", "--cut",
+	       "after-ms:100000", "--scope", h_fmt("%s/**", data), "--json", "--", h_prog("uring_ops"), "chain",
+	       h_fmt("%s/f", data), "50", NULL); /* runs to completion: the limit is what counts */
+	struct h_result r = h_run(&c);
+	cr_assert(h_has(r.out, "writes submitted through io_uring or libaio are not logged"), "stdout:\n%s\nstderr:\n%s",
+		  r.out, r.err);
+	cr_assert(h_has(r.out, "\"exact\":false"), "%s", r.out);
+}
