@@ -602,8 +602,11 @@ static void ring_scan(struct ring *r, unsigned to, unsigned published, bool may_
 	unsigned head = atomic_load_explicit((_Atomic unsigned *)r->khead, memory_order_acquire);
 	check_unseen(r, head);
 	unsigned from = r->seen_set && (int)(r->seen - head) > 0 ? r->seen : head;
-	if ((unsigned)(to - from) > r->entries) /* not a sane window: look at nothing */
+	if ((unsigned)(to - from) > r->entries) { /* not a sane window: look at nothing, start afresh */
+		r->seen = to;
+		r->seen_set = true;
 		return;
+	}
 	if (!atomic_load_explicit(&shim.ready, memory_order_acquire))
 		return;
 	unsigned stride = (r->setup_flags & IORING_SETUP_SQE128) ? 2 : 1;
@@ -744,13 +747,14 @@ long uring_sys_register(long fd, long opcode, long arg, long nr)
 
 /* ---- liburing --------------------------------------------------------------- */
 
-/* The ring behind liburing's struct, learned at first sight. */
-static struct ring *lib_ring(struct io_uring *ring)
+/* The ring behind liburing's struct, learned at first sight (fresh: it
+ * was just set up, whatever the table remembers of its descriptor). */
+static struct ring *lib_ring_learn(struct io_uring *ring, bool fresh)
 {
 	if (shim_bypass() || !ring || ring->ring_fd < 0 || !ring->sq.khead || !ring->sq.sqes)
 		return NULL;
 	struct ring *r = ring_of(ring->ring_fd);
-	if (!r || r->khead != ring->sq.khead) {
+	if (fresh || !r || r->khead != ring->sq.khead) {
 		r = ring_add(ring->ring_fd, ring->flags);
 		if (!r)
 			return NULL;
@@ -763,6 +767,11 @@ static struct ring *lib_ring(struct io_uring *ring)
 		r->khead = ring->sq.khead;
 	}
 	return r;
+}
+
+static struct ring *lib_ring(struct io_uring *ring)
+{
+	return lib_ring_learn(ring, false);
 }
 
 /* Before liburing publishes and enters: its new entries. */
@@ -783,7 +792,7 @@ SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring,
 	int ret = LIB(io_uring_queue_init_params) ? LIB(io_uring_queue_init_params)(entries, ring, p) : -ENOSYS;
 	if (ret == 0) {
 		int e = errno;
-		lib_ring(ring);
+		lib_ring_learn(ring, true);
 		errno = e;
 	}
 	return ret;
@@ -794,7 +803,7 @@ SHIM_API int io_uring_queue_init(unsigned entries, struct io_uring *ring, unsign
 	int ret = LIB(io_uring_queue_init) ? LIB(io_uring_queue_init)(entries, ring, flags) : -ENOSYS;
 	if (ret == 0) {
 		int e = errno;
-		lib_ring(ring);
+		lib_ring_learn(ring, true);
 		errno = e;
 	}
 	return ret;
