@@ -425,3 +425,20 @@ Test(uring, crashtest_names_ring_writes_as_a_limit)
 		  r.out, r.err);
 	cr_assert(h_has(r.out, "\"exact\":false"), "%s", r.out);
 }
+
+/* The latency log sees the ring's syncs (as the app's fsyncs) and its
+ * writes (data at risk: 40 writes of 4 KiB acknowledged by deferred ring
+ * FSYNCs): synclat report says so. */
+Test(uring, the_log_sees_ring_syncs_and_writes)
+{
+	char *file = h_path("log.dat"), *log = h_path("ring.log");
+	struct h_cmd c;
+	h_cmd_policy(&c, H_SHIM, "defer");
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, h_prog("uring_ops"), "chain", file, ROUNDS_S, NULL);
+	h_assert_ok(h_run(&c), "uring_ops chain under defer, logged");
+	struct h_result r = h_sh(h_fmt("%s/synclat report %s", h_ctx.build, log), 60);
+	h_assert_ok(r, "synclat report");
+	cr_assert(h_has(r.out, "fsync                        " ROUNDS_S " "), "%s", r.out);
+	cr_assert(h_has(r.out, "at risk: max 163.84 kB"), "%s", r.out);
+}
