@@ -22,19 +22,16 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "shim.h"
 #include "uring.h"
 
-SHIM_API long syscall(long nr, ...)
+/* The numbers the shim looks at; every other one is passed straight on. */
+static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
-	va_list ap;
-	va_start(ap, nr);
-	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
-	va_end(ap);
 	switch (nr) {
 	case SYS_fsync:
 		return fsync((int)a1);
@@ -61,3 +58,75 @@ SHIM_API long syscall(long nr, ...)
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	}
 }
+
+#if defined(__x86_64__)
+/*
+ * x86_64: syscall() itself is a few instructions. A number outside the
+ * set above jumps straight into libc's syscall() with every register and
+ * the caller's stack untouched (a tail jump: the sixth argument stays
+ * where the caller put it, and %rax, the caller's vector-register count
+ * for a variadic call, is left alone), so a pass-through costs one bit
+ * test and two loads. The set, and calls made before libc's syscall() is
+ * resolved, jump to syscall_slow: a plain function of seven longs, whose
+ * arguments sit exactly where a variadic call of syscall() put them.
+ */
+#define SYSCALL_IN_WORD(w, n) ((n) / 64 == (w) ? 1ull << ((n) % 64) : 0ull)
+#define SYSCALL_WORD(w)                                                              \
+	(SYSCALL_IN_WORD(w, SYS_fsync) | SYSCALL_IN_WORD(w, SYS_fdatasync) |         \
+	 SYSCALL_IN_WORD(w, SYS_sync_file_range) | SYSCALL_IN_WORD(w, SYS_msync) |   \
+	 SYSCALL_IN_WORD(w, SYS_syncfs) | SYSCALL_IN_WORD(w, SYS_sync) |             \
+	 SYSCALL_IN_WORD(w, SYS_io_uring_setup) | SYSCALL_IN_WORD(w, SYS_io_uring_enter) | \
+	 SYSCALL_IN_WORD(w, SYS_io_uring_register) | SYSCALL_IN_WORD(w, SYS_io_submit))
+_Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
+		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
+		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512,
+	       "syscall_handled_map covers numbers below 512");
+
+extern const uint64_t syscall_handled_map[8];
+const uint64_t syscall_handled_map[8] = {
+	SYSCALL_WORD(0), SYSCALL_WORD(1), SYSCALL_WORD(2), SYSCALL_WORD(3),
+	SYSCALL_WORD(4), SYSCALL_WORD(5), SYSCALL_WORD(6), SYSCALL_WORD(7),
+};
+extern _Atomic(void *) *const syscall_real_slot;
+_Atomic(void *) *const syscall_real_slot = &libc_table[LIBC_ID_syscall];
+
+long syscall_slow(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+__attribute__((used)) long syscall_slow(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	return syscall_handled(nr, a1, a2, a3, a4, a5, a6);
+}
+
+__asm__(".text\n"
+	".globl syscall\n"
+	".type syscall, @function\n"
+	".p2align 4\n"
+	"syscall:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	cmpq $511, %rdi\n" /* unsigned: a negative number is not ours either */
+	"	ja 1f\n"
+	"	movq %rdi, %r10\n"
+	"	shrq $6, %r10\n"
+	"	leaq syscall_handled_map(%rip), %r11\n"
+	"	movq (%r11,%r10,8), %r11\n"
+	"	btq %rdi, %r11\n" /* bit nr % 64 of word nr / 64 */
+	"	jc 2f\n"
+	"1:	movq syscall_real_slot(%rip), %r11\n"
+	"	movq (%r11), %r11\n"
+	"	testq %r11, %r11\n"
+	"	jz 2f\n"
+	"	jmp *%r11\n"
+	"2:	jmp syscall_slow\n"
+	"	.cfi_endproc\n"
+	".size syscall, .-syscall\n");
+#else
+SHIM_API long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	return syscall_handled(nr, a1, a2, a3, a4, a5, a6);
+}
+#endif
