@@ -693,7 +693,7 @@ section_syscall() {
 	local rounds=${ROUNDS:-9} n=${SYSCALL_LOOPS:-300000}
 	echo "## libc's syscall(): the cost of the switch (tight syscall(SYS_gettid) loop)"
 	echo
-	echo "\`uring_ops gettid $n\`: $n calls of \`syscall(SYS_gettid)\`, a number the shim passes through (one switch, the six argument words forwarded). No shim and the shim (logging off), A B A B, $rounds rounds. Each run reports wall time and the calling thread's own CPU time per call (CLOCK_THREAD_CPUTIME_ID, less disturbed by other tenants); medians, and the ratio of minima (the least disturbed runs)."
+	echo "\`uring_ops gettid $n\`: $n calls of \`syscall(SYS_gettid)\`, a number the shim passes through (on x86_64 a bit test and a tail jump into libc's syscall()). No shim and the shim (logging off), A B A B, $rounds rounds. Each run reports wall time and the calling thread's own CPU time per call (CLOCK_THREAD_CPUTIME_ID, less disturbed by other tenants); medians, and the ratio of minima (the least disturbed runs)."
 	echo
 	for ((r = 0; r < rounds; r++)); do
 		run_cfg sc_none "$B/tests/progs/uring_ops" gettid $n
