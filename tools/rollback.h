@@ -79,4 +79,9 @@ int rollback_run(const struct undo_log *log, const struct rb_opts *o, struct rb_
 bool rollback_exact(const struct rb_result *r);
 void rollback_free(struct rb_result *r);
 
+/* Data records the rollback has looked at, over every rollback of the
+ * process: a test counts work with it (a rollback must stay proportional
+ * to its records, whatever the number of files). */
+extern unsigned long long rollback_record_visits;
+
 #endif
