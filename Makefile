@@ -21,8 +21,9 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq), and
-# sqlite3 for the crash tests' real program (examples/sqlite, tests/test_crashtest.c).
-INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3
+# sqlite3 for the crash tests' real program (examples/sqlite, tests/test_crashtest.c), and
+# libeatmydata1, the sync-eating preload crashtest must catch behind the shim.
+INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmydata1
 # ... and for the live counters' readers (tests/test_live.c): promtool
 # checks synclat metrics, tmux drives synclat top.
 LIVE_PKGS := prometheus tmux
@@ -45,7 +46,7 @@ SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c \
 # Crash-test mode's tool side, $(CRASH_LIB): the undo log's strict reader
 # and the rollback (docs/CRASHTEST.md), for syncshim crashtest and the tests.
 CRASH_LIB_SRCS := tools/undolog.c tools/rollback.c tools/rb_syncs.c tools/rb_index.c tools/rb_data.c \
-	tools/rb_names.c
+	tools/rb_names.c tools/rb_writeback.c
 # The preloaded library: everything else under shim/.
 SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))
 SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c tools/crashtest.c tools/ct_trial.c tools/ct_run.c \

@@ -248,35 +248,86 @@ static int short_preimage(const struct undo_entry *e, const struct rb_file *f, s
 		       e->h.flags & UNDO_F_NO_PREIMAGE ? " (the shim could not read them)" : "");
 }
 
-/* Undoes one file's records, newest first. */
-static int undo_file(const struct by_file *b, const struct group *g, struct rb_file *f, struct rb_result *r)
+/* A WRITE's pre-image back, but for the pages adversarial writeback
+ * says still hold it (below the file's floor at that record). */
+static int restore_write(int fd, const struct undo_entry *e, size_t k, const struct rb_writeback *w,
+			 const struct prot *p, struct rb_file *f)
 {
+	uint64_t off = e->h.off, end = off + e->h.plen;
+	if (!w->nkeep)
+		return restore(fd, e->payload, e->h.plen, off, p);
+	for (uint64_t a = off; a < end;) {
+		uint64_t b = (a / RB_PAGE + 1) * RB_PAGE;
+		if (b > end)
+			b = end;
+		uint64_t keep_to = a;
+		if (rb_writeback_kept(w, k, a / RB_PAGE))
+			keep_to = b < w->floor[k] ? b : w->floor[k] > a ? w->floor[k] : a;
+		if (keep_to > a) {
+			f->kept_bytes += keep_to - a;
+			f->kept_pages++;
+		}
+		if (b > keep_to && restore(fd, e->payload + (keep_to - off), b - keep_to, keep_to, p) < 0)
+			return -1;
+		a = b;
+	}
+	return 0;
+}
+
+/* Undoes one file's records, newest first. */
+static int undo_file(const struct by_file *b, const struct group *g, const struct rb_opts *o, struct rb_file *f,
+		     struct rb_result *r)
+{
+	size_t n = g->first + g->n - g->undo;
+	const struct undo_entry **rec = malloc((n + 1) * sizeof(*rec));
+	struct rb_writeback w;
+	if (!rec)
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		rec[k] = &b->log->e[b->order[g->undo + k]];
+	if (rb_writeback_plan(rec, n, o, &w) < 0) {
+		free(rec);
+		return -1;
+	}
 	int fd = open_file(f->path, f->dev, f->ino);
-	if (fd < 0)
-		return rb_note(&r->problems, &r->nproblems, "%s: cannot open it to roll it back: %s", f->path,
-			       strerror(errno));
-	struct prot p = { 0 };
 	int bad = 0;
-	for (size_t k = g->first + g->n; k-- > g->undo && !bad;) {
-		head_at(b, k);
-		const struct undo_entry *e = &b->log->e[b->order[k]];
+	if (fd < 0)
+		bad = rb_note(&r->problems, &r->nproblems, "%s: cannot open it to roll it back: %s", f->path,
+			      strerror(errno));
+	struct prot p = { 0 };
+	for (size_t k = n; fd >= 0 && k-- > 0 && !bad;) {
+		head_at(b, g->undo + k);
+		const struct undo_entry *e = rec[k];
 		if (kept_osync(&e->h)) {
 			bad = protect(&p, e->h.off, e->h.off + e->h.len);
 			continue;
 		}
 		bad = short_preimage(e, f, r);
-		if (!bad && undo_one(fd, &e->h, e->payload, &p) < 0)
+		int u = 0;
+		if (!bad && e->h.type == UNDO_WRITE) {
+			u = e->h.plen ? restore_write(fd, e, k, &w, &p, f) : 0;
+			/* the write grew the file (or would have): back to the old end */
+			if (u == 0 && e->h.off + e->h.len > e->h.old_size)
+				u = set_size(fd, e->h.old_size, &p);
+		} else if (!bad) {
+			u = undo_one(fd, &e->h, e->payload, &p);
+		}
+		if (u < 0)
 			bad = rb_note(&r->problems, &r->nproblems, "%s: undoing the %s record at byte %llu: %s",
 				      f->path, undo_type_name(e->h.type), (unsigned long long)e->at, strerror(errno));
 	}
 	free(p.r);
-	if (close(fd) < 0 && !bad)
+	free(rec);
+	rb_writeback_free(&w);
+	if (fd >= 0 && close(fd) < 0 && !bad)
 		bad = rb_note(&r->problems, &r->nproblems, "%s: close: %s", f->path, strerror(errno));
+	r->kept_bytes += f->kept_bytes;
+	r->kept_pages += f->kept_pages;
 	return bad < 0 ? -1 : 0;
 }
 
 int rb_undo_data(const struct undo_log *log, const struct rb_syncs *s, const struct rb_index *ix,
-		 struct rb_result *r)
+		 const struct rb_opts *o, struct rb_result *r)
 {
 	struct by_file b;
 	int bad = group_files(log, s, &b) < 0 || plan(&b, r) < 0 ? -1 : 0;
@@ -293,7 +344,7 @@ int rb_undo_data(const struct undo_log *log, const struct rb_syncs *s, const str
 				      (unsigned long long)f->dev, (unsigned long long)f->ino, f->records);
 			continue;
 		}
-		if (!(f->path = strdup(where)) || undo_file(&b, &b.g[i], f, r) < 0)
+		if (!(f->path = strdup(where)) || undo_file(&b, &b.g[i], o, f, r) < 0)
 			bad = -1;
 	}
 	by_file_free(&b);
