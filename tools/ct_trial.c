@@ -101,6 +101,14 @@ static void roll(const struct ct_opts *o, const struct ct_scope *sc, struct ct_t
 	}
 	t->log_records = log.n;
 	t->log_bytes = log.len;
+	for (size_t i = 0; i < log.n; i++) {
+		const struct undo_entry *e = &log.e[i];
+		if (e->h.type == UNDO_LIMIT && (e->h.flags & UNDO_F_BLIND)) {
+			unusable(t, "%.*s (pid %u)", (int)e->h.plen, (const char *)e->payload, e->h.pid);
+			undolog_free(&log);
+			return;
+		}
+	}
 	if (log.n == 0 && changed) {
 		undolog_free(&log);
 		unusable(t, "files in scope changed but the shim recorded nothing (is %s reached by LD_PRELOAD? "
