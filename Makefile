@@ -78,7 +78,7 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
-.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install uninstall deb deb-deps deb-check \
+.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench crash-campaign demo install uninstall deb deb-deps deb-check \
 	demo-activemq clean java fuzz fuzz-deps replay
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
@@ -250,6 +250,16 @@ soak: deps
 	@$(MAKE) --no-print-directory test-deps $(B)/tests/test_chaos
 	SYNCSHIM_CHAOS_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
 	  $(B)/tests/test_chaos --jobs 1 --verbose
+
+# Power-cut campaigns on real programs (issue 18; tools/crash_campaign.sh):
+# sqlite3 (WAL and rollback journal), git, PostgreSQL and RocksDB under
+# passthrough, defer (100 ms) and defer (auto), plain and adversarial
+# writeback, judged by each program's own checks (examples/PROGRAM/).
+# Opt-in, long (CAMPAIGN_TRIALS trials per row, default 20); CAMPAIGN_PROGRAMS
+# picks programs. Not part of `make test`.
+CAMPAIGN_PROGRAMS ?=
+crash-campaign: deps all
+	tools/crash_campaign.sh $(B) $(CAMPAIGN_PROGRAMS)
 
 # ---- installing ---------------------------------------------------------
 # The shim goes to a directory of its own, $(PREFIX)/lib/syncshim/: it is a
