@@ -6,7 +6,10 @@
 # max_delay_ms = 100 and defer with max_delay_ms = auto, each with plain
 # and adversarial writeback; then one table.
 #
-# PROGRAMs: sqlite-wal sqlite-journal git postgres rocksdb (default: all).
+# PROGRAMs: sqlite-wal sqlite-journal git postgres postgres-checkpoint
+# rocksdb (default: all). postgres cuts at a random moment,
+# postgres-checkpoint 0-100 ms after a CHECKPOINT returned (the workload
+# kills its own process group then, as the launcher's cut would).
 # CAMPAIGN_TRIALS (default 20) trials per row; CAMPAIGN_SEED (default 18);
 # CAMPAIGN_POLICIES (default "passthrough defer100 auto"); CAMPAIGN_WRITEBACK
 # (default "plain adversarial"); CAMPAIGN_OUT keeps every row's --json
@@ -19,7 +22,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: crash_campaign.sh BUILD_DIR [PROGRAM...]}" && pwd)
 shift
-PROGRAMS=${*:-sqlite-wal sqlite-journal git postgres rocksdb}
+PROGRAMS=${*:-sqlite-wal sqlite-journal git postgres postgres-checkpoint rocksdb}
 TRIALS=${CAMPAIGN_TRIALS:-20}
 SEED=${CAMPAIGN_SEED:-18}
 POLICIES=${CAMPAIGN_POLICIES:-passthrough defer100 auto}
@@ -64,16 +67,18 @@ program_git() {
 	TIMEOUT=60
 }
 
-program_postgres() {
+program_postgres() { # program_postgres random|checkpoint
 	local d=$WORK/postgres
-	mkdir -p "$d"
-	"$EXAMPLES/postgres/setup.sh" template "$d" >/dev/null
+	# the server runs as the postgres user: it must reach its directory
+	chmod 711 "$WORK"
+	[ -d "$d/template" ] || "$EXAMPLES/postgres/setup.sh" template "$d" >/dev/null
 	SETUP="'$EXAMPLES/postgres/setup.sh' restore '$d'"
 	SCOPE=("$d/pgdata/**")
-	CMD=("$EXAMPLES/postgres/pgbench.sh" "$d")
+	CMD=("$EXAMPLES/postgres/pgbench.sh" "$d" "$1")
 	CHECK="'$EXAMPLES/postgres/check.sh' '$d'"
-	CUT=random:1500-6000
-	TIMEOUT=120
+	CUT=random:4000-12000 # the server takes seconds to start on a busy machine
+	[ "$1" = random ] || CUT=after-ms:100000 # the workload cuts itself
+	TIMEOUT=180
 }
 
 program_rocksdb() {
@@ -92,7 +97,8 @@ setup_program() {
 	sqlite-wal) program_sqlite wal ;;
 	sqlite-journal) program_sqlite delete ;;
 	git) program_git ;;
-	postgres) program_postgres ;;
+	postgres) program_postgres random ;;
+	postgres-checkpoint) program_postgres checkpoint ;;
 	rocksdb) program_rocksdb ;;
 	*) echo "crash_campaign.sh: unknown program $1" >&2; exit 2 ;;
 	esac
