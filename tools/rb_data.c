@@ -286,6 +286,7 @@ static int undo_file(const struct by_file *b, const struct group *g, const struc
 	for (size_t k = 0; k < n; k++)
 		rec[k] = &b->log->e[b->order[g->undo + k]];
 	if (rb_writeback_plan(rec, n, o, &w) < 0) {
+		rb_writeback_free(&w);
 		free(rec);
 		return -1;
 	}
