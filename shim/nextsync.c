@@ -9,7 +9,12 @@
  * reaches it and in libc itself; if the two lie in different objects the
  * shim says so, naming the object, in one line, and in crash-test mode
  * records a LIMIT that makes `syncshim crashtest` call the trial
- * unusable. Only a lookup and dladdr: nothing is called.
+ * unusable. Only a lookup and dladdr: nothing is called (a probe call
+ * would reach a layer's fault injection and its counts).
+ *
+ * A layer beneath the shim that passes the syncs on to libc (the tests'
+ * recording layer, a tracer) says so by exporting the symbol
+ * NEXTSYNC_PASSES_ON; its definitions are then taken as libc's.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -32,6 +37,17 @@ static const struct sync_fn sync_fns[] = {
 };
 
 #define NSYNC (sizeof(sync_fns) / sizeof(sync_fns[0]))
+
+/* Whether the object named so exports NEXTSYNC_PASSES_ON. */
+static bool passes_on(const char *name)
+{
+	void *h = name ? dlopen(name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+	bool yes = h && dlsym(h, NEXTSYNC_PASSES_ON);
+	if (h)
+		dlclose(h);
+	dlerror();
+	return yes;
+}
 
 /* The object holding addr, or NULL. */
 static const void *object_of(const void *addr, const char **name)
@@ -57,7 +73,7 @@ void nextsync_check(void)
 		const char *next_name = NULL, *libc_name = NULL;
 		const void *next = object_of(libc_resolve(sync_fns[i].id), &next_name);
 		const void *own = object_of(dlsym(libc, sync_fns[i].name), &libc_name);
-		if (!next || !own || next == own)
+		if (!next || !own || next == own || passes_on(next_name))
 			continue;
 		if (!other)
 			other = next_name;

@@ -10,4 +10,8 @@
  * in crash-test mode a LIMIT record that makes the trial unusable. */
 void nextsync_check(void);
 
+/* Exported by a layer beneath the shim whose sync functions pass every
+ * call on (tests/lib/reclayer.c): not a blind spot. */
+#define NEXTSYNC_PASSES_ON "syncshim_layer_passes_syncs"
+
 #endif

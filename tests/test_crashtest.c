@@ -344,11 +344,15 @@ Test(crashtest, a_sync_preloaded_after_the_shim_is_named_at_load)
 			  "%s: want the load line naming libeatmydata:\n%s", policies[i], r.err);
 		char *nl = strstr(r.err, "libeatmydata.so, not libc");
 		cr_expect(nl && !strstr(nl + 1, "libeatmydata.so, not libc"), "more than one line:\n%s", r.err);
-		h_cmd_policy(&c, H_SHIM, policies[i]);
-		h_args(&c, ex("sync_writes"), "-n", "3", "-f", file, NULL);
-		r = h_run(&c);
-		h_assert_ok(r, "sync_writes alone");
-		cr_expect(!h_has(r.err, "not libc"), "%s without eatmydata:\n%s", policies[i], r.err);
+		/* alone, and above the recording layer, which passes every sync on
+		 * and says so (syncshim_layer_passes_syncs) */
+		for (unsigned layers = H_SHIM; layers <= H_SHIM_REC; layers++) {
+			h_cmd_policy(&c, layers, policies[i]);
+			h_args(&c, ex("sync_writes"), "-n", "3", "-f", file, NULL);
+			r = h_run(&c);
+			h_assert_ok(r, "sync_writes without eatmydata");
+			cr_expect(!h_has(r.err, "not libc"), "%s, layers %u:\n%s", policies[i], layers, r.err);
+		}
 	}
 }
 
