@@ -31,8 +31,9 @@ pg_stop() { # immediate: nothing of it is worth keeping
 psql_q() { # psql_q DIR SQL: one value per line, no headers
 	as_pg "$PGBIN/psql" -X -q -A -t -h "$1" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "$2"
 }
-# The server's settings for the trials: small shared buffers and WAL, so
-# pages are written and checkpoints recycle WAL segments (by rename)
-# within seconds.
-PG_TRIAL_SETTINGS=(-c shared_buffers=16MB -c max_wal_size=32MB -c min_wal_size=32MB -c checkpoint_timeout=30s
+# The server's settings for the trials: small shared buffers, and with
+# the template's 1 MiB WAL segments (initdb --wal-segsize=1) a WAL of a few
+# segments, so pages are written and checkpoints recycle WAL segments (by
+# rename) every few hundred transactions, even on a slow machine.
+PG_TRIAL_SETTINGS=(-c shared_buffers=16MB -c max_wal_size=4MB -c min_wal_size=4MB -c checkpoint_timeout=30s
 	-c fsync=on -c synchronous_commit=on -c full_page_writes=on)

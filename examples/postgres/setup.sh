@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# setup.sh template DIR - a cluster in DIR/template (initdb, pgbench -i
-# scale 1: the tpcb-like tables, every balance 0), cleanly shut down.
+# setup.sh template DIR - a cluster in DIR/template (initdb with 1 MiB WAL
+# segments, pgbench -i scale 1: the tpcb-like tables, every balance 0),
+# cleanly shut down.
 # setup.sh restore DIR - DIR/pgdata afresh from the template (each trial's
 # initial state). DIR (and the directories above it) must be reachable by
 # the postgres user.
@@ -14,7 +15,7 @@ template)
 	chown postgres: "$d"
 	pg_stop "$d"
 	rm -rf "$d/template" "$d/pgdata"
-	as_pg "$PGBIN/initdb" -D "$d/pgdata" -A trust -U postgres --no-sync >"$d/initdb.log" 2>&1
+	as_pg "$PGBIN/initdb" -D "$d/pgdata" -A trust -U postgres --wal-segsize=1 --no-sync >"$d/initdb.log" 2>&1
 	pg_start "$d" || { tail -n 20 "$d/server.log" >&2; exit 1; }
 	as_pg "$PGBIN/pgbench" -h "$d" -U postgres -i -q -s 1 postgres >"$d/init.log" 2>&1
 	psql_q "$d" 'CREATE EXTENSION IF NOT EXISTS amcheck' >/dev/null
