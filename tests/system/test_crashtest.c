@@ -280,28 +280,33 @@ static struct run sqlite_wal_trials(const char *policy, const char *trials, cons
 /* sqlite is crash-safe: whatever order the kernel wrote its pages back
  * in, integrity_check passes and no acknowledged row is lost; this is
  * the check of the adversarial mode itself (it produces only states a
- * kernel could). Some pages must have survived, or the mode was idle. */
+ * kernel could). Whether a page of an unsynced write survives depends on
+ * the cut's moment (under passthrough only the commit in flight is
+ * unsynced): the unit tests in test_rollback.c show the mode's effect.
+ * Cuts after 1.5 s: sqlite3's start takes most of a second on a busy
+ * machine. */
 Test(crashtest, sqlite_wal_under_passthrough_stays_whole_with_adversarial_writeback)
 {
-	struct run run = sqlite_wal_trials("passthrough", "4", "random:300-1500");
+	struct run run = sqlite_wal_trials("passthrough", "4", "random:1500-3000");
 	cr_assert_eq(run.n, 4, "%s", run.r.err);
-	long kept = 0;
 	for (int i = 0; i < run.n; i++) {
 		cr_expect_str_eq(run.t[i].verdict, "pass", "trial %d: %s", i + 1, run.t[i].text);
 		cr_expect(h_has(run.t[i].text, "integrity=ok") && h_has(run.t[i].text, " lost=0 "), "trial %d: %s",
 			  i + 1, run.t[i].text);
-		kept += (long)num_after(run.t[i].text, "\"kept_bytes\":", 0);
 	}
 	cr_expect(h_has(run.r.out, "\"writeback\":\"adversarial\""), "%.300s", run.r.out);
-	cr_expect_gt(kept, 0, "no unsynced page survived in 4 trials: the mode did nothing");
 	cr_expect_eq(run.r.code, 0);
 }
 
 Test(crashtest, sqlite_wal_under_noop_is_caught_with_adversarial_writeback)
 {
-	struct run run = sqlite_wal_trials("noop", "1", "random:600-800");
+	struct run run = sqlite_wal_trials("noop", "1", "random:2500-3000");
 	cr_assert_eq(run.n, 1, "%s", run.r.err);
 	cr_expect_str_eq(run.t[0].verdict, "fail", "%s", run.t[0].text);
+	/* nothing was ever synced: rows lost, or pages of a checkpoint torn
+	 * apart (a malformed database) */
+	cr_expect(h_num_after(run.t[0].text, " lost=", 0) > 0 || h_has(run.t[0].text, "integrity=failed"), "%s",
+		  run.t[0].text);
 	cr_expect_eq(run.r.code, 1);
 }
 
@@ -361,7 +366,7 @@ Test(crashtest, a_sync_preloaded_after_the_shim_is_named_at_load)
 Test(crashtest, trials_behind_a_sync_eating_preload_are_unusable)
 {
 	char *wal = h_fmt("%s/wal", data_dir()), *acks = h_path("acks");
-	struct run run = crashtest(shim_then_eatmydata(), "-n", "2", "-p", "passthrough", "--cut", "random:50-100",
+	struct run run = crashtest(shim_then_eatmydata(), "-n", "2", "-p", "passthrough", "--cut", "random:400-600",
 				   "--scope", scope(), "--seed", "3", "--check",
 				   h_fmt("%s -f %s -a %s", ex("wal_check"), wal, acks), "--", ex("wal_append"), "-f", wal,
 				   "-a", acks, "-n", "100000000", "-k", NULL);
