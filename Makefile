@@ -33,8 +33,9 @@ BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev f
 BUILD_PKGS += python3
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/system/test_install.c, make deb, make demo-activemq), and
-# sqlite3 for the crash tests' real program (examples/sqlite, tests/system/test_crashtest.c).
-INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3
+# sqlite3 for the crash tests' real program (examples/sqlite, tests/system/test_crashtest.c), and
+# libeatmydata1, the sync-eating preload crashtest must catch behind the shim.
+INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmydata1
 # ... and for the live counters' readers (tests/system/test_live.c): promtool
 # checks synclat metrics, tmux drives synclat top.
 LIVE_PKGS := prometheus tmux
@@ -107,7 +108,7 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
-.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install uninstall deb deb-deps deb-check \
+.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench crash-campaign demo install uninstall deb deb-deps deb-check \
 	demo-activemq clean java fuzz fuzz-deps replay
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
@@ -324,6 +325,16 @@ oracle: deps
 	  $(if $(ORACLE_CLASS),--class $(ORACLE_CLASS)) $(if $(ORACLE_SEED),--seed $(ORACLE_SEED))
 oracle-test: $(ORACLE_RUNNER) $(B)/tests/lib/reclayer.so $(B)/libsyncshim.so $(B)/synclat
 	@$(ORACLE_ENV) python3 tests/oracle/oracle.py seeds $$(grep -v '^#' tests/oracle/seeds.txt)
+
+# Power-cut campaigns on real programs (issue 18; tools/scripts/crash_campaign.sh):
+# sqlite3 (WAL and rollback journal), git, PostgreSQL and RocksDB under
+# passthrough, defer (100 ms) and defer (auto), plain and adversarial
+# writeback, judged by each program's own checks (examples/PROGRAM/).
+# Opt-in, long (CAMPAIGN_TRIALS trials per row, default 20); CAMPAIGN_PROGRAMS
+# picks programs. Not part of `make test`.
+CAMPAIGN_PROGRAMS ?=
+crash-campaign: deps all
+	tools/scripts/crash_campaign.sh $(B) $(CAMPAIGN_PROGRAMS)
 
 # ---- installing ---------------------------------------------------------
 # The shim goes to a directory of its own, $(PREFIX)/lib/syncshim/: it is a

@@ -20,6 +20,7 @@
 #include "flusher.h"
 #include "live.h"
 #include "log.h"
+#include "nextsync.h"
 #include "reload.h"
 #include "shim.h"
 
@@ -232,6 +233,7 @@ __attribute__((constructor)) static void shim_init(void)
 	fdtable_init();
 	test_points_init();
 	crash_start();
+	nextsync_check();
 	const char *config = config_from_env();
 	char err[POLICY_ERR_MAX];
 	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0)

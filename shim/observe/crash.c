@@ -524,6 +524,16 @@ void crash_before_unlink(int dirfd, const char *path)
 	errno = e;
 }
 
+void crash_blind(const char *what)
+{
+	if (!crash_on())
+		return;
+	int e = errno;
+	struct undo_rec h = { .type = UNDO_LIMIT, .flags = UNDO_F_BLIND };
+	append(&h, what, (uint32_t)strlen(what), NULL, 0);
+	errno = e;
+}
+
 void crash_limit_path(int dirfd, const char *path, const char *what)
 {
 	char a[PATH_MAX];

@@ -67,6 +67,9 @@ void crash_before_open(int dirfd, const char *abspath, int flags, struct crash_o
 void crash_after_open(const struct crash_open *o, const char *abspath, int fd, int flags);
 void crash_before_rename(int fromdir, const char *from, int todir, const char *to);
 void crash_before_unlink(int dirfd, const char *path);
+/* Nothing of the run can be judged (the real syncs do not reach the
+ * kernel): a LIMIT record flagged UNDO_F_BLIND. */
+void crash_blind(const char *what);
 /* Something happened to fd's file that a rollback cannot undo. */
 void crash_limit_fd(int fd, const char *what);
 void crash_limit_path(int dirfd, const char *path, const char *what);

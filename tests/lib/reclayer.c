@@ -569,6 +569,11 @@ static int sync_fd_call(const char *op, int fd, int (*real)(int), long sysno)
 	return (int)ret;
 }
 
+/* Tells the shim above that these sync functions pass every call on to
+ * libc (but for RECLAYER_FAIL's injections): it must not take this layer
+ * for a sync-eating preload (shim/nextsync.c). */
+API const int syncshim_layer_passes_syncs = 1;
+
 API int fsync(int fd)
 {
 	return sync_fd_call("fsync", fd, REAL(fsync), SYS_fsync);

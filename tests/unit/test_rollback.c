@@ -586,3 +586,205 @@ Test(rollback, no_preimage_is_said)
 		  r.nproblems ? r.problems[0] : "");
 	rollback_free(&r);
 }
+
+/* 22,000 small files once took 10 minutes to roll back: every file
+ * scanned the whole log. The work must grow with the records alone:
+ * 2,000 files of one write each cost a few visits per record, not
+ * files x records (4,000,000). */
+Test(rollback, work_is_proportional_to_the_records_not_files_times_records)
+{
+	struct sim s;
+	sim_init(&s, store);
+	enum { FILES = 2000 };
+	for (int i = 0; i < FILES; i++) {
+		char f[640]; /* not in(): its buffers are bounded per test */
+		snprintf(f, sizeof(f), "%s/f%d", data, i);
+		put(f, "old");
+		sim_write(&s, f, 0, "new");
+	}
+	unsigned long long before = rollback_record_visits;
+	struct rb_result r = roll(&s, NAMES_EXT4_ORDERED);
+	unsigned long long visits = rollback_record_visits - before;
+	cr_expect_eq(r.nfiles, FILES);
+	cr_expect_eq(r.records, FILES);
+	cr_expect_str_eq(get(in(data, "f0")), "old");
+	cr_expect_str_eq(get(in(data, "f1999")), "old");
+	cr_expect_leq(visits, 8ull * FILES, "%llu record visits for %d records", visits, FILES);
+	rollback_free(&r);
+}
+
+/* ---- adversarial writeback ---- */
+
+static struct rb_result roll_wb(const struct sim *s, double survive, uint64_t seed)
+{
+	sim_save(s, s->n);
+	char err[512], path[640];
+	snprintf(path, sizeof(path), "%s/%s", store, UNDO_NAME);
+	struct undo_log log;
+	cr_assert_eq(undolog_open(path, &log, err, sizeof(err)), 0, "%s", err);
+	const char *dirs[] = { data };
+	struct rb_opts o = { .store = store, .dirs = dirs, .ndirs = 1, .survive = survive, .seed = seed };
+	struct rb_result r;
+	cr_assert_eq(rollback_run(&log, &o, &r, err, sizeof(err)), 0, "%s", err);
+	undolog_free(&log);
+	return r;
+}
+
+static char *cat2(const char *a, const char *b)
+{
+	char *r = malloc(strlen(a) + strlen(b) + 1);
+	cr_assert_not_null(r);
+	return strcat(strcpy(r, a), b);
+}
+
+static char *page_of(char c)
+{
+	static char p[4][4097];
+	static int k;
+	char *b = p[k++ % 4];
+	memset(b, c, 4096);
+	b[4096] = '\0';
+	return b;
+}
+
+/* Two files, three unsynced overwrites in this order: f's page 0, f's
+ * page 1, g's page 0. The files as the cut left them, again and again. */
+struct three {
+	struct sim s;
+	char *f, *g;
+};
+
+static void three_cut_state(struct three *t)
+{
+	char *f2 = cat2(page_of('A'), page_of('B')), *g1 = page_of('C');
+	put(t->f, f2);
+	put(t->g, g1);
+	free(f2);
+}
+
+static void three_init(struct three *t)
+{
+	t->f = in(data, "f");
+	t->g = in(data, "g");
+	char *f0 = cat2(page_of('a'), page_of('b'));
+	put(t->f, f0);
+	put(t->g, page_of('c'));
+	free(f0);
+	sim_init(&t->s, store);
+	sim_fsync(&t->s, t->f);
+	sim_write(&t->s, t->f, 0, page_of('A'));
+	sim_write(&t->s, t->f, 4096, page_of('B'));
+	sim_write(&t->s, t->g, 0, page_of('C'));
+}
+
+/* "aB": which of the three writes each page kept, as a short string. */
+static char *state(const struct three *t)
+{
+	static char out[8], f[8193];
+	FILE *fp = fopen(t->f, "r");
+	cr_assert_not_null(fp);
+	f[fread(f, 1, sizeof(f) - 1, fp)] = '\0';
+	fclose(fp);
+	char *g = get(t->g);
+	snprintf(out, sizeof(out), "%c%c%c", f[0], f[4096], g[0]);
+	cr_assert_eq(strlen(f), 8192, "f's size changed: %zu", strlen(f));
+	for (int i = 0; i < 8192; i++)
+		cr_assert_eq(f[i], f[i < 4096 ? 0 : 4096], "f byte %d: a page is not one write's", i);
+	return out;
+}
+
+Test(rollback, adversarial_writeback_shows_a_later_write_kept_and_an_earlier_one_lost)
+{
+	struct three t;
+	three_init(&t);
+	bool later_kept_earlier_lost = false, across_files = false, none = false, all = false;
+	for (uint64_t seed = 1; seed <= 64; seed++) {
+		three_cut_state(&t);
+		struct rb_result r = roll_wb(&t.s, 0.5, seed);
+		char *st = state(&t);
+		later_kept_earlier_lost |= st[0] == 'a' && st[1] == 'B';
+		across_files |= st[0] == 'a' && st[2] == 'C';
+		none |= strcmp(st, "abc") == 0;
+		all |= strcmp(st, "ABC") == 0;
+		cr_expect_eq(r.records, 3);
+		cr_expect_eq(r.kept_bytes, (uint64_t)(st[0] == 'A') * 4096 + (st[1] == 'B') * 4096 + (st[2] == 'C') * 4096,
+			     "seed %llu: %s, kept %llu", (unsigned long long)seed, st, (unsigned long long)r.kept_bytes);
+		rollback_free(&r);
+	}
+	cr_expect(later_kept_earlier_lost, "no seed of 64 kept f's page 1 and lost its page 0");
+	cr_expect(across_files, "no seed of 64 kept g's write and lost f's older one");
+	cr_expect(none && all, "the plain state and the cut's state are outcomes too");
+}
+
+Test(rollback, adversarial_writeback_is_the_same_for_the_same_seed)
+{
+	struct three t;
+	three_init(&t);
+	char first[8], seen[64][8];
+	int distinct = 0;
+	for (uint64_t seed = 100; seed < 116; seed++) {
+		three_cut_state(&t);
+		struct rb_result r = roll_wb(&t.s, 0.5, seed);
+		snprintf(first, sizeof(first), "%s", state(&t));
+		rollback_free(&r);
+		three_cut_state(&t);
+		r = roll_wb(&t.s, 0.5, seed);
+		cr_expect_str_eq(state(&t), first, "seed %llu: %s, then %s", (unsigned long long)seed, first, state(&t));
+		rollback_free(&r);
+		bool known = false;
+		for (int i = 0; i < distinct; i++)
+			known |= strcmp(seen[i], first) == 0;
+		if (!known)
+			snprintf(seen[distinct++], sizeof(seen[0]), "%s", first);
+	}
+	cr_expect_geq(distinct, 3, "16 seeds gave %d states", distinct);
+	/* plain: every unsynced write undone, whatever the seed */
+	three_cut_state(&t);
+	struct rb_result r = roll_wb(&t.s, 0, 7);
+	cr_expect_str_eq(state(&t), "abc");
+	cr_expect_eq(r.kept_bytes, 0);
+	rollback_free(&r);
+}
+
+/* A page keeps a prefix of its writes: never the newer without the older.
+ * Appends never survive: the size is metadata, rolled back as in plain. */
+Test(rollback, adversarial_writeback_keeps_a_prefix_per_page_and_no_append)
+{
+	char *f = in(data, "f");
+	struct sim s;
+	bool older_only = false;
+	put(f, "0123456789abcdef");
+	sim_init(&s, store);
+	sim_fsync(&s, f);
+	sim_write(&s, f, 0, "XX");     /* older */
+	sim_write(&s, f, 8, "YY");     /* newer, same page */
+	sim_write(&s, f, 16, "tail");  /* an append */
+	for (uint64_t seed = 1; seed <= 64; seed++) {
+		put(f, "XX234567YYabcdeftail");
+		struct rb_result r = roll_wb(&s, 0.5, seed);
+		char *c = get(f);
+		bool x = strncmp(c, "XX", 2) == 0, y = strncmp(c + 8, "YY", 2) == 0;
+		cr_expect(!y || x, "seed %llu: the newer write kept without the older: %s", (unsigned long long)seed, c);
+		cr_expect_eq(strlen(c), 16, "seed %llu: the append survived: %s", (unsigned long long)seed, c);
+		older_only |= x && !y;
+		rollback_free(&r);
+	}
+	cr_expect(older_only, "no seed stopped the page between its two writes");
+	/* P = 1: every overwrite kept */
+	put(f, "XX234567YYabcdeftail");
+	struct rb_result r = roll_wb(&s, 1, 1);
+	cr_expect_str_eq(get(f), "XX234567YYabcdef");
+	rollback_free(&r);
+}
+
+Test(rollback, writeback_modes_parse)
+{
+	double p;
+	cr_expect(writeback_parse("plain", &p) == 0 && p == 0);
+	cr_expect(writeback_parse("adversarial", &p) == 0 && p == 0.5);
+	cr_expect(writeback_parse("adversarial:0.9", &p) == 0 && p == 0.9);
+	cr_expect_eq(writeback_parse("adversarial:0", &p), -1);
+	cr_expect_eq(writeback_parse("adversarial:1.5", &p), -1);
+	cr_expect_eq(writeback_parse("adversarialx", &p), -1);
+	cr_expect_eq(writeback_parse("random", &p), -1);
+}

@@ -56,10 +56,33 @@ void rb_index_free(struct rb_index *ix);
 int rb_remove_unrecorded(const struct rb_index *ix, const struct undo_log *log, const struct rb_opts *o,
 			 struct rb_result *r);
 
+/* ---- adversarial writeback (rb_writeback.c) ---- */
+
+#define RB_PAGE 4096u
+
+struct rb_page_keep {
+	uint64_t page;
+	size_t k;       /* the page keeps record k's write, and every older record's */
+};
+
+struct rb_writeback {
+	uint64_t *floor;             /* per record: the least size since the durable point; bytes at or
+				      * past it never survive */
+	struct rb_page_keep *keep;   /* by page, one entry per page that kept a write */
+	size_t nkeep;
+};
+
+/* rec: one file's undone records in log order. With o->survive 0 nothing is kept. */
+int rb_writeback_plan(const struct undo_entry *const *rec, size_t n, const struct rb_opts *o,
+		      struct rb_writeback *w);
+/* Whether page still holds record k's write. */
+bool rb_writeback_kept(const struct rb_writeback *w, size_t k, uint64_t page);
+void rb_writeback_free(struct rb_writeback *w);
+
 /* ---- the two halves ---- */
 
 int rb_undo_data(const struct undo_log *log, const struct rb_syncs *s, const struct rb_index *ix,
-		 struct rb_result *r);
+		 const struct rb_opts *o, struct rb_result *r);
 int rb_undo_names(const struct undo_log *log, const struct rb_syncs *s, const struct rb_opts *o,
 		  struct rb_result *r);
 

@@ -30,6 +30,25 @@ const char *names_model_name(enum names_model m)
 	return (unsigned)m < NAMES_MODEL_COUNT ? model_names[m] : "?";
 }
 
+int writeback_parse(const char *spec, double *survive)
+{
+	if (strcmp(spec, "plain") == 0) {
+		*survive = 0;
+		return 0;
+	}
+	if (strncmp(spec, "adversarial", 11) != 0 || (spec[11] && spec[11] != ':'))
+		return -1;
+	*survive = 0.5;
+	if (!spec[11])
+		return 0;
+	char *end;
+	double p = strtod(spec + 12, &end);
+	if (end == spec + 12 || *end || !(p > 0 && p <= 1))
+		return -1;
+	*survive = p;
+	return 0;
+}
+
 int rb_note(char ***lines, size_t *n, const char *fmt, ...)
 {
 	char *s = NULL;
@@ -93,7 +112,7 @@ int rollback_run(const struct undo_log *log, const struct rb_opts *o, struct rb_
 		return -1;
 	}
 	int bad = rb_remove_unrecorded(&ix, log, o, r) < 0 || note_limits(log, &ix, r) < 0 ||
-		  rb_undo_data(log, &s, &ix, r) < 0 || rb_undo_names(log, &s, o, r) < 0;
+		  rb_undo_data(log, &s, &ix, o, r) < 0 || rb_undo_names(log, &s, o, r) < 0;
 	rb_index_free(&ix);
 	rb_syncs_free(&s);
 	if (bad) {

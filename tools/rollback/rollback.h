@@ -43,6 +43,13 @@ struct rb_opts {
 	size_t nglobs;
 	const struct rb_inode *before;
 	size_t nbefore;
+	/* Adversarial writeback (docs/CRASHTEST.md, "Writeback"): 0 rolls every
+	 * unsynced write back; P in (0, 1]: each page of the unsynced writes
+	 * keeps its newest write with probability P (else the one before, with
+	 * P, and so on), as the kernel's writeback may have left it, drawn from
+	 * seed alone. */
+	double survive;
+	uint64_t seed;
 };
 
 struct rb_file {
@@ -52,6 +59,8 @@ struct rb_file {
 	unsigned records;     /* WRITE and SIZE records undone */
 	uint64_t bytes;       /* bytes those records had written (or resized) */
 	uint64_t oldest_ns;   /* CLOCK_MONOTONIC of the oldest undone record */
+	uint64_t kept_bytes;  /* adversarial writeback: bytes of those records left as written */
+	unsigned kept_pages;  /* ... the pages that kept a write */
 };
 
 struct rb_result {
@@ -66,6 +75,8 @@ struct rb_result {
 	bool full;               /* the log holds FULL: later changes were not recorded */
 	unsigned records;        /* totals over files */
 	uint64_t bytes;
+	uint64_t kept_bytes;     /* adversarial writeback: unsynced bytes left as written */
+	unsigned kept_pages;
 	uint64_t oldest_ns;      /* the oldest undone record of all; 0 if none */
 };
 
@@ -75,8 +86,16 @@ struct rb_result {
  */
 int rollback_run(const struct undo_log *log, const struct rb_opts *o, struct rb_result *r, char *err,
 		 size_t errlen);
+/* "plain", or "adversarial:P" for --writeback; 0 and P, or -1 if not one. */
+int writeback_parse(const char *spec, double *survive);
+
 /* Whether the rollback is exact: no problems, no LIMIT, no FULL. */
 bool rollback_exact(const struct rb_result *r);
 void rollback_free(struct rb_result *r);
+
+/* Data records the rollback has looked at, over every rollback of the
+ * process: a test counts work with it (a rollback must stay proportional
+ * to its records, whatever the number of files). */
+extern unsigned long long rollback_record_visits;
 
 #endif

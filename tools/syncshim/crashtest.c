@@ -29,7 +29,8 @@ static void ct_usage(FILE *to)
 	char names[128];
 	fprintf(to,
 		"usage: syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB [--scope GLOB]...\n"
-		"           [--setup CMD] [--check CMD] [--keep DIR] [--names strict|ext4-ordered] [--seed N]\n"
+		"           [--setup CMD] [--check CMD] [--keep DIR] [--names strict|ext4-ordered]\n"
+		"           [--writeback plain|adversarial[:P]] [--seed N]\n"
 		"           [--timeout SECONDS] [--json] -- CMD [ARGS]\n"
 		"  Runs CMD TRIALS times (default 10) under the shim, cuts its power at CUT (a SIGKILL to its\n"
 		"  process group), rolls every file in scope back to what was durable, then runs --check.\n"
@@ -38,6 +39,9 @@ static void ct_usage(FILE *to)
 		"  GLOB: the files to track (absolute, or relative to here; shim.ini glob syntax)\n"
 		"  CMD (--setup, --check): a /bin/sh -c line; --setup makes the initial state (else the\n"
 		"       scope is copied before trial 1); a --check that exits non-zero fails the trial\n"
+		"  --writeback adversarial[:P]: each page of the unsynced writes keeps its newest write with\n"
+		"       probability P (default 0.5), as the kernel's writeback may have; plain (the default)\n"
+		"       undoes every unsynced write\n"
 		"  POLICY: one of %s\n",
 		sync_policy_names(names, sizeof(names)));
 }
@@ -107,14 +111,15 @@ static int add_glob(struct ct_opts *o, const char *g)
 	return 0;
 }
 
-enum { O_CUT = 256, O_SCOPE, O_SETUP, O_CHECK, O_KEEP, O_NAMES, O_SEED, O_JSON, O_TIMEOUT };
+enum { O_CUT = 256, O_SCOPE, O_SETUP, O_CHECK, O_KEEP, O_NAMES, O_SEED, O_JSON, O_TIMEOUT, O_WRITEBACK };
 
 static const struct option long_opts[] = {
 	{ "cut", required_argument, NULL, O_CUT },         { "scope", required_argument, NULL, O_SCOPE },
 	{ "setup", required_argument, NULL, O_SETUP },     { "check", required_argument, NULL, O_CHECK },
 	{ "keep", required_argument, NULL, O_KEEP },       { "names", required_argument, NULL, O_NAMES },
 	{ "seed", required_argument, NULL, O_SEED },       { "json", no_argument, NULL, O_JSON },
-	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "help", no_argument, NULL, 'h' },
+	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "writeback", required_argument, NULL, O_WRITEBACK },
+	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -133,6 +138,7 @@ static int take_opt(struct ct_opts *o, int c, const char *v)
 	case O_CHECK: o->check = v; return 0;
 	case O_KEEP: o->keep = v; return 0;
 	case O_NAMES: if ((m = names_model_parse(v)) < 0) goto bad; o->names = (enum names_model)m; return 0;
+	case O_WRITEBACK: if (writeback_parse(v, &o->survive) < 0) goto bad; o->writeback_text = v; return 0;
 	case O_SEED: if (parse_u64(v, UINT64_MAX, &o->seed) < 0) goto bad; return 0;
 	case O_JSON: o->json = true; return 0;
 	case O_TIMEOUT: if (parse_u64(v, 86400, &n) < 0 || !n) goto bad; o->timeout_s = (unsigned)n; return 0;
@@ -177,7 +183,7 @@ static int check_setup(const struct ct_opts *o)
 /* 0 to go on, 1 after -h, -1 on a usage error. */
 static int parse_args(int argc, char **argv, struct ct_opts *o)
 {
-	*o = (struct ct_opts){ .trials = 10, .cut_text = "random:50-500", .timeout_s = 60,
+	*o = (struct ct_opts){ .trials = 10, .cut_text = "random:50-500", .timeout_s = 60, .writeback_text = "plain",
 			       .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) };
 	parse_cut(o->cut_text, &o->cut);
 	optind = 1;

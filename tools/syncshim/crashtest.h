@@ -34,6 +34,8 @@ struct ct_opts {
 	size_t nglobs;
 	const char *setup, *check, *keep;
 	enum names_model names;
+	double survive;                       /* --writeback adversarial:P; 0: plain */
+	const char *writeback_text;           /* as given, for the report */
 	uint64_t seed;
 	bool json;
 	unsigned timeout_s;                   /* a run with no cut, a setup, a check */
@@ -103,6 +105,7 @@ enum ct_verdict { V_PASS, V_FAIL, V_UNUSABLE };
 struct ct_trial {
 	unsigned n;
 	uint64_t planned_ms;         /* the drawn cut moment (random, after-ms) */
+	uint64_t writeback_seed;     /* adversarial writeback's draws, from --seed and n */
 	struct ct_run run;
 	struct rb_result rb;
 	bool rolled;                 /* rb is valid */
@@ -118,7 +121,7 @@ struct ct_trial {
 
 struct ct_totals {
 	unsigned trials, passed, failed, unusable, cut, completed, inexact;
-	uint64_t records, bytes;
+	uint64_t records, bytes, kept_bytes;
 	double max_window_ms;
 };
 

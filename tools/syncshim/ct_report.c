@@ -114,6 +114,9 @@ static void trial_to(FILE *to, const struct ct_opts *o, const struct ct_trial *t
 			t->rb.nfiles == 1 ? "" : "s", ct_window_ms(t, t->rb.oldest_ns));
 	else if (t->rolled)
 		fprintf(to, "; nothing to roll back");
+	if (t->rolled && t->rb.kept_bytes)
+		fprintf(to, "; writeback kept %s of it in %u page%s", human(t->rb.kept_bytes, b, sizeof(b)),
+			t->rb.kept_pages, t->rb.kept_pages == 1 ? "" : "s");
 	if (t->verdict == V_UNUSABLE)
 		fprintf(to, "; UNUSABLE: %s\n", t->why);
 	else if (t->verdict == V_FAIL)
@@ -158,6 +161,7 @@ void ct_totals_add(struct ct_totals *tot, const struct ct_trial *t)
 	tot->inexact += !rollback_exact(&t->rb);
 	tot->records += t->rb.records;
 	tot->bytes += t->rb.bytes;
+	tot->kept_bytes += t->rb.kept_bytes;
 	double w = ct_window_ms(t, t->rb.oldest_ns);
 	if (w > tot->max_window_ms)
 		tot->max_window_ms = w;
@@ -166,9 +170,10 @@ void ct_totals_add(struct ct_totals *tot, const struct ct_trial *t)
 void ct_report_total(const struct ct_opts *o, const struct ct_totals *tot, const char *keep_note)
 {
 	char b[64];
-	printf("\n%u trial%s of %s under %s, cut %s, names %s: %u passed, %u failed, %u unusable\n", tot->trials,
-	       tot->trials == 1 ? "" : "s", o->cmd[0], o->config ? o->config : o->policy ? o->policy : "passthrough",
-	       o->cut_text, names_model_name(o->names), tot->passed, tot->failed, tot->unusable);
+	printf("\n%u trial%s of %s under %s, cut %s, names %s, writeback %s: %u passed, %u failed, %u unusable\n",
+	       tot->trials, tot->trials == 1 ? "" : "s", o->cmd[0],
+	       o->config ? o->config : o->policy ? o->policy : "passthrough", o->cut_text, names_model_name(o->names),
+	       o->writeback_text, tot->passed, tot->failed, tot->unusable);
 	printf("cut %u, ran to completion %u; rolled back %llu records, %s; largest window lost %.1f ms\n",
 	       tot->cut, tot->completed, (unsigned long long)tot->records, human(tot->bytes, b, sizeof(b)),
 	       tot->max_window_ms);
@@ -228,6 +233,8 @@ void ct_json_begin(const struct ct_opts *o)
 	jstr(o->cut_text);
 	printf(",\"names\":");
 	jstr(names_model_name(o->names));
+	printf(",\"writeback\":");
+	jstr(o->writeback_text);
 	printf(",\"command\":[");
 	for (char **a = o->cmd; *a; a++) {
 		if (a != o->cmd)
@@ -263,8 +270,9 @@ void ct_json_trial(const struct ct_trial *t, bool first)
 	jnum_or_null("cut_ms", t->run.cut ? ms : -1);
 	printf(",\"exit_status\":%d,\"planned_ms\":%llu", t->run.status, (unsigned long long)t->planned_ms);
 	printf(",\"log_records\":%zu,\"log_bytes\":%llu", t->log_records, (unsigned long long)t->log_bytes);
-	printf(",\"records\":%u,\"bytes\":%llu", t->rolled ? t->rb.records : 0,
-	       (unsigned long long)(t->rolled ? t->rb.bytes : 0));
+	printf(",\"records\":%u,\"bytes\":%llu,\"kept_bytes\":%llu,\"writeback_seed\":%llu", t->rolled ? t->rb.records : 0,
+	       (unsigned long long)(t->rolled ? t->rb.bytes : 0), (unsigned long long)(t->rolled ? t->rb.kept_bytes : 0),
+	       (unsigned long long)t->writeback_seed);
 	jnum_or_null("window_ms", t->rolled ? ct_window_ms(t, t->rb.oldest_ns) : -1);
 	printf(",\"exact\":%s,\"full\":%s", t->rolled && rollback_exact(&t->rb) ? "true" : "false",
 	       t->rolled && t->rb.full ? "true" : "false");
@@ -286,8 +294,9 @@ void ct_json_trial(const struct ct_trial *t, bool first)
 void ct_json_end(const struct ct_totals *tot)
 {
 	printf("],\"total\":{\"trials\":%u,\"passed\":%u,\"failed\":%u,\"unusable\":%u,\"cut\":%u,\"completed\":%u,"
-	       "\"inexact\":%u,\"records\":%llu,\"bytes\":%llu,\"max_window_ms\":%.3f}}\n",
+	       "\"inexact\":%u,\"records\":%llu,\"bytes\":%llu,\"kept_bytes\":%llu,\"max_window_ms\":%.3f}}\n",
 	       tot->trials, tot->passed, tot->failed, tot->unusable, tot->cut, tot->completed, tot->inexact,
-	       (unsigned long long)tot->records, (unsigned long long)tot->bytes, tot->max_window_ms);
+	       (unsigned long long)tot->records, (unsigned long long)tot->bytes, (unsigned long long)tot->kept_bytes,
+	       tot->max_window_ms);
 	fflush(stdout);
 }

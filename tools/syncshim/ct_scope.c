@@ -176,7 +176,9 @@ bool ct_inventory_changed(const struct ct_file *a, size_t na, const struct ct_fi
 	if (na != nb)
 		return true;
 	for (size_t i = 0; i < na; i++) {
-		size_t k = 0;
+		/* two walks of an unchanged tree list it in the same order: look
+		 * there first, so 20,000 files are not 20,000^2 comparisons */
+		size_t k = strcmp(a[i].path, b[i].path) == 0 ? i : 0;
 		while (k < nb && strcmp(a[i].path, b[k].path) != 0)
 			k++;
 		if (k == nb || a[i].ino != b[k].ino || a[i].size != b[k].size || a[i].mtime_ns != b[k].mtime_ns)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crashtest.h"
@@ -100,6 +101,14 @@ static void roll(const struct ct_opts *o, const struct ct_scope *sc, struct ct_t
 	}
 	t->log_records = log.n;
 	t->log_bytes = log.len;
+	for (size_t i = 0; i < log.n; i++) {
+		const struct undo_entry *e = &log.e[i];
+		if (e->h.type == UNDO_LIMIT && (e->h.flags & UNDO_F_BLIND)) {
+			unusable(t, "%.*s (pid %u)", (int)e->h.plen, (const char *)e->payload, e->h.pid);
+			undolog_free(&log);
+			return;
+		}
+	}
 	if (log.n == 0 && changed) {
 		undolog_free(&log);
 		unusable(t, "files in scope changed but the shim recorded nothing (is %s reached by LD_PRELOAD? "
@@ -108,7 +117,8 @@ static void roll(const struct ct_opts *o, const struct ct_scope *sc, struct ct_t
 	}
 	struct rb_opts ro = { .store = store, .dirs = (const char *const *)sc->dirs, .ndirs = sc->ndirs,
 			      .names = o->names, .globs = (const char *const *)o->globs, .nglobs = o->nglobs,
-			      .before = before, .nbefore = nbefore };
+			      .before = before, .nbefore = nbefore, .survive = o->survive,
+			      .seed = t->writeback_seed };
 	if (rollback_run(&log, &ro, &t->rb, err, sizeof(err)) < 0)
 		unusable(t, "%s", err);
 	else
@@ -142,6 +152,13 @@ static void run_check(const struct ct_opts *o, struct ct_trial *t, const char *s
 	set_env_u64("SYNCSHIM_CRASHTEST_TRIAL", t->n);
 	set_env_u64("SYNCSHIM_CRASHTEST_CUT", t->run.cut);
 	set_env_u64("SYNCSHIM_CRASHTEST_CUT_NS", t->run.end_ns);
+	/* the same moment on the wall clock, for checks written in a shell
+	 * (bash's $EPOCHREALTIME stamps their acknowledgements) */
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	double cut_real = (double)rt.tv_sec + (double)rt.tv_nsec / 1e9 - (double)(ct_now_ns() - t->run.end_ns) / 1e9;
+	snprintf(w, sizeof(w), "%.6f", cut_real);
+	setenv("SYNCSHIM_CRASHTEST_CUT_REALTIME", w, 1);
 	double win = ct_window_ms(t, t->rb.oldest_ns);
 	snprintf(w, sizeof(w), "%.3f", win < 0 ? 0 : win);
 	setenv("SYNCSHIM_CRASHTEST_WINDOW_MS", w, 1);
@@ -195,6 +212,9 @@ static int one_trial(const struct ct_opts *o, const struct ct_scope *sc, uint64_
 	    new_store(sc, t->n, store, sizeof(store)) < 0)
 		return -1;
 	t->planned_ms = plan_cut(o, rng);
+	/* not drawn from rng: the cut moments of a seed stay what they were */
+	uint64_t ws = o->seed ^ ((uint64_t)t->n << 32);
+	t->writeback_seed = next_rand(&ws);
 	struct rb_inode *inodes = inodes_of(before, nb);
 	int r = -1;
 	if (inodes && ct_run_trial(o, store, t->planned_ms, &t->run) == 0 && ct_inventory(sc, &after, &na) == 0) {

@@ -40,6 +40,8 @@ enum undo_type {
 /* Record flags. */
 #define UNDO_F_OSYNC 1        /* WRITE: on an O_SYNC/O_DSYNC descriptor: durable once done */
 #define UNDO_F_NO_PREIMAGE 2  /* WRITE, SIZE: the bytes it replaced could not be kept */
+#define UNDO_F_BLIND 4        /* LIMIT: no trial of this run can be judged (the real syncs did
+			       * not reach the kernel: another library's sync after the shim's) */
 
 /*
  * Every record: this 72-byte head, then `plen` payload bytes (for WRITE

@@ -113,7 +113,7 @@ static int check_head(const struct undo_rec *h, uint64_t at, char *err, size_t e
 		return fail(err, errlen, at + AT_TYPE, "record at byte %llu has unknown type %u",
 			    (unsigned long long)at, h->type);
 	unsigned allowed = h->type == UNDO_WRITE ? UNDO_F_OSYNC | UNDO_F_NO_PREIMAGE
-			   : h->type == UNDO_SIZE ? UNDO_F_NO_PREIMAGE : 0;
+			   : h->type == UNDO_SIZE ? UNDO_F_NO_PREIMAGE : h->type == UNDO_LIMIT ? UNDO_F_BLIND : 0;
 	if (h->flags & ~allowed)
 		return fail(err, errlen, at + AT_FLAGS, "%s record at byte %llu: flags 0x%x, at most 0x%x",
 			    undo_type_name(h->type), (unsigned long long)at, h->flags, allowed);
