@@ -23,6 +23,7 @@
 #define SYNCSHIM_CALLS_H
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -117,7 +118,11 @@
 	X(pid_t, vfork, (void), fb_vfork)                                                                        \
 	X(void, exit, (int), fb_exit)                                                                            \
 	X(void, _exit, (int), fb_exit)                                                                           \
-	X(void, _Exit, (int), fb_exit)
+	X(void, _Exit, (int), fb_exit)                                                                           \
+	X(void, quick_exit, (int), fb_exit)                                                                      \
+	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *), fb_enosys_int)  \
+	X(int, __libc_start_main, (int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),  \
+				   void (*)(void), void *), fb_enosys_int)
 
 enum libc_id {
 #define LIBC_ID(ret, name, params, fb) LIBC_ID_##name,
