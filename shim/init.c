@@ -134,8 +134,12 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, stack);
 	pthread_t t;
-	/* libc's own: the shim's threads are not the app's (lifecycle.c counts those) */
-	int r = LIBC(pthread_create)(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	/* Through the global pthread_create (a sanitizer's interceptor may be
+	 * first) with shim_busy raised: lifecycle.c's wrapper then passes it
+	 * straight to libc, uncounted (the shim's threads are not the app's). */
+	shim_enter();
+	int r = pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	shim_leave();
 	if (r == 0)
 		pthread_setname_np(t, name);
 	pthread_attr_destroy(&at);

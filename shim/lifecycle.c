@@ -115,13 +115,23 @@ static void quick_exit_barrier(void)
 #define THREAD_END_APP 1u  /* an app thread: counted in app_threads */
 #define THREAD_END_LAST 4u /* the last app thread: exit once the other keys' destructors ran */
 
+struct app_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
 static pthread_key_t end_key;
 static bool end_key_ok;
 static _Atomic long app_threads = 1; /* main */
+static __thread struct app_start *my_start; /* freed at the thread's end */
 
 static void thread_end(void *v)
 {
 	uintptr_t bits = (uintptr_t)v;
+	if (my_start) {
+		shim_free(my_start);
+		my_start = NULL;
+	}
 	if (bits & THREAD_END_LAST) {
 		exit(0); /* glibc's own answer when its last thread ends */
 	}
@@ -144,17 +154,16 @@ void thread_end_watch(unsigned bit)
 		pthread_setspecific(end_key, (void *)(bits | bit));
 }
 
-struct app_start {
-	void *(*fn)(void *);
-	void *arg;
-};
-
-static void *app_thread_start(void *p)
+/* The new thread's first code: nothing here may need a sanitizer's
+ * per-thread state, which a ThreadSanitizer build's fn (its interceptor's
+ * start routine) only sets up: plain loads, a TLS store, libc's
+ * pthread_setspecific. The block is freed at the thread's end. */
+__attribute__((no_sanitize("address", "thread"))) static void *app_thread_start(void *p)
 {
-	struct app_start s = *(struct app_start *)p;
-	shim_free(p);
-	thread_end_watch(THREAD_END_APP);
-	return s.fn(s.arg);
+	struct app_start *s = p;
+	my_start = s;
+	pthread_setspecific(end_key, (void *)(uintptr_t)THREAD_END_APP);
+	return s->fn(s->arg);
 }
 
 SHIM_API int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
