@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -24,20 +28,99 @@
 #include "reload.h"
 #include "shim.h"
 
+/* ---- the shim's messages --------------------------------------------------- */
+
+/*
+ * Where a message goes. The user chose the process's stderr by what fd 2
+ * was when it started; the app may later close it and get the number
+ * again for a data file (a daemon started with 0-2 closed, or that
+ * dup2s its own files onto them). A message written to fd 2 then would go
+ * into the app's data. So fd 2's identity is taken at load, and each
+ * message (a rare path: one fstat) goes to fd 2 only while fd 2 is still
+ * that file; otherwise, or when fd 2 was closed at load, to syslog
+ * (/dev/log, one datagram, user.warning, "syncshim[PID]: ..."), and
+ * nowhere if there is none.
+ */
+static struct {
+	bool open;
+	dev_t dev;
+	ino_t ino;
+	mode_t type;
+} stderr_at_load;
+
+static void stderr_remember(void)
+{
+	struct stat st;
+	if (fstat(2, &st) == 0)
+		stderr_at_load = (typeof(stderr_at_load)){ true, st.st_dev, st.st_ino, st.st_mode & S_IFMT };
+}
+
+static bool stderr_is_still_ours(void)
+{
+	struct stat st;
+	return stderr_at_load.open && fstat(2, &st) == 0 && st.st_dev == stderr_at_load.dev &&
+	       st.st_ino == stderr_at_load.ino && (st.st_mode & S_IFMT) == stderr_at_load.type;
+}
+
+/* One datagram to the local syslog; its descriptor lives for the call
+ * (libc's openlog/syslog keep state of their own the app may be using). */
+static void say_to_syslog(const char *text, size_t n)
+{
+	int s = LIBC(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return;
+	char msg[POLICY_ERR_MAX + 192];
+	int m = snprintf(msg, sizeof(msg), "<%d>syncshim[%d]: %.*s", LOG_USER | LOG_WARNING, (int)getpid(), (int)n,
+			 text);
+	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
+	if (m > 0)
+		sendto(s, msg, (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+		       (struct sockaddr *)&a, sizeof(a));
+	LIBC(close)(s);
+}
+
+/* Control characters (a newline in an environment value or a path could
+ * forge a line of its own) are shown escaped: \n, \t, \xHH. */
+static size_t escape_controls(const char *in, size_t n, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 5 < cap; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if (c >= 0x20 && c != 0x7f) {
+			out[o++] = (char)c;
+		} else if (c == '\n' || c == '\t') {
+			out[o++] = '\\';
+			out[o++] = c == '\n' ? 'n' : 't';
+		} else {
+			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+		}
+	}
+	return o;
+}
+
 void shim_say(const char *fmt, ...)
 {
-	char line[POLICY_ERR_MAX + 128];
-	int n = snprintf(line, sizeof(line), "syncshim: ");
+	int e = errno;
+	char text[POLICY_ERR_MAX + 128], line[sizeof(text) + 16];
 	va_list ap;
 	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	int n = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	int e = errno;
-	ssize_t w = LIBC(write)(2, line, (size_t)n);
-	(void)w;
+	if (n < 0)
+		n = 0;
+	if (n >= (int)sizeof(text))
+		n = (int)sizeof(text) - 1;
+	char shown[sizeof(text)];
+	size_t len = escape_controls(text, (size_t)n, shown, sizeof(shown));
+	if (stderr_is_still_ours()) {
+		int m = snprintf(line, sizeof(line), "syncshim: %.*s\n", (int)len, shown);
+		if (m > (int)sizeof(line) - 1)
+			m = (int)sizeof(line) - 1;
+		ssize_t w = LIBC(write)(2, line, (size_t)m);
+		(void)w;
+	} else {
+		say_to_syslog(shown, len);
+	}
 	errno = e;
 }
 
@@ -52,7 +135,12 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, stack);
 	pthread_t t;
+	/* Through the global pthread_create (a sanitizer's interceptor may be
+	 * first) with shim_busy raised: lifecycle.c's wrapper then passes it
+	 * straight to libc, uncounted (the shim's threads are not the app's). */
+	shim_enter();
 	int r = pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	shim_leave();
 	if (r == 0)
 		pthread_setname_np(t, name);
 	pthread_attr_destroy(&at);
@@ -199,6 +287,7 @@ static void atfork_child(void)
 	log_atfork_child();
 	live_atfork_child();
 	crash_atfork_child();
+	lifecycle_atfork_child();
 }
 
 /* ---- load and exit ---------------------------------------------------------- */
@@ -228,6 +317,7 @@ __attribute__((constructor)) static void shim_init(void)
 {
 	shim_enter();
 	shim.pid = getpid();
+	stderr_remember();
 	libc_resolve_all();
 	shim_real_vfork = (void *)LIBC(vfork);
 	fdtable_init();
@@ -242,41 +332,35 @@ __attribute__((constructor)) static void shim_init(void)
 	shim_boot_policy = &boot_policy;
 	atomic_store_explicit(&shim.policy, &boot_policy, memory_order_release);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	lifecycle_init();
 	log_start(&boot_policy);
 	live_start(&boot_policy);
 	atomic_store_explicit(&shim.ready, 1, memory_order_release);
 	shim_leave();
 }
 
-/* The status the process asked exit() for; a return from main reaches
- * exit inside libc, unseen, and counts as 0. */
-static int exit_status;
-
+/* The status the process asked exit() for (a return from main is caught
+ * by lifecycle.c's wrapper of main). */
 SHIM_API void exit(int status)
 {
-	exit_status = status;
+	shim_exit_status = status;
+	atomic_store(&shim_exit_begun, 1);
 	LIBC(exit)(status);
 	__builtin_unreachable();
 }
 
 /* After atexit handlers (their syncs are covered too), before the stdio
  * flush. With unreported_errors = exit and a sync error nobody reported,
- * the process leaves here with 74, its stdio flushed first. */
+ * a process that would have exited 0 leaves here with 74, its stdio
+ * flushed first. */
 __attribute__((destructor)) static void shim_fini(void)
 {
-	if (shim_bypass())
+	if (!atomic_load(&shim.ready) || shim_vfork_child())
 		return;
-	atomic_store(&shim.exiting, 1);
-	flusher_flush_all();
-	bool lost = syncerr_tell_all_unreported();
-	log_stop(exit_status);
-	live_stop();
-	unsigned ticket;
-	bool strict = policy_enter(&ticket)->unreported_errors == UNREPORTED_EXIT;
-	policy_leave(ticket);
-	if (lost && strict && exit_status == 0) {
+	int status = shim_exit_sequence(shim_exit_status);
+	if (status != shim_exit_status) {
 		fflush(NULL);
-		LIBC(_exit)(74);
+		LIBC(_exit)(status);
 	}
 }
 

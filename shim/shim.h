@@ -237,6 +237,24 @@ static inline void shim_leave(void)
 	shim_busy--;
 }
 
+/* Around a section that holds one of the shim's locks across a call that
+ * is a cancellation point (open, write, close...): a thread the app
+ * cancels there would leave the lock held for good. The section runs
+ * with cancellation disabled; a pending cancel acts at the app's next
+ * cancellation point. (pthread_setcancelstate is a few atomics: no system
+ * call.) */
+static inline int shim_nocancel_begin(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static inline void shim_nocancel_end(int old)
+{
+	pthread_setcancelstate(old, NULL);
+}
+
 /* ---- knobs.c ------------------------------------------------------------- */
 void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index);
 void knobs_of(const struct shim_file *f, struct knobs *out);
@@ -419,6 +437,28 @@ void alloc_atfork_lock_init(void); /* fork's first lock: no half-initialised all
 void alloc_atfork_prepare(void);      /* fork's last locks: the allocator's own */
 void alloc_atfork_parent(void);
 void alloc_atfork_child(void);
+
+/* ---- lifecycle.c: every way a process ends ---------------------------------- */
+/* The exit barrier (pending syncs made, errors nobody reported said, the
+ * log and live counters closed) for a process leaving with status; returns
+ * the status to leave with (74 under unreported_errors = exit, where the
+ * status was 0 and an error reached nobody). Safe from a signal handler
+ * inside a shim section: it then makes the syncs without the shim's locks
+ * (lastgasp.c). */
+int shim_exit_sequence(int status);
+extern int shim_exit_status;      /* what exit() or main's return asked for */
+extern _Atomic int shim_exit_begun; /* some thread is leaving: no thread may start another exit */
+void lifecycle_init(void);        /* constructor: the thread-end key, at_quick_exit */
+void lifecycle_atfork_child(void);
+/* This thread's end must run fn's part (log.c's slot): bit in the key. */
+#define THREAD_END_LOG 2u
+void thread_end_watch(unsigned bit);
+void log_thread_ended(void);      /* log.c: give the thread's slot back */
+
+/* ---- lastgasp.c ----------------------------------------------------------- */
+/* The exit barrier without a lock: every descriptor of a file that owes a
+ * sync is synced, every error nobody reported is said. True if one was. */
+bool lastgasp_barrier(void);
 
 /* ---- init.c -------------------------------------------------------------- */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -23,6 +23,7 @@
 #define SYNCSHIM_CALLS_H
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -118,6 +119,10 @@
 	X(void, exit, (int), fb_exit)                                                                            \
 	X(void, _exit, (int), fb_exit)                                                                           \
 	X(void, _Exit, (int), fb_exit)                                                                           \
+	X(void, quick_exit, (int), fb_exit)                                                                      \
+	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *), fb_enosys_int)  \
+	X(int, __libc_start_main, (int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),  \
+				   void (*)(void), void *), fb_enosys_int)  \
 	X(long, syscall, (long, ...), fb_syscall)
 
 /*

@@ -75,27 +75,20 @@ static void before_exec(void)
 {
 	if (shim_bypass())
 		return;
+	int cancel = shim_nocancel_begin(); /* no unwinding out of the barrier */
 	flusher_flush_all();
 	syncerr_tell_all_unreported();
 	log_stop(-1);
 	live_stop();
+	shim_nocancel_end(cancel);
 }
 
 /* Exit status after the final drain: 74 (EX_IOERR) instead of 0 when a
- * sync error was never reported and the config asks for that. */
+ * sync error was never reported and the config asks for that. From a
+ * signal handler inside the shim's own work too (lifecycle.c). */
 static int before_exit(int status)
 {
-	if (shim_bypass())
-		return status;
-	atomic_store(&shim.exiting, 1);
-	flusher_flush_all();
-	bool lost = syncerr_tell_all_unreported();
-	log_stop(status);
-	live_stop();
-	unsigned ticket;
-	bool strict = policy_enter(&ticket)->unreported_errors == UNREPORTED_EXIT;
-	policy_leave(ticket);
-	return lost && strict && status == 0 ? 74 : status;
+	return shim_exit_sequence(status);
 }
 
 SHIM_API void _exit(int status)

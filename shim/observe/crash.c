@@ -314,6 +314,9 @@ void crash_write_begin(struct shim_file *f, int fd, off_t off, const struct iove
 		errno = e;
 		return;
 	}
+	/* The lock is held across the record's append and the app's write,
+	 * both cancellation points: a cancel there would leave it held. */
+	w->cancel = shim_nocancel_begin();
 	pthread_mutex_lock(&f->crash.mu);
 	atomic_store(&f->crash.owner, tid());
 	w->locked = true;
@@ -334,6 +337,7 @@ void crash_write_end(struct crash_write *w)
 		return;
 	atomic_store(&w->f->crash.owner, 0);
 	pthread_mutex_unlock(&w->f->crash.mu);
+	shim_nocancel_end(w->cancel);
 }
 
 /* ---- durable marks --------------------------------------------------------------- */

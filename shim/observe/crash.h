@@ -38,6 +38,7 @@ void crash_atfork_child(void);
 struct crash_write {
 	struct shim_file *f;
 	bool locked;
+	int cancel; /* the cancel state to restore: the write runs with it disabled while locked */
 };
 void crash_write_begin(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt,
 		       bool synced, struct crash_write *w);

@@ -492,6 +492,7 @@ void live_maybe_start(void)
 	if (likely(atomic_load_explicit(&V.running, memory_order_relaxed)) || !V.configured)
 		return;
 	shim_enter();
+	int cancel = shim_nocancel_begin(); /* V.mu is held across open, write, close */
 	pthread_mutex_lock(&V.mu);
 	if (!V.thread_started && !atomic_load(&V.stop)) {
 		V.thread_started = true;
@@ -500,6 +501,7 @@ void live_maybe_start(void)
 	}
 	atomic_store(&V.running, 1);
 	pthread_mutex_unlock(&V.mu);
+	shim_nocancel_end(cancel);
 	shim_leave();
 }
 
@@ -510,6 +512,7 @@ void live_stop(void)
 	if (!V.configured)
 		return;
 	shim_enter();
+	int cancel = shim_nocancel_begin(); /* V.mu is held across open, write, close */
 	atomic_store(&V.stop, 1);
 	pthread_mutex_lock(&V.mu);
 	if (V.made) {
@@ -517,6 +520,7 @@ void live_stop(void)
 		drop_file();
 	}
 	pthread_mutex_unlock(&V.mu);
+	shim_nocancel_end(cancel);
 	shim_leave();
 }
 

@@ -90,7 +90,8 @@ struct thread_second {
 /* What one thread counts on its own. Page-aligned so a dead thread's
  * counters can be handed back to the kernel in one madvise. */
 struct thread_log {
-	_Atomic uint32_t owner;             /* tid, 0 when free */
+	_Atomic uint32_t owner;             /* tid, 0 when free, SLOT_RETIRING while the logger zeroes it */
+	_Atomic uint32_t used;              /* ever claimed since last zeroed: the logger sums it */
 	_Atomic uint32_t nhists;            /* published with release */
 	struct { uint16_t op, rule; } key[THREAD_HISTS];
 	struct thread_second sec[2];        /* by second parity */
@@ -222,16 +223,39 @@ static uint64_t ns_to_stamp(uint64_t mono_ns)
 
 /* ---- the app side: no locks, no allocation, no system calls ------------- */
 
+#define SLOT_RETIRING UINT32_MAX
+
+/* A slot is the thread's until it ends: its end (lifecycle.c's key)
+ * hands the slot back at once, counts and ring as they are, and the next
+ * thread to claim it goes on counting into them and producing into the
+ * ring (one producer at a time: the handing back is a release store, the
+ * claim an acquiring CAS). The logger sums every slot ever used, so
+ * nothing the ended thread counted or recorded is lost. */
 static struct thread_log *claim_thread(void)
 {
 	if (!my_tid)
 		my_tid = (uint32_t)syscall(SYS_gettid); /* once per thread */
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		uint32_t free_owner = 0;
-		if (atomic_compare_exchange_strong(&L.threads[i].owner, &free_owner, my_tid))
+		if (atomic_compare_exchange_strong_explicit(&L.threads[i].owner, &free_owner, my_tid,
+							    memory_order_acquire, memory_order_relaxed)) {
+			if (!atomic_load_explicit(&L.threads[i].used, memory_order_relaxed))
+				atomic_store_explicit(&L.threads[i].used, 1, memory_order_release);
+			thread_end_watch(THREAD_END_LOG);
 			return my_log = &L.threads[i];
+		}
 	}
 	return NULL;
+}
+
+void log_thread_ended(void)
+{
+	struct thread_log *t = my_log;
+	if (!t)
+		return;
+	my_log = NULL;
+	my_second_end = 0;
+	atomic_store_explicit(&t->owner, 0, memory_order_release);
 }
 
 static struct hist *shared_hist(unsigned op, unsigned rule)
@@ -567,11 +591,15 @@ static bool thread_gone(uint32_t tid)
 
 /* A thread that has exited hands its counts to the shared counters and its
  * slot (and ring, once drained) back to the pool. */
-static void retire_thread(unsigned i)
+static void retire_thread(unsigned i, uint32_t owner)
 {
 	struct thread_log *t = &L.threads[i];
 	struct ring *g = &L.rings[i];
 	if (L.mode == LOG_CALLS && atomic_load(&g->head) != atomic_load(&g->tail))
+		return;
+	/* Nobody may claim it while it is zeroed (a slot handed back by its
+	 * thread's end is claimed again without the logger). */
+	if (!atomic_compare_exchange_strong(&t->owner, &owner, SLOT_RETIRING))
 		return;
 	uint32_t n = atomic_load(&t->nhists);
 	for (uint32_t k = 0; k < n; k++)
@@ -595,8 +623,8 @@ static void retire_dead_threads(void)
 {
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		uint32_t owner = atomic_load(&L.threads[i].owner);
-		if (owner && thread_gone(owner))
-			retire_thread(i);
+		if (owner && owner != SLOT_RETIRING && thread_gone(owner))
+			retire_thread(i, owner);
 	}
 }
 
@@ -606,7 +634,7 @@ static void write_interval(uint64_t second)
 	memset(sum, 0, sizeof(sum));
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		struct thread_log *t = &L.threads[i];
-		if (!atomic_load(&t->owner))
+		if (!atomic_load_explicit(&t->used, memory_order_acquire))
 			continue;
 		for (int p = 0; p < 2; p++)
 			if (atomic_load_explicit(&t->sec[p].tag, memory_order_acquire) == second + 1)
@@ -628,7 +656,7 @@ static void mark_used(uint8_t *used)
 		used[i] = hist_count(&L.shared[i]) > 0;
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		struct thread_log *t = &L.threads[i];
-		if (!atomic_load(&t->owner))
+		if (!atomic_load_explicit(&t->used, memory_order_acquire))
 			continue;
 		uint32_t n = atomic_load_explicit(&t->nhists, memory_order_acquire);
 		for (uint32_t k = 0; k < n; k++)
@@ -643,7 +671,7 @@ static void sum_hist(unsigned op, unsigned rule)
 	hist_merge(L.scratch, shared_hist(op, rule));
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		struct thread_log *t = &L.threads[i];
-		if (!atomic_load(&t->owner))
+		if (!atomic_load_explicit(&t->used, memory_order_acquire))
 			continue;
 		uint32_t n = atomic_load_explicit(&t->nhists, memory_order_acquire);
 		for (uint32_t k = 0; k < n; k++)
@@ -814,7 +842,7 @@ static uint64_t drain_rings(void)
 {
 	uint64_t fullest = 0;
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
-		if (!atomic_load(&L.threads[i].owner))
+		if (!atomic_load_explicit(&L.threads[i].used, memory_order_acquire))
 			continue;
 		struct ring *g = &L.rings[i];
 		uint64_t t = atomic_load_explicit(&g->tail, memory_order_relaxed);
@@ -1027,11 +1055,13 @@ void log_fd_lost(int fd)
 void log_vacate(int fd)
 {
 	shim_enter();
+	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
 	pthread_mutex_lock(&L.mu);
 	if (L.fd == fd)
 		L.fd = shimfd_dup(fd, OWN_LOG, NULL); /* -1: reopened at the next tick */
 	shimfd_forget(fd);
 	pthread_mutex_unlock(&L.mu);
+	shim_nocancel_end(cancel);
 	shim_leave();
 }
 
@@ -1040,12 +1070,14 @@ bool log_release_fd(void)
 	if (!L.open)
 		return false;
 	shim_enter();
+	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
 	pthread_mutex_lock(&L.mu);
 	bool had = L.fd >= 0;
 	if (had)
 		shimfd_close(L.fd);
 	L.fd = -1;
 	pthread_mutex_unlock(&L.mu);
+	shim_nocancel_end(cancel);
 	shim_leave();
 	return had;
 }
@@ -1196,6 +1228,7 @@ void log_maybe_start(void)
 	if (likely(atomic_load_explicit(&L.running, memory_order_relaxed)) || !L.configured)
 		return;
 	shim_enter();
+	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
 	pthread_mutex_lock(&L.mu);
 	if (!L.thread_started && !L.gave_up && !atomic_load(&L.stop)) {
 		L.thread_started = true;
@@ -1205,6 +1238,7 @@ void log_maybe_start(void)
 		open_log_now();
 	atomic_store(&L.running, L.open && L.thread_started);
 	pthread_mutex_unlock(&L.mu);
+	shim_nocancel_end(cancel);
 	shim_leave();
 }
 
@@ -1215,6 +1249,7 @@ void log_stop(int exit_status)
 	if (!L.configured)
 		return;
 	shim_enter();
+	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
 	atomic_store(&L.stop, 1);
 	pthread_mutex_lock(&L.mu);
 	if (!L.open && atomic_load(&L.activity) && !L.gave_up)
@@ -1235,6 +1270,7 @@ void log_stop(int exit_status)
 	}
 	L.gave_up = true; /* finished: nothing may create it again (a late tick, a second stop) */
 	pthread_mutex_unlock(&L.mu);
+	shim_nocancel_end(cancel);
 	shim_leave();
 }
 

@@ -95,16 +95,20 @@ void shimfd_close(int fd)
 {
 	if (fd < 0)
 		return;
+	/* The shim's own open and close are never cancellation points: a
+	 * caller may hold one of its locks (a thread cancelled there would
+	 * leave it held), and an open cancelled after the kernel made the
+	 * descriptor would leak it unmarked. */
+	int cancel = shim_nocancel_begin();
 	if (!fd_slot(fd)) {
 		LIBC(close)(fd);
-		return;
+	} else if (fd_shim_owner(fd, NULL) != OWN_NONE) { /* else the app has it now: never ours to close */
+		fd_unmark_shim(fd);
+		int e = errno;
+		LIBC(close)(fd);
+		errno = e;
 	}
-	if (fd_shim_owner(fd, NULL) == OWN_NONE)
-		return; /* the app has it now: never ours to close */
-	fd_unmark_shim(fd);
-	int e = errno;
-	LIBC(close)(fd);
-	errno = e;
+	shim_nocancel_end(cancel);
 }
 
 static int claim_or_close(int fd, enum shim_fd_owner owner, struct shim_file *f)
@@ -116,7 +120,10 @@ static int claim_or_close(int fd, enum shim_fd_owner owner, struct shim_file *f)
 
 int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 {
-	return claim_or_close(LIBC(open)(path, flags | O_CLOEXEC, 0600), owner, NULL);
+	int cancel = shim_nocancel_begin(); /* see shimfd_close */
+	int fd = claim_or_close(LIBC(open)(path, flags | O_CLOEXEC, 0600), owner, NULL);
+	shim_nocancel_end(cancel);
+	return fd;
 }
 
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)
