@@ -39,6 +39,7 @@
 #include "flusher.h"
 #include "log.h"
 #include "live.h"
+#include "order.h"
 #include "pace.h"
 #include "risk.h"
 #include "trace.h"
@@ -72,6 +73,7 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->joined_x16, 0);
 	atomic_store(&fl->leads, 0);
 	workers_reset(f);
+	order_reset(f);
 }
 
 /* Bytes written since the last real sync began; marks it as begun now. */
@@ -441,6 +443,7 @@ static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t t
 				err = fl->errs[i].err;
 	}
 	unlock_fl(f);
+	order_synced(f); /* no longer pending if that covered its last ack */
 	pthread_setcancelstate(old, NULL);
 	if (sticky_err)
 		after_sticky(f, sticky_err);
@@ -479,6 +482,7 @@ static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd
 {
 	atomic_store(&f->fl.req_fd, fd);
 	uint64_t seq = next_request(&f->fl, want_fsync);
+	order_acked(f); /* after the number: later changes wait for it */
 	risk_acked(f, trace_now());
 	workers_arm(f);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
@@ -742,6 +746,7 @@ static void reset_in_child(struct shim_file *f, void *arg)
 
 void flusher_atfork_child(void)
 {
+	order_atfork_child(); /* before the reset below unmarks the files */
 	workers_atfork_child();
 	registry_each(reset_in_child, NULL);
 }

@@ -15,6 +15,7 @@
 #include "crash.h"
 #include "flusher.h"
 #include "live.h"
+#include "order.h"
 #include "risk.h"
 #include "shim.h"
 #include "trace.h"
@@ -61,6 +62,7 @@ static inline bool osync_kept(uint32_t state)
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
 		if (!f)                                                              \
 			return LIBC(name) args;                                      \
+		order_before_write(f, fd, OFF, IOV, CNT);                            \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, OFF, IOV, CNT, osync_kept(state), &cw); \
@@ -92,6 +94,7 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 	struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd_out, &state);
 	if (!f)
 		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
+	order_before_write(f, fd_out, off_out ? (off_t)*off_out : -1, NULL, 0);
 	struct crash_write cw = { .locked = false };
 	if (unlikely(file_write_work(f) & WRITES_CRASH))
 		crash_write_begin(f, fd_out, off_out ? (off_t)*off_out : -1, ONE(NULL, len), 1, osync_kept(state), &cw);
@@ -135,6 +138,7 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		if (!f)                                                              \
 			return LIBC(name)(fd, iov, cnt, off, flags);                 \
 		int fl = rwf_adjust(f, flags, &state);                               \
+		order_before_write(f, fd, (flags & RWF_APPEND) ? -1 : off, iov, cnt); \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, off, iov, cnt,                      \
