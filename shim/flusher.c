@@ -368,6 +368,7 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	struct knobs k;
 	knobs_of(f, &k);
 	fl->in_flight = true;
+	order_sync_begins(f); /* what it covers is no longer "forward" */
 	struct sync_fd s = pick_locked(f, own, own_closing);
 	unlock_fl(f);
 
@@ -396,6 +397,7 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	}
 	if (!res.happened && flusher_owes(f))
 		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
+	order_sync_ends(f, res.happened);
 	fl->in_flight = false;
 	drop_priv_if_idle(f);
 	wake_all_locked(f);

@@ -84,7 +84,45 @@ static bool ordering_off(void)
 void order_reset(struct shim_file *f)
 {
 	atomic_store(&f->ord.listed, 0);
+	atomic_store(&f->ord.hi_seq, 0);
+	atomic_store(&f->ord.cur_hi, 0);
+	atomic_store(&f->ord.prev_hi, 0);
 	f->ord.next = NULL;
+}
+
+static void store_max(_Atomic uint64_t *p, uint64_t v)
+{
+	uint64_t old = atomic_load(p);
+	while (v > old && !atomic_compare_exchange_weak(p, &old, v))
+		;
+}
+
+/* The writes since the last real sync began move to the round that sync
+ * covers; a reader (same_file_hi) sees them in one or the other. */
+void order_sync_begins(struct shim_file *f)
+{
+	atomic_fetch_add(&f->ord.hi_seq, 1);
+	store_max(&f->ord.prev_hi, atomic_exchange(&f->ord.cur_hi, 0));
+	atomic_fetch_add(&f->ord.hi_seq, 1);
+}
+
+void order_sync_ends(struct shim_file *f, bool happened)
+{
+	if (happened)
+		atomic_store(&f->ord.prev_hi, 0);
+}
+
+/* The highest byte written since the last completed real sync began:
+ * nothing at or past it is promised and not yet durable. */
+static uint64_t same_file_hi(struct shim_file *f)
+{
+	for (;;) {
+		uint32_t s = atomic_load(&f->ord.hi_seq);
+		uint64_t cur = atomic_load(&f->ord.cur_hi), prev = atomic_load(&f->ord.prev_hi);
+		if (!(s & 1) && atomic_load(&f->ord.hi_seq) == s)
+			return cur > prev ? cur : prev;
+		__builtin_ia32_pause();
+	}
 }
 
 /* order_mu held. The count goes up before a file is marked listed and
@@ -209,9 +247,13 @@ static bool same_bytes(int fd, off_t pos, const char *buf, size_t n, off_t end, 
 	return true;
 }
 
-/* The write of iov at off (-1: the position) changes bytes the file holds. */
-static bool changes_held_bytes(int fd, off_t off, const struct iovec *iov, int cnt)
+/* The write of iov at off (-1: the position) to f changes bytes an
+ * acknowledged sync of f promised and has not made durable. */
+static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
 {
+	uint64_t hi = same_file_hi(f);
+	if (off >= 0 && hi != UINT64_MAX && (uint64_t)off >= hi)
+		return false; /* forward: past every byte written since the file was last durable */
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		return true;
@@ -247,7 +289,7 @@ void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
 	int e = errno;
 	if (others)
 		wait_for_others(f);
-	if (atomic_load(&f->ord.listed) && changes_held_bytes(fd, off, iov, cnt)) {
+	if (atomic_load(&f->ord.listed) && changes_promised_bytes(f, fd, off, iov, cnt)) {
 		flusher_drain(f);
 		order_synced(f);
 	}

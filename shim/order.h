@@ -50,6 +50,23 @@ static inline void order_before_write(struct shim_file *f, int fd, off_t off, co
 	order_write_slow(f, fd, s, off, iov, cnt);
 }
 
+/* After a write of r bytes at off (-1: the position, not known) to f:
+ * the highest byte written so far this sync round (order.c: what is
+ * "forward"). Only for files whose syncs can be answered unsynced. */
+static inline void order_after_write(struct shim_file *f, off_t off, ssize_t r)
+{
+	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
+	uint64_t old = atomic_load_explicit(&f->ord.cur_hi, memory_order_relaxed);
+	while (end > old && !atomic_compare_exchange_weak_explicit(&f->ord.cur_hi, &old, end, memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+}
+
+/* A real sync of f led by the flusher begins / ended (f's flusher lock
+ * held; happened: it ran). */
+void order_sync_begins(struct shim_file *f);
+void order_sync_ends(struct shim_file *f, bool happened);
+
 /* Before a change to f that is not a write (ftruncate, fallocate): as a
  * write over its promised bytes. f NULL: an untracked file. */
 void order_before_change(struct shim_file *f);
