@@ -187,6 +187,7 @@ void order_synced(struct shim_file *f)
 /* Make every pending file but self durable as of now. */
 static void wait_for_others(struct shim_file *self)
 {
+	TEST_POINT("order"); /* a handler here waits like any write */
 	for (;;) {
 		struct shim_file *batch[WAIT_BATCH];
 		int n = 0;

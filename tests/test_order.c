@@ -244,6 +244,44 @@ Test(order, rename_unlink_and_truncate_wait_for_acknowledged_syncs)
 	cr_assert_eq(syncs_before(&off, ino_of(&off, "B"), ren2->t0), 0, "control: B synced before the rename");
 }
 
+/*
+ * The waited-for sync fails (the device returns EIO): the waiting write is
+ * not failed for another file's error; the error stays B's own, reported
+ * by B's next fsync, and A's own sync is clean.
+ */
+Test(order, a_failed_sync_being_waited_for_stays_the_other_files_error)
+{
+	static const char *const script[] = { "a:B", "s:B", "a:A", "S:B", "S:A", NULL };
+	char *dir = data_dir();
+	char *ini = h_path("fail.ini");
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n[rule data]\npath = %s/*\nsync = defer\n"
+				"max_delay_ms = 10000\n",
+				dir));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "RECLAYER_FAIL=fdatasync:EIO:0:1");
+	h_args(&c, h_prog("ord_steps"), dir, NULL);
+	for (const char *const *s = script; *s; s++)
+		h_arg(&c, *s);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "ord_steps");
+	struct run run = { h_log_load(&c), r.out, dir };
+	unsigned long long a = ino_of(&run, "A"), b = ino_of(&run, "B");
+	const struct h_rec *failed = NULL;
+	for (size_t i = 0; i < run.log.n; i++)
+		if (run.log.r[i].injected)
+			failed = &run.log.r[i];
+	cr_assert_not_null(failed, "no injected failure happened:\n%s", r.out);
+	cr_assert_eq(failed->ino, b, "the failed sync was not B's");
+	cr_assert_leq(failed->t1, nth_write(&run, a, 0)->t0, "A's write reached the kernel before B's sync ended");
+	cr_assert(h_has(r.out, "step 2 a A ") && h_has(r.out, "ret=4096 err=0"), "A's write failed:\n%s", r.out);
+	cr_assert(strstr(r.out, "step 3 S B ") && strstr(strstr(r.out, "step 3 S B "), "ret=-1 err=EIO"),
+		  "B's next fsync did not report its failed sync:\n%s", r.out);
+	cr_assert(strstr(r.out, "step 4 S A ") && strstr(strstr(r.out, "step 4 S A "), "ret=0 err=0"),
+		  "A was given B's error:\n%s", r.out);
+}
+
 /* A single file appended and synced over and over never waits. */
 Test(order, single_append_log_never_waits)
 {

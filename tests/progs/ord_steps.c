@@ -9,6 +9,7 @@
  *   a:NAME        append 4096 bytes of the file's next fill with write()
  *   p:NAME:OFF:C  pwrite 4096 bytes of C at OFF
  *   s:NAME        fsync
+ *   S:NAME        fsync whose failure is printed (err=NAME), not fatal
  *   r:NAME:NEW    rename DIR/NAME to DIR/NEW (the descriptor stays open)
  *   u:NAME        unlink DIR/NAME
  *   t:NAME:SIZE   ftruncate to SIZE
@@ -130,6 +131,7 @@ int main(int argc, char **argv)
 			ret = pwrite(fd, buf, sizeof(buf), a1 ? atoll(a1) : 0);
 			break;
 		case 's':
+		case 'S':
 			ret = fsync(fd);
 			break;
 		case 'r': {
@@ -152,10 +154,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ord_steps: unknown step %s\n", argv[i]);
 			return 2;
 		}
+		int err = ret < 0 ? errno : 0;
 		uint64_t t1 = now_ns();
-		printf("step %d %s %s t0=%llu t1=%llu ret=%lld\n", i - 2, op, name, (unsigned long long)t0,
-		       (unsigned long long)t1, ret);
+		printf("step %d %s %s t0=%llu t1=%llu ret=%lld err=%s\n", i - 2, op, name, (unsigned long long)t0,
+		       (unsigned long long)t1, ret, err == EIO ? "EIO" : err ? "other" : "0");
+		if (ret < 0 && *op == 'S')
+			continue;
 		if (ret < 0) {
+			errno = err;
 			fprintf(stderr, "ord_steps: step %s: %s\n", argv[i], strerror(errno));
 			return 1;
 		}
