@@ -463,6 +463,54 @@ int flusher_drain(struct shim_file *f)
 	return atomic_load(&f->err_seq) != seq0 ? atomic_load(&f->err_errno) : 0;
 }
 
+/*
+ * Ordered defer's wait (order.c): the flusher threads are asked to sync f
+ * now, and the caller sleeps until request target is covered, holding no
+ * lock and not marked busy while asleep, so a signal handler that
+ * interrupts it is an ordinary caller (its own deferred syncs stay
+ * deferred, its writes wait in turn) instead of one passed straight to
+ * the device for as long as the wait lasts. Without a flusher thread the
+ * caller leads the sync itself.
+ */
+void flusher_await(struct shim_file *f, uint64_t target)
+{
+	if (atomic_load(&f->fl.done_seq) >= target)
+		return;
+	if (workers_ensure(false) < 0) {
+		sync_until(f, -1, false, target, true);
+		return;
+	}
+	for (;;) {
+		workers_force(f);
+		workers_schedule(f, true);
+		shim_enter();
+		lock_fl(f);
+		if (atomic_load(&f->fl.done_seq) >= target) {
+			unlock_fl(f);
+			shim_leave();
+			return;
+		}
+		uint32_t seen = atomic_load(&f->fl.wake);
+		f->fl.waiters++;
+		unlock_fl(f);
+		shim_leave();
+		/* A bound, in case the hurried sync was taken by a round that
+		 * began too early to cover target: ask again. */
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		syscall(SYS_futex, &f->fl.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		shim_enter();
+		lock_fl(f);
+		f->fl.waiters--;
+		unlock_fl(f);
+		shim_leave();
+	}
+}
+
+uint64_t flusher_requested(struct shim_file *f)
+{
+	return atomic_load(&f->fl.req_seq);
+}
+
 /* ---- requests -------------------------------------------------------------- */
 
 /* Lock-free and async-signal-safe: number one sync request. */

@@ -21,6 +21,7 @@
 #include "live.h"
 #include "log.h"
 #include "reload.h"
+#include "order.h"
 #include "shim.h"
 
 void shim_say(const char *fmt, ...)
@@ -230,6 +231,7 @@ __attribute__((constructor)) static void shim_init(void)
 	libc_resolve_all();
 	shim_real_vfork = (void *)LIBC(vfork);
 	fdtable_init();
+	order_init(); /* before any fork: children share it */
 	test_points_init();
 	crash_start();
 	const char *config = config_from_env();

@@ -51,7 +51,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,11 +63,42 @@
 #include "order.h"
 #include "workers.h"
 
-_Atomic uint64_t order_summary;
+/*
+ * The domain: this process and its fork children (PostgreSQL's postmaster
+ * and its backends, forked without exec), which inherit this mapping:
+ * MAP_SHARED, made at load. Each pending file has a slot there, so a
+ * process sees another's acknowledged syncs; the summary word is computed
+ * from the slots under the domain's lock (process-shared, robust: a
+ * process that dies holding it does not block the others).
+ */
+#define DOMAIN_SLOTS 1024
+
+struct order_slot {
+	_Atomic uint32_t used;
+	pid_t pid;                      /* the owner; its file pointer is its own */
+	int fd;                         /* the owner's descriptor of it, for /proc/PID/fd */
+	dev_t dev;
+	ino_t ino;
+	_Atomic uint64_t acked;         /* the domain's number of its latest acknowledgement */
+	_Atomic uint64_t durable;       /* made durable up to this number by another process */
+};
+
+struct order_domain {
+	_Atomic uint64_t summary;       /* pending slots << 32 | (the only one's index + 1) */
+	_Atomic uint64_t ack_seq;       /* numbers acknowledgements, domain-wide */
+	pthread_mutex_t mu;             /* slots, summary */
+	uint32_t overflow;              /* mu: pending files that found no slot */
+	uint32_t nused;                 /* mu: slots in use */
+	uint32_t xor_used;              /* mu: xor of (index + 1) of those: the one when nused is 1 */
+	uint32_t hint;                  /* mu: where to look for a free slot first */
+	struct order_slot slots[DOMAIN_SLOTS];
+};
+
+static struct order_domain local_domain; /* if the shared mapping cannot be made */
+struct order_domain *order_dom = &local_domain;
 
 static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct shim_file *pending_head; /* order_mu */
-static uint32_t pending_n;             /* order_mu */
+static struct shim_file *pending_head; /* order_mu: this process's pending files */
 
 /* SYNCSHIM_TEST_NO_ORDER=1: defer as it was before ordering, for the
  * benchmark's baseline and the tests that show what ordering prevents. */
@@ -81,9 +115,108 @@ static bool ordering_off(void)
 	return v;
 }
 
+static void domain_mutex_init(pthread_mutex_t *mu, bool shared)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	if (shared) {
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	}
+	pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+void order_init(void)
+{
+	domain_mutex_init(&local_domain.mu, false);
+	void *p = mmap(NULL, sizeof(struct order_domain), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return; /* this process alone, then */
+	struct order_domain *d = p;
+	domain_mutex_init(&d->mu, true);
+	order_dom = d;
+}
+
+/* Domain lock held, after a process died holding it: the counts again
+ * from the slots. */
+static void recount_locked(void)
+{
+	struct order_domain *d = order_dom;
+	d->nused = d->xor_used = 0;
+	for (uint32_t i = 0; i < DOMAIN_SLOTS; i++)
+		if (atomic_load_explicit(&d->slots[i].used, memory_order_relaxed)) {
+			d->nused++;
+			d->xor_used ^= i + 1;
+		}
+}
+
+static void lock_domain(void)
+{
+	if (pthread_mutex_lock(&order_dom->mu) == EOWNERDEAD) {
+		pthread_mutex_consistent(&order_dom->mu);
+		recount_locked();
+	}
+}
+
+static void unlock_domain(void)
+{
+	pthread_mutex_unlock(&order_dom->mu);
+}
+
+/* Domain lock held: the summary word. O(1): these sections are short, so
+ * a signal handler seldom finds its thread inside one. The count goes up
+ * before a file is marked listed and down after it is unmarked. */
+static void publish_locked(void)
+{
+	struct order_domain *d = order_dom;
+	uint32_t n = d->nused + d->overflow;
+	atomic_store(&d->summary, (uint64_t)n << 32 | (n == 1 && !d->overflow ? d->xor_used : 0));
+}
+
+/* Domain lock held: a slot for f, 0 if none is free (then counted as an
+ * overflow: other processes sync everything for it). */
+static uint32_t take_slot_locked(struct shim_file *f)
+{
+	struct order_domain *d = order_dom;
+	for (uint32_t k = 0; k < DOMAIN_SLOTS; k++) {
+		uint32_t i = (d->hint + k) % DOMAIN_SLOTS;
+		struct order_slot *sl = &d->slots[i];
+		if (atomic_load_explicit(&sl->used, memory_order_relaxed))
+			continue;
+		sl->pid = shim.pid;
+		sl->fd = atomic_load(&f->fl.req_fd);
+		sl->dev = f->dev;
+		sl->ino = f->ino;
+		atomic_store(&sl->durable, 0);
+		atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
+		atomic_store(&sl->used, 1);
+		d->nused++;
+		d->xor_used ^= i + 1;
+		d->hint = (i + 1) % DOMAIN_SLOTS;
+		return i + 1;
+	}
+	d->overflow++;
+	return 0;
+}
+
+static void drop_slot_locked(uint32_t slot)
+{
+	struct order_domain *d = order_dom;
+	if (slot && atomic_load(&d->slots[slot - 1].used)) {
+		atomic_store(&d->slots[slot - 1].used, 0);
+		d->nused--;
+		d->xor_used ^= slot;
+		d->hint = slot - 1;
+	} else if (!slot && d->overflow) {
+		d->overflow--;
+	}
+}
+
 void order_reset(struct shim_file *f)
 {
 	atomic_store(&f->ord.listed, 0);
+	f->ord.slot = 0;
 	atomic_store(&f->ord.hi_seq, 0);
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
@@ -125,28 +258,31 @@ static uint64_t same_file_hi(struct shim_file *f)
 	}
 }
 
-/* order_mu held. The count goes up before a file is marked listed and
- * down after it is unmarked, so it is never below the marked files. */
-static void publish_locked(void)
-{
-	uint64_t sole = pending_n == 1 ? pending_head->id : 0;
-	atomic_store(&order_summary, (uint64_t)pending_n << 32 | sole);
-}
-
 void order_acked(struct shim_file *f)
 {
 	/* After req_seq's increment (sequentially consistent, as this load):
 	 * either this sees the file listed, or order_synced's re-check after
 	 * unmarking it sees the new request and keeps it. */
-	if (atomic_load(&f->ord.listed) || ordering_off())
+	if (atomic_load(&f->ord.listed)) {
+		uint32_t slot = f->ord.slot; /* set before listed, kept while listed */
+		if (slot) { /* other processes wait for this one too */
+			struct order_slot *sl = &order_dom->slots[slot - 1];
+			sl->fd = atomic_load(&f->fl.req_fd);
+			atomic_store(&sl->acked, atomic_fetch_add(&order_dom->ack_seq, 1) + 1);
+		}
+		return;
+	}
+	if (ordering_off())
 		return;
 	shim_enter();
 	pthread_mutex_lock(&order_mu);
 	if (!atomic_load(&f->ord.listed) && file_tryref(f)) {
 		f->ord.next = pending_head;
 		pending_head = f;
-		pending_n++;
+		lock_domain();
+		f->ord.slot = take_slot_locked(f);
 		publish_locked();
+		unlock_domain();
 		atomic_store(&f->ord.listed, 1);
 	}
 	pthread_mutex_unlock(&order_mu);
@@ -171,8 +307,11 @@ void order_synced(struct shim_file *f)
 					break;
 				}
 			f->ord.next = NULL;
-			pending_n--;
+			lock_domain();
+			drop_slot_locked(f->ord.slot);
+			f->ord.slot = 0;
 			publish_locked();
+			unlock_domain();
 			dropped = true;
 		}
 	}
@@ -182,13 +321,92 @@ void order_synced(struct shim_file *f)
 	shim_leave();
 }
 
+/* ---- another process's acknowledged syncs ------------------------------------ */
+
+static bool process_gone(pid_t pid)
+{
+	return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Make the file of another process's slot durable from here: its
+ * descriptor through /proc (fdatasync of any descriptor of a file writes
+ * all of its dirty data), checked to be the same file; failing that a
+ * syncfs of the file system through own_fd if it is on it, else sync().
+ * An error is the kernel's to report to the owner's descriptors. */
+static void sync_foreign(const struct order_slot *sl, pid_t pid, int fd, dev_t dev, ino_t ino, int own_fd)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	int d = fd >= 0 ? shimfd_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, OWN_TEMP) : -1;
+	if (d >= 0) {
+		struct stat st;
+		bool same = fstat(d, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+		int r = same ? LIBC(fdatasync)(d) : -1;
+		shimfd_close(d);
+		if (same && r == 0)
+			return;
+		if (same)
+			return; /* it failed: the owner's descriptors hear of it */
+	}
+	(void)sl;
+	struct stat st;
+	if (own_fd >= 0 && fstat(own_fd, &st) == 0 && st.st_dev == dev)
+		LIBC(syncfs)(own_fd);
+	else
+		LIBC(sync)();
+}
+
+/* Every other process's pending slot acknowledged so far is durable. */
+static void wait_for_other_processes(int own_fd)
+{
+	struct order_domain *d = order_dom;
+	if (d == &local_domain)
+		return;
+	bool overflow = false;
+	for (uint32_t i = 0; i < DOMAIN_SLOTS; i++) {
+		struct order_slot *sl = &d->slots[i];
+		if (!atomic_load(&sl->used))
+			continue;
+		pid_t pid = sl->pid;
+		if (pid == shim.pid)
+			continue; /* ours: the pending list's */
+		uint64_t acked = atomic_load(&sl->acked);
+		if (atomic_load(&sl->durable) >= acked)
+			continue;
+		int fd = sl->fd;
+		dev_t dev = sl->dev;
+		ino_t ino = sl->ino;
+		bool gone = process_gone(pid);
+		sync_foreign(sl, pid, gone ? -1 : fd, dev, ino, own_fd);
+		/* Numbers are domain-wide and only grow: a slot reused meanwhile
+		 * has a larger one, still pending. */
+		uint64_t old = atomic_load(&sl->durable);
+		while (old < acked && !atomic_compare_exchange_weak(&sl->durable, &old, acked))
+			;
+		if (gone) { /* its owner will never release it */
+			lock_domain();
+			if (atomic_load(&sl->used) && sl->pid == pid)
+				drop_slot_locked(i + 1);
+			publish_locked();
+			unlock_domain();
+		}
+	}
+	lock_domain();
+	overflow = d->overflow > 0;
+	unlock_domain();
+	if (overflow)
+		LIBC(sync)(); /* a pending file somewhere found no slot */
+}
+
 #define WAIT_BATCH 64
 
-/* Make every pending file but self durable as of now. */
-static void wait_for_others(struct shim_file *self)
+/* Make every pending file but self durable as of now: this process's
+ * through their flushers, the domain's other processes' from here. */
+static void wait_for_others(struct shim_file *self, int own_fd)
 {
 	TEST_POINT("order"); /* a handler here waits like any write */
-	for (;;) {
+	wait_for_other_processes(own_fd);
+	{
 		struct shim_file *batch[WAIT_BATCH];
 		int n = 0;
 		bool more = false;
@@ -205,20 +423,23 @@ static void wait_for_others(struct shim_file *self)
 				batch[n++] = g;
 		}
 		pthread_mutex_unlock(&order_mu);
-		/* Several files: let the flusher threads sync them side by
-		 * side while this thread leads or joins them one by one. */
-		if (n > 1)
-			for (int i = 0; i < n; i++)
-				if (workers_force(batch[i]))
-					workers_schedule(batch[i], true);
+		shim_leave();
+		/* Each file's requests as of now; the flusher threads sync them
+		 * side by side while this thread sleeps. */
+		uint64_t target[WAIT_BATCH];
 		for (int i = 0; i < n; i++) {
-			flusher_drain(batch[i]); /* an error stays the file's own */
+			target[i] = flusher_requested(batch[i]);
+			if (workers_force(batch[i]))
+				workers_schedule(batch[i], true);
+		}
+		for (int i = 0; i < n; i++) {
+			flusher_await(batch[i], target[i]); /* an error stays the file's own */
 			order_synced(batch[i]);
 			file_put(batch[i]);
 		}
-		shim_leave();
-		if (!more)
-			return;
+		if (more) /* more pending files than a batch: all of them, as sync() does */
+			flusher_flush_all();
+		return;
 	}
 }
 
@@ -281,7 +502,8 @@ static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const
 
 void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt)
 {
-	bool only_self = (summary >> 32) == 1 && (uint32_t)summary == f->id;
+	bool only_self = (summary >> 32) == 1 && f->ord.slot && (uint32_t)summary == f->ord.slot &&
+			 atomic_load(&f->ord.listed);
 	bool others = (file_write_work(f) & WRITES_ORDERED) && !only_self;
 	if (!others && !atomic_load(&f->ord.listed))
 		return;
@@ -289,9 +511,9 @@ void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
 		return;
 	int e = errno;
 	if (others)
-		wait_for_others(f);
+		wait_for_others(f, fd);
 	if (atomic_load(&f->ord.listed) && changes_promised_bytes(f, fd, off, iov, cnt)) {
-		flusher_drain(f);
+		flusher_await(f, flusher_requested(f));
 		order_synced(f);
 	}
 	file_put(f);
@@ -300,14 +522,14 @@ void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
 
 void order_before_change(struct shim_file *f)
 {
-	uint64_t s = atomic_load_explicit(&order_summary, memory_order_relaxed);
+	uint64_t s = atomic_load_explicit(&order_dom->summary, memory_order_relaxed);
 	if (likely(s == 0))
 		return;
 	int e = errno;
 	if (!f || (file_write_work(f) & WRITES_ORDERED))
-		wait_for_others(f);
+		wait_for_others(f, -1);
 	if (f && atomic_load(&f->ord.listed)) {
-		flusher_drain(f);
+		flusher_await(f, flusher_requested(f));
 		order_synced(f);
 	}
 	errno = e;
@@ -315,16 +537,18 @@ void order_before_change(struct shim_file *f)
 
 void order_before_names(void)
 {
-	if (likely(atomic_load_explicit(&order_summary, memory_order_relaxed) == 0))
+	if (likely(atomic_load_explicit(&order_dom->summary, memory_order_relaxed) == 0))
 		return;
 	int e = errno;
-	wait_for_others(NULL);
+	wait_for_others(NULL, -1);
 	errno = e;
 }
 
 /* A parent's pending file is not the child's: its references were the
- * parent's list's. Each is unmarked without walking the list, which a
- * parent thread may have been changing. */
+ * parent's list's, and its slot stays the parent's (the domain is shared:
+ * the child waits for the parent's acknowledged syncs like any other
+ * process's). Each is unmarked without walking the list, which a parent
+ * thread may have been changing. */
 static void forget_in_child(struct shim_file *f, void *arg)
 {
 	(void)arg;
@@ -332,6 +556,7 @@ static void forget_in_child(struct shim_file *f, void *arg)
 		atomic_store(&f->ord.listed, 0);
 		atomic_fetch_sub(&f->refs, 1);
 	}
+	f->ord.slot = 0;
 	f->ord.next = NULL;
 }
 
@@ -339,7 +564,11 @@ void order_atfork_child(void)
 {
 	pthread_mutex_init(&order_mu, NULL);
 	pending_head = NULL;
-	pending_n = 0;
-	atomic_store(&order_summary, 0);
+	if (order_dom == &local_domain) {
+		domain_mutex_init(&local_domain.mu, false);
+		memset(local_domain.slots, 0, sizeof(local_domain.slots));
+		local_domain.overflow = local_domain.nused = local_domain.xor_used = local_domain.hint = 0;
+		atomic_store(&local_domain.summary, 0);
+	}
 	registry_each(forget_in_child, NULL);
 }

@@ -16,10 +16,17 @@
 
 #include "shim.h"
 
-/* (files with an acknowledged deferred sync not yet durable) << 32 |
- * (the id of that file when there is exactly one, else 0). Written under
- * the order lock, read lock-free. */
-extern _Atomic uint64_t order_summary;
+/* The ordering domain (order.c): this process and its fork children.
+ * Its first word is the summary: (files with an acknowledged deferred
+ * sync not yet durable, in every process of the domain) << 32 | (that
+ * file's slot when there is exactly one, else 0). Written under the
+ * domain's lock, read lock-free. */
+struct order_domain;
+extern struct order_domain *order_dom;
+#define ORDER_SUMMARY(d) ((_Atomic uint64_t *)(void *)(d))
+
+/* At load: the shared mapping fork children inherit. */
+void order_init(void);
 
 /* A (recycled) object starting as a new file. */
 void order_reset(struct shim_file *f);
@@ -44,7 +51,7 @@ void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
  */
 static inline void order_before_write(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
 {
-	uint64_t s = atomic_load_explicit(&order_summary, memory_order_relaxed);
+	uint64_t s = atomic_load_explicit(ORDER_SUMMARY(order_dom), memory_order_relaxed);
 	if (likely(s == 0))
 		return;
 	order_write_slow(f, fd, s, off, iov, cnt);

@@ -282,6 +282,30 @@ Test(order, a_failed_sync_being_waited_for_stays_the_other_files_error)
 		  "A was given B's error:\n%s", r.out);
 }
 
+/*
+ * Two processes of one domain (a fork child, as PostgreSQL's backends are
+ * the postmaster's): the parent acknowledged B's sync; the child's write
+ * of A must wait until B is durable, which the child makes so through the
+ * parent's descriptor. Under ordering off the child writes at once.
+ */
+static const char *const two_procs[] = { "a:B", "s:B", "f", "a:A", NULL };
+
+Test(order, a_fork_child_waits_for_its_parents_acknowledged_sync)
+{
+	struct run run = steps(NULL, true, two_procs);
+	unsigned long long a = ino_of(&run, "A"), b = ino_of(&run, "B");
+	const struct h_rec *aw = nth_write(&run, a, 0);
+	long child = (long)h_num_after(run.out, "child pid=", 0);
+	cr_assert_gt(child, 0, "%s", run.out);
+	cr_assert_eq(aw->pid, child, "A's write is the child's");
+	cr_assert_not_null(synced_between(&run, b, step_time(&run, 1, "t0"), aw->t0),
+			   "the child's write of A reached the kernel before the parent's acknowledged sync of B was real");
+
+	struct run off = steps(NULL, false, two_procs);
+	unsigned long long a2 = ino_of(&off, "A"), b2 = ino_of(&off, "B");
+	cr_assert_eq(syncs_before(&off, b2, nth_write(&off, a2, 0)->t0), 0, "control: B synced before A's write");
+}
+
 /* A single file appended and synced over and over never waits. */
 Test(order, single_append_log_never_waits)
 {
