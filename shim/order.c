@@ -10,44 +10,53 @@
  *
  * The design.
  *   - Pending list. A file with a deferred acknowledgement that no real
- *     sync has covered yet is "pending": linked on one list (the order
- *     lock) holding a reference, and counted in order_summary, one word
- *     the write path loads: (count << 32 | the one pending file's id).
- *     A file joins when its deferred sync is answered (order_acked, from
- *     defer_request, after the request is numbered) and leaves when a real
- *     sync that covers its last request ends (order_synced). The numbers
- *     are the flusher's own request numbers (req_seq, done_seq): no second
- *     sequence to keep in step.
+ *     sync has covered yet is "pending": linked on this process's list
+ *     (the order lock) holding a reference, and given a slot in the
+ *     domain (below), whose summary word the write path loads: (pending
+ *     files << 32 | the one pending file's slot). A file joins when its
+ *     deferred sync is answered (order_acked, from defer_request, after
+ *     the request is numbered) and leaves when a real sync that covers its
+ *     last request ends (order_synced). Within a process the numbers are
+ *     the flusher's own request numbers (req_seq, done_seq).
+ *   - The domain: this process and its fork children, which inherit a
+ *     MAP_SHARED table made at load (PostgreSQL's backends are the
+ *     postmaster's fork children). A slot holds the owner's pid, its
+ *     descriptor, the file's dev/inode and a domain-wide number for the
+ *     file's latest acknowledgement; another process makes the file
+ *     durable itself (fdatasync through /proc/PID/fd/N, checked to be the
+ *     file; else syncfs or sync()) and marks the number durable. A slot
+ *     whose owner died is synced that way and freed.
  *   - Cross-file order. A change of file F (a write, copy_file_range,
  *     ftruncate, fallocate) with order = domain waits, when another file
- *     is pending, until that file's requests as of now are durable: it
- *     leads (or joins) the real sync itself through flusher_drain, as the
- *     rename barrier does, after asking the flusher threads to hurry the
- *     others (several pending files are synced in parallel). A change of
- *     names (rename, link, unlink, truncate by path) waits for every
- *     pending file. So the wait is one real sync and happens only when
- *     the program moves from a file with an owed sync to another one; a
- *     single-file program never waits for another file.
+ *     is pending, until that file's requests as of now are durable: the
+ *     flusher threads are asked to sync it now and the writer sleeps
+ *     (flusher_await), not busy, so a signal handler that interrupts the
+ *     wait is an ordinary caller. A change of names (rename, link,
+ *     unlink, truncate by path) waits for every pending file. So the wait
+ *     is about one real sync and happens only when the program moves from
+ *     a file with an owed sync to another one; a single-file program
+ *     never waits for another file.
  *   - Same-file order. A write to F while F itself is pending waits for
- *     F's sync only if it changes bytes the file already holds: past the
- *     end it is forward (a log's next record), and over existing bytes
- *     with the same content (PostgreSQL rewriting its last partial WAL
- *     page) it changes nothing. The check costs fstat (and lseek for a
- *     write at the descriptor's position), and a pread of the overlap only
- *     when the write lands on existing bytes.
+ *     F's sync only if it changes bytes an acknowledged sync promised: a
+ *     write whose offset is at or past the highest byte written since F's
+ *     last completed real sync began is forward (a log's next record), and
+ *     so is one past the file's size (fstat, and lseek for a write at the
+ *     descriptor's position) or over bytes with the same content (pread;
+ *     PostgreSQL rewriting its last partial WAL page).
  *   - Errors. A real sync that fails still ends the wait: its error is
  *     sticky for its own file, reported by that file's next fsync or
  *     close, as every deferred sync error is; the waiting call is not
  *     failed for another file's error.
- *   - Lock order: the order lock is a leaf: under it only atomics and
- *     file_tryref. A file's reference is dropped (file_put, which may take
- *     the registry lock) after it is released. The wait itself holds no
- *     lock of this module; flusher_drain takes the file's own. Everything
- *     that locks runs with shim_busy raised, so a signal handler that
- *     interrupts it passes through, and the flusher threads (shim_busy
- *     always) and a leader's own real sync never wait for order.
+ *   - Lock order: the order lock, then the domain's (process-shared,
+ *     robust); under them only atomics and file_tryref. A file's
+ *     reference is dropped (file_put, which may take the registry lock)
+ *     after they are released. The wait holds no lock of this module.
+ *     Everything that locks runs with shim_busy raised, so a signal
+ *     handler that interrupts it passes through, and the flusher threads
+ *     (shim_busy always) and a leader's own real sync never wait for order.
  *   - fork: the child's flusher owns none of the parent's pending syncs
- *     (flusher_atfork_child), so its list starts empty.
+ *     (flusher_atfork_child), so its list starts empty; the parent's slots
+ *     stay the parent's, and the child waits for them like any process.
  */
 #include <errno.h>
 #include <fcntl.h>
