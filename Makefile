@@ -279,7 +279,7 @@ TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC $(SRC_INC)
 # shim's writer side has to be instrumented too.)
 TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS))
 TSAN_SYNCLOG := $(TSAN_DIR)/tsan/libsynclog.a
-TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_endings
+TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_endings test_order
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -45,6 +45,7 @@ static const char *const real_sync_names[REAL_SYNC_COUNT] = {
 	"auto", "fdatasync", "fsync",
 };
 static const char *const on_close_names[ON_CLOSE_COUNT] = { "async", "sync" };
+static const char *const order_names[ORDER_MODE_COUNT] = { "domain", "file" };
 static const char *const log_mode_names[LOG_MODE_COUNT] = { "off", "summary", "calls" };
 static const char *const unreported_names[UNREPORTED_COUNT] = { "warn", "exit" };
 
@@ -80,6 +81,7 @@ int sync_policy_parse(const char *name) { return name_parse(sync_names, SYNC_POL
 int osync_mode_parse(const char *name) { return name_parse(osync_names, OSYNC_MODE_COUNT, name); }
 int real_sync_parse(const char *name) { return name_parse(real_sync_names, REAL_SYNC_COUNT, name); }
 int on_close_parse(const char *name) { return name_parse(on_close_names, ON_CLOSE_COUNT, name); }
+int order_mode_parse(const char *name) { return name_parse(order_names, ORDER_MODE_COUNT, name); }
 int log_mode_parse(const char *name) { return name_parse(log_mode_names, LOG_MODE_COUNT, name); }
 int unreported_errors_parse(const char *name) { return name_parse(unreported_names, UNREPORTED_COUNT, name); }
 
@@ -87,6 +89,7 @@ const char *sync_policy_name(enum sync_policy s) { return name_of(sync_names, SY
 const char *osync_mode_name(enum osync_mode m) { return name_of(osync_names, OSYNC_MODE_COUNT, m); }
 const char *real_sync_name(enum real_sync r) { return name_of(real_sync_names, REAL_SYNC_COUNT, r); }
 const char *on_close_name(enum on_close c) { return name_of(on_close_names, ON_CLOSE_COUNT, c); }
+const char *order_mode_name(enum order_mode o) { return name_of(order_names, ORDER_MODE_COUNT, o); }
 const char *log_mode_name(enum log_mode m) { return name_of(log_mode_names, LOG_MODE_COUNT, m); }
 const char *unreported_errors_name(enum unreported_errors u)
 {
@@ -117,6 +120,7 @@ static void rule_init_defaults(struct rule *r)
 	r->osync = OSYNC_AUTO;
 	r->real_sync = REAL_SYNC_AUTO;
 	r->on_close = ON_CLOSE_ASYNC;
+	r->order = ORDER_DOMAIN;
 	r->max_delay_ms = 100;
 	r->max_bytes = 16u << 20;
 	r->max_calls = 1000;
@@ -150,7 +154,7 @@ enum key_id {
 	K_POLICY, K_LOG, K_LOG_MODE, K_MAX_FLUSHERS, K_RING_RECORDS, K_RELOAD, K_UNREPORTED_ERRORS,
 	K_LIVE, K_LIVE_DIR,
 	K_PATH, K_SYNC,
-	K_OSYNC, K_REAL_SYNC, K_ON_CLOSE, K_MAX_DELAY_MS, K_MAX_BYTES, K_MAX_CALLS,
+	K_OSYNC, K_REAL_SYNC, K_ON_CLOSE, K_ORDER, K_MAX_DELAY_MS, K_MAX_BYTES, K_MAX_CALLS,
 	K_WRITEBACK_BYTES, K_GROUP_WAIT_US, K_MAX_AT_RISK_MS,
 	KEY_COUNT
 };
@@ -175,6 +179,7 @@ static const struct key_def {
 	[K_OSYNC] = { "osync", IN_BOTH },
 	[K_REAL_SYNC] = { "real_sync", IN_BOTH },
 	[K_ON_CLOSE] = { "on_close", IN_BOTH },
+	[K_ORDER] = { "order", IN_BOTH },
 	[K_MAX_DELAY_MS] = { "max_delay_ms", IN_BOTH },
 	[K_MAX_BYTES] = { "max_bytes", IN_BOTH },
 	[K_MAX_CALLS] = { "max_calls", IN_BOTH },
@@ -490,6 +495,11 @@ static bool set_key(struct parser *ps, int k, const char *v)
 		if (!set_enum(ps, k, v, on_close_names, ON_CLOSE_COUNT, &e))
 			return false;
 		r->on_close = (enum on_close)e;
+		return true;
+	case K_ORDER:
+		if (!set_enum(ps, k, v, order_names, ORDER_MODE_COUNT, &e))
+			return false;
+		r->order = (enum order_mode)e;
 		return true;
 	case K_LOG_MODE:
 		if (!set_enum(ps, k, v, log_mode_names, LOG_MODE_COUNT, &e))
@@ -1073,6 +1083,7 @@ static void put_knobs(struct out *o, const struct rule *r)
 	put(o, "osync = %s\n", osync_mode_name(r->osync));
 	put(o, "real_sync = %s\n", real_sync_name(r->real_sync));
 	put(o, "on_close = %s\n", on_close_name(r->on_close));
+	put(o, "order = %s\n", order_mode_name(r->order));
 	put_auto(o, "max_delay_ms", r->max_delay_ms);
 	put_bytes(o, "max_bytes", r->max_bytes);
 	put(o, "max_calls = %u\n", (unsigned)r->max_calls);

@@ -55,6 +55,14 @@ enum on_close {
 	ON_CLOSE_COUNT
 };
 
+/* Whose deferred syncs a file's writes keep the order of (README "Ordered
+ * defer"): every other file's in the process (domain), or only its own. */
+enum order_mode {
+	ORDER_DOMAIN = 0, /* a write waits for other files' acknowledged syncs */
+	ORDER_FILE,       /* only for its own: other files' order is not waited for */
+	ORDER_MODE_COUNT
+};
+
 /* What a sync error that no descriptor can report does at exit (it is
  * always said on stderr). */
 enum unreported_errors {
@@ -80,6 +88,7 @@ struct rule {
 	enum osync_mode osync;
 	enum real_sync real_sync;
 	enum on_close on_close;
+	enum order_mode order;
 	uint32_t max_delay_ms;        /* defer: oldest request waits at most this; POLICY_AUTO */
 	uint64_t max_bytes;           /* defer: sync once this many bytes are dirty */
 	uint32_t max_calls;           /* defer: sync once this many requests pend */
@@ -161,6 +170,8 @@ int real_sync_parse(const char *name);
 const char *real_sync_name(enum real_sync r);
 int on_close_parse(const char *name);
 const char *on_close_name(enum on_close c);
+int order_mode_parse(const char *name);
+const char *order_mode_name(enum order_mode o);
 int unreported_errors_parse(const char *name);
 const char *unreported_errors_name(enum unreported_errors u);
 

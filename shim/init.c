@@ -26,6 +26,7 @@
 #include "log.h"
 #include "nextsync.h"
 #include "reload.h"
+#include "order.h"
 #include "shim.h"
 
 /* ---- the shim's messages --------------------------------------------------- */
@@ -321,6 +322,7 @@ __attribute__((constructor)) static void shim_init(void)
 	libc_resolve_all();
 	shim_real_vfork = (void *)LIBC(vfork);
 	fdtable_init();
+	order_init(); /* before any fork: children share it */
 	test_points_init();
 	crash_start();
 	nextsync_check();

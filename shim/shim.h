@@ -134,7 +134,8 @@ struct knobs {
 	int32_t rule_index;          /* -1: the [shim] default rule */
 	uint8_t real_sync;           /* enum real_sync: which call the flusher makes */
 	uint8_t act[CALL_COUNT];     /* enum shim_action, by enum shim_call */
-	uint8_t pad[20 - CALL_COUNT];
+	uint8_t order;               /* enum order_mode (order.h) */
+	uint8_t pad[19 - CALL_COUNT];
 };
 
 /* Data at risk (risk.c's alone; see risk.h). */
@@ -153,6 +154,17 @@ struct risk {
 #define WRITES_DEFERRED 2u /* writes are deferred requests' bytes (max_bytes, writeback) */
 #define WRITES_LIVE 4u     /* count them for the live counters (live.h) */
 #define WRITES_CRASH 8u    /* crash-test mode: log each before it is made (crash.h) */
+#define WRITES_ORDERED 16u /* a change waits for other files' acknowledged syncs (order.h) */
+
+/* A file's place in the order of acknowledged syncs (order.c's alone). */
+struct order_link {
+	_Atomic uint32_t listed;    /* it has a deferred ack not yet durable (the list holds a ref) */
+	uint32_t slot;              /* its slot in the domain + 1, 0 none (set before listed) */
+	_Atomic uint32_t hi_seq;    /* odd while a real sync's start moves cur_hi into prev_hi */
+	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
+	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
+	struct shim_file *next;     /* the pending list, order lock */
+};
 
 /* A file's crash-test state (crash.c's alone). */
 struct crash_state {
@@ -182,6 +194,7 @@ struct shim_file {
 	struct crash_state crash;       /* crash.c */
 	struct flusher fl;              /* flusher.c */
 	struct sched sched;             /* workers.c */
+	struct order_link ord;          /* order.c */
 	char *path;                     /* absolute; private allocation, registry lock */
 	struct shim_file *hash_next;
 	struct shim_file *free_next;

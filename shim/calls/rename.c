@@ -20,6 +20,7 @@
 #include "crash.h"
 #include "flusher.h"
 #include "log.h"
+#include "order.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -51,6 +52,7 @@ static bool barrier_off(void)
 static int publish_barrier(int dirfd, const char *path, int at_flags)
 {
 	log_maybe_start();
+	order_before_names(); /* a new name must not get ahead of acknowledged syncs */
 	if (barrier_off())
 		return 0;
 	int err = flusher_before_publish(dirfd, path, at_flags);

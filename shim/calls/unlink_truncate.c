@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "order.h"
 #include "shim.h"
 
 SHIM_API int unlink(const char *path)
 {
+	if (!shim_bypass())
+		order_before_names();
 	if (crash_on() && !shim_bypass())
 		crash_before_unlink(AT_FDCWD, path);
 	return LIBC(unlink)(path);
@@ -23,6 +26,8 @@ SHIM_API int unlink(const char *path)
 
 SHIM_API int unlinkat(int dirfd, const char *path, int flags)
 {
+	if (!shim_bypass())
+		order_before_names();
 	if (crash_on() && !shim_bypass() && !(flags & AT_REMOVEDIR))
 		crash_before_unlink(dirfd, path);
 	return LIBC(unlinkat)(dirfd, path, flags);
@@ -31,8 +36,22 @@ SHIM_API int unlinkat(int dirfd, const char *path, int flags)
 /* The size change is logged before it is made; the file's lock (held by
  * no write of ours meanwhile) is not needed: a truncation racing our own
  * write to the same file is the app's race. */
+/* Ordered defer (order.h): the file's tracked object, if any. */
+static void order_fd_change(int fd)
+{
+	if (shim_bypass())
+		return;
+	uint32_t state = 0;
+	struct shim_file *f = fd_peek(fd, &state);
+	if (f && !file_tryref(f))
+		f = NULL;
+	order_before_change(f);
+	file_put(f);
+}
+
 static void before_ftruncate(int fd, off64_t size)
 {
+	order_fd_change(fd);
 	if (crash_on() && !shim_bypass())
 		crash_before_size(fd, NULL, (off_t)size);
 }
@@ -40,6 +59,8 @@ static void before_ftruncate(int fd, off64_t size)
 static void before_truncate(const char *path, off64_t size)
 {
 	char abs[PATH_MAX];
+	if (!shim_bypass())
+		order_before_names();
 	if (crash_on() && !shim_bypass() && path_absolute(AT_FDCWD, path, abs, sizeof(abs)) == 0)
 		crash_before_size(-1, abs, (off_t)size);
 }
@@ -73,6 +94,7 @@ SHIM_API int truncate64(const char *path, off64_t size)
 static void before_fallocate(int fd, int mode, off64_t off, off64_t len)
 {
 	struct stat st;
+	order_fd_change(fd);
 	if (!crash_on() || shim_bypass() || fstat(fd, &st) != 0)
 		return;
 	if (mode == 0 && off + len > st.st_size)

@@ -62,6 +62,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "order.h"
 #include "crash.h"
 #include "flusher.h"
 #include "live.h"
@@ -515,6 +516,7 @@ void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, ui
 	if (work & WRITES_LIVE)
 		live_wrote(f, (ssize_t)n);
 	if (counted) {
+		order_after_write(f, -1, (ssize_t)n); /* where it lands is the ring's: not known as forward */
 		risk_wrote(f, n);
 		if (state & SLOT_OSYNC_STRIP)
 			risk_acked(f, trace_now());

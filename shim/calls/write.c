@@ -15,11 +15,12 @@
 #include "crash.h"
 #include "flusher.h"
 #include "live.h"
+#include "order.h"
 #include "risk.h"
 #include "shim.h"
 #include "trace.h"
 
-static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op op,
+static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op op, off_t off,
 			      ssize_t r, const struct trace_start *t)
 {
 	/* Only files whose syncs may be answered without the device count
@@ -33,6 +34,7 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;
 	if (counted) {
+		order_after_write(f, off, r);
 		risk_wrote(f, (uint64_t)r);
 		if (state & SLOT_OSYNC_STRIP)
 			risk_acked(f, trace_now()); /* the app thinks this write is durable */
@@ -61,6 +63,7 @@ static inline bool osync_kept(uint32_t state)
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
 		if (!f)                                                              \
 			return LIBC(name) args;                                      \
+		order_before_write(f, fd, OFF, IOV, CNT);                            \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, OFF, IOV, CNT, osync_kept(state), &cw); \
@@ -68,7 +71,7 @@ static inline bool osync_kept(uint32_t state)
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name) args;                                         \
 		crash_write_done(&cw);                                               \
-		write_done(f, fd, state, op, r, &t);                                 \
+		write_done(f, fd, state, op, OFF, r, &t);                                 \
 		return r;                                                            \
 	}
 
@@ -92,6 +95,7 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 	struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd_out, &state);
 	if (!f)
 		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
+	order_before_write(f, fd_out, off_out ? (off_t)*off_out : -1, NULL, 0);
 	struct crash_write cw = { .locked = false };
 	if (unlikely(file_write_work(f) & WRITES_CRASH))
 		crash_write_begin(f, fd_out, off_out ? (off_t)*off_out : -1, ONE(NULL, len), 1, osync_kept(state), &cw);
@@ -99,7 +103,7 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 	trace_begin(&t);
 	ssize_t r = LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
 	crash_write_done(&cw);
-	write_done(f, fd_out, state, OP_WRITE, r, &t);
+	write_done(f, fd_out, state, OP_WRITE, off_out ? (off_t)*off_out - (r > 0 ? r : 0) : -1, r, &t);
 	return r;
 }
 
@@ -135,6 +139,7 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		if (!f)                                                              \
 			return LIBC(name)(fd, iov, cnt, off, flags);                 \
 		int fl = rwf_adjust(f, flags, &state);                               \
+		order_before_write(f, fd, (flags & RWF_APPEND) ? -1 : off, iov, cnt); \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, off, iov, cnt,                      \
@@ -143,7 +148,7 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name)(fd, iov, cnt, off, fl);                       \
 		crash_write_done(&cw);                                               \
-		write_done(f, fd, state, OP_PWRITEV, r, &t);                         \
+		write_done(f, fd, state, OP_PWRITEV, (flags & RWF_APPEND) ? -1 : off, r, &t);                         \
 		return r;                                                            \
 	}
 

@@ -39,6 +39,7 @@
 #include "flusher.h"
 #include "log.h"
 #include "live.h"
+#include "order.h"
 #include "pace.h"
 #include "risk.h"
 #include "trace.h"
@@ -72,6 +73,7 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->joined_x16, 0);
 	atomic_store(&fl->leads, 0);
 	workers_reset(f);
+	order_reset(f);
 }
 
 /* Bytes written since the last real sync began; marks it as begun now. */
@@ -366,6 +368,7 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	struct knobs k;
 	knobs_of(f, &k);
 	fl->in_flight = true;
+	order_sync_begins(f); /* what it covers is no longer "forward" */
 	struct sync_fd s = pick_locked(f, own, own_closing);
 	unlock_fl(f);
 
@@ -394,6 +397,7 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	}
 	if (!res.happened && flusher_owes(f))
 		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
+	order_sync_ends(f, res.happened);
 	fl->in_flight = false;
 	drop_priv_if_idle(f);
 	wake_all_locked(f);
@@ -441,6 +445,7 @@ static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t t
 				err = fl->errs[i].err;
 	}
 	unlock_fl(f);
+	order_synced(f); /* no longer pending if that covered its last ack */
 	pthread_setcancelstate(old, NULL);
 	if (sticky_err)
 		after_sticky(f, sticky_err);
@@ -456,6 +461,54 @@ int flusher_drain(struct shim_file *f)
 	uint32_t seq0 = atomic_load(&f->err_seq);
 	sync_until(f, -1, false, target, true);
 	return atomic_load(&f->err_seq) != seq0 ? atomic_load(&f->err_errno) : 0;
+}
+
+/*
+ * Ordered defer's wait (order.c): the flusher threads are asked to sync f
+ * now, and the caller sleeps until request target is covered, holding no
+ * lock and not marked busy while asleep, so a signal handler that
+ * interrupts it is an ordinary caller (its own deferred syncs stay
+ * deferred, its writes wait in turn) instead of one passed straight to
+ * the device for as long as the wait lasts. Without a flusher thread the
+ * caller leads the sync itself.
+ */
+void flusher_await(struct shim_file *f, uint64_t target)
+{
+	if (atomic_load(&f->fl.done_seq) >= target)
+		return;
+	if (workers_ensure(false) < 0) {
+		sync_until(f, -1, false, target, true);
+		return;
+	}
+	for (;;) {
+		workers_force(f);
+		workers_schedule(f, true);
+		shim_enter();
+		lock_fl(f);
+		if (atomic_load(&f->fl.done_seq) >= target) {
+			unlock_fl(f);
+			shim_leave();
+			return;
+		}
+		uint32_t seen = atomic_load(&f->fl.wake);
+		f->fl.waiters++;
+		unlock_fl(f);
+		shim_leave();
+		/* A bound, in case the hurried sync was taken by a round that
+		 * began too early to cover target: ask again. */
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		syscall(SYS_futex, &f->fl.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+		shim_enter();
+		lock_fl(f);
+		f->fl.waiters--;
+		unlock_fl(f);
+		shim_leave();
+	}
+}
+
+uint64_t flusher_requested(struct shim_file *f)
+{
+	return atomic_load(&f->fl.req_seq);
 }
 
 /* ---- requests -------------------------------------------------------------- */
@@ -479,6 +532,7 @@ static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd
 {
 	atomic_store(&f->fl.req_fd, fd);
 	uint64_t seq = next_request(&f->fl, want_fsync);
+	order_acked(f); /* after the number: later changes wait for it */
 	risk_acked(f, trace_now());
 	workers_arm(f);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
@@ -742,6 +796,7 @@ static void reset_in_child(struct shim_file *f, void *arg)
 
 void flusher_atfork_child(void)
 {
+	order_atfork_child(); /* before the reset below unmarks the files */
 	workers_atfork_child();
 	registry_each(reset_in_child, NULL);
 }

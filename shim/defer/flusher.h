@@ -34,6 +34,11 @@ void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state);
 /* Complete the file's pending syncs now (barriers). Returns 0, or the
  * errno of a failed sync (also recorded as sticky). */
 int flusher_drain(struct shim_file *f);
+/* Ordered defer: the flusher threads sync f now; sleep (not busy, no
+ * lock held) until request target is covered. */
+void flusher_await(struct shim_file *f, uint64_t target);
+/* The number of f's latest request (a target for flusher_await). */
+uint64_t flusher_requested(struct shim_file *f);
 /* Complete every pending deferred sync (sync, syncfs, exec, exit). */
 void flusher_flush_all(void);
 /* Complete the pending syncs of the file at (dirfd, path, AT_ flags)

@@ -40,6 +40,7 @@ void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index)
 	k->group_wait_us = r->group_wait_us;
 	k->at_risk_ns = pace_at_risk_ns(r->max_delay_ms, r->max_at_risk_ms);
 	k->rule_index = rule_index;
+	k->order = (uint8_t)r->order;
 }
 
 void knobs_of(const struct shim_file *f, struct knobs *out)
@@ -72,6 +73,9 @@ static uint8_t write_work_of(const struct knobs *k)
 			w |= WRITES_COUNTED;
 	if (k->act[CALL_OPEN_SYNC] == ACT_STRIP || k->act[CALL_OPEN_SYNC] == ACT_DEFER)
 		w |= WRITES_COUNTED;
+	/* Scratch files (noop) keep no order; order = file opts out. */
+	if (k->order == ORDER_DOMAIN && k->act[CALL_FSYNC] != ACT_NOOP)
+		w |= WRITES_ORDERED;
 	return w;
 }
 

@@ -1100,7 +1100,10 @@ Test(flush_errors, direct_error_without_deferral)
 Test(flush_errors, rename_barrier_failure_is_reported)
 {
 	char *file = h_path("rp.dat");
-	char *ini = fl_ini_write("shim.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s*\nsync = defer\n%s",
+	/* Only FILE.tmp deferred: under ordered defer a deferred FILE would
+	 * be synced first (FILE.tmp's writes wait for it), taking the one
+	 * injected failure. */
+	char *ini = fl_ini_write("shim.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s.tmp\nsync = defer\n%s",
 						   file, B_LONG));
 	struct h_cmd c;
 	fl_cmd(&c, H_SHIM_REC, ini);

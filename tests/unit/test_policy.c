@@ -463,11 +463,11 @@ Test(errors, unknown_keys_list_the_valid_ones)
 {
 	expect_err("[shim]\nflush = 1\n", "t.ini:2: ",
 		   "unknown key 'flush' in [shim]; valid keys here: policy, log, log_mode, max_flushers, "
-		   "ring_records, reload, unreported_errors, live, live_dir, osync, real_sync, on_close, max_delay_ms, "
-		   "max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
+		   "ring_records, reload, unreported_errors, live, live_dir, osync, real_sync, on_close, order, "
+		   "max_delay_ms, max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
 	expect_err("[rule a]\npath = /a\nPath = /b\n", "t.ini:3: ",
 		   "unknown key 'Path' in [rule a]; valid keys here: path, sync, osync, real_sync, on_close, "
-		   "max_delay_ms, max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
+		   "order, max_delay_ms, max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
 	expect_err("[shim]\npath = /a\n", "t.ini:2: ", "only in [rule NAME]");
 	expect_err("[shim]\nsync = defer\n", "t.ini:2: ", "only in [rule NAME]");
 	expect_err("[rule a]\npath = /a\npolicy = defer\n", "t.ini:3: ", "only in [shim]");
@@ -1213,7 +1213,7 @@ Test(shipped, shim_ini_documents_every_key)
 {
 	static const char *const keys[] = {
 		"policy", "log", "log_mode", "max_flushers", "ring_records", "reload", "path", "sync",
-		"osync", "real_sync", "on_close", "max_delay_ms", "max_bytes", "max_calls",
+		"osync", "real_sync", "on_close", "order", "max_delay_ms", "max_bytes", "max_calls",
 		"writeback_bytes", "group_wait_us", "max_at_risk_ms", "live", "live_dir", "SYNCSHIM_CONFIG",
 		"SYNCSHIM_POLICY", "SYNCSHIM_LOG",
 	};
@@ -1225,7 +1225,7 @@ Test(shipped, shim_ini_documents_every_key)
 	static const char *const lines[] = {
 		"\npolicy = passthrough\n", "\nlog =\n", "\nlog_mode = summary\n", "\nmax_flushers = 16\n",
 		"\nring_records = 16384\n", "\nreload = true\n", "\n; osync = auto\n",
-		"\n; real_sync = auto\n", "\n; on_close = async\n", "\n; max_delay_ms = 100\n",
+		"\n; real_sync = auto\n", "\n; on_close = async\n", "\n; order = domain\n", "\n; max_delay_ms = 100\n",
 		"\n; max_bytes = 16M\n", "\n; max_calls = 1000\n", "\n; writeback_bytes = 0\n",
 		"\n; group_wait_us = auto\n", "\n; max_at_risk_ms = 0\n", "\nlive = false\n", "\nlive_dir =\n",
 	};

@@ -6,8 +6,8 @@
 # ...) so drift on a shared machine hits all of them, and each cell is the
 # median over the rounds. Sections: overhead syncwrites group latency
 # writeback kahadb pgbench exec window agreement crashtest syscall uring
-# (default: all). ROUNDS
-# overrides the rounds of every section. Other knobs, for trials:
+# ordered (default: all). ROUNDS
+# overrides the rounds of every section (ordered: ORDER_SECONDS, ORDER_REDIS_N). Other knobs, for trials:
 # ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
 # btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
 # PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
@@ -23,7 +23,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: bench.sh BUILD_DIR [SECTION...]}" && pwd)
 shift
-SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window agreement crashtest syscall uring}
+SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window agreement crashtest syscall uring ordered}
 SHIM=$B/libsyncshim.so
 RUN=$B/syncshim
 EX=$B/examples
@@ -722,6 +722,85 @@ crash_many_files() {
 	echo
 }
 
+# One redis-server under defer (ordering on or off: $1 = SYNCSHIM_TEST_NO_ORDER),
+# appendfsync always, on a random loopback port; redis-benchmark's SET rate.
+ordered_redis_run() {
+	local off=$1 port dir pid rps
+	port=$((20000 + RANDOM % 20000))
+	dir=$WORK/redis.$off
+	rm -rf "$dir" && mkdir -p "$dir"
+	SYNCSHIM_TEST_NO_ORDER=$off "$RUN" run -p defer -- redis-server --port "$port" --bind 127.0.0.1 \
+		--dir "$dir" --appendonly yes --appendfsync always --save '' --daemonize no >"$dir/log" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 100; i++)); do
+		redis-cli -p "$port" ping >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	rps=$(redis-benchmark -p "$port" -t set -n "${ORDER_REDIS_N:-50000}" -c 1 -q 2>/dev/null | tr '\r' '\n' |
+		sed -n 's/^SET: *\([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
+	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	echo "result: sets_per_sec=${rps:-nan}" >>"$WORK/ord_redis_$off.out"
+}
+
+# sqlite3 in WAL mode (examples/sqlite/insert_wal.sh) for $2 seconds under
+# defer; rows committed per second, and real syncs per second (all of them,
+# recorded beneath the shim: the deadline's, and under ordering the ones
+# the waits asked for).
+ordered_sqlite_run() {
+	local off=$1 secs=$2 dir rows waits
+	dir=$WORK/sq.$off
+	rm -rf "$dir" && mkdir -p "$dir"
+	sqlite3 "$dir/db" 'PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB NOT NULL)' >/dev/null
+	local pol=defer
+	[ "$off" = pt ] && pol=passthrough
+	SYNCSHIM_TEST_NO_ORDER=$off RECLAYER_LOG="$dir/rec" RECLAYER_OPS=fsync,fdatasync \
+		LD_PRELOAD="$SHIM:$RECLAYER" SYNCSHIM_POLICY=$pol \
+		timeout "$secs" "$B/../examples/sqlite/insert_wal.sh" "$dir/db" "$dir/acks" >/dev/null 2>&1 || true
+	rows=$(sqlite3 "$dir/db" 'SELECT count(*) FROM t')
+	waits=$(wc -l <"$dir/rec" 2>/dev/null || echo 0)
+	echo "result: rows_per_sec=$(awk -v r="$rows" -v s="$secs" 'BEGIN {printf "%.1f", r / s}') waits_per_sec=$(awk -v w="$waits" -v s="$secs" 'BEGIN {printf "%.1f", w / s}')" >>"$WORK/ord_sq_$off.out"
+}
+
+section_ordered() {
+	local rounds=${ROUNDS:-5} secs=${ORDER_SECONDS:-3} off
+	echo "## Ordered defer: what keeping the order costs (issue 18)"
+	echo
+	echo "Today's defer with ordering turned off (\`SYNCSHIM_TEST_NO_ORDER=1\`, a test hook: each file's deferred syncs kept alone, as before ordered defer) against ordered defer, side by side, $rounds rounds interleaved (off on off on ...), medians. \`sync_writes -s 4096 -t $secs\`: one file, 4 KiB \`write\` at the position + fsync; \`sync_writes\` again with \`-T 2\` (two threads sharing the descriptor); Redis 7 with \`appendonly yes\`, \`appendfsync always\` under \`syncshim run -p defer\`, \`redis-benchmark -t set -c 1\` over loopback (the AOF is one file written with \`O_APPEND\`); sqlite3 in WAL mode (\`examples/sqlite/insert_wal.sh\`: one process, \`synchronous=FULL\`, one INSERT per commit, a checkpoint every 20 WAL pages) for $secs s, rows committed per second and real syncs per second (every fsync/fdatasync the shim made, recorded beneath it by tests/lib/reclayer.so with \`RECLAYER_OPS=fsync,fdatasync\`: unordered, only the 100 ms deadline's; ordered, also those the waits asked the flusher for, about two per checkpoint), and under passthrough for scale. Files on /tmp's file system."
+	echo
+	for ((r = 1; r <= rounds; r++)); do
+		for off in 1 0; do
+			run_cfg "ord_sw_$off" env SYNCSHIM_TEST_NO_ORDER=$off "$RUN" run -p defer -- \
+				"$EX/sync_writes" -t "$secs" -n 100000000 -f "$WORK/ord.dat"
+			run_cfg "ord_sw2_$off" env SYNCSHIM_TEST_NO_ORDER=$off "$RUN" run -p defer -- \
+				"$EX/sync_writes" -T 2 -t "$secs" -n 100000000 -f "$WORK/ord.dat"
+			if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+				ordered_redis_run "$off"
+			fi
+			ordered_sqlite_run "$off" "$secs"
+		done
+		ordered_sqlite_run pt "$secs"
+	done
+	echo "| workload | defer, unordered | ordered defer | ordered / unordered | runs (unordered; ordered) | target |"
+	echo "|---|---|---|---|---|---|"
+	local u o
+	u=$(medall ord_sw_1 writes_per_sec); o=$(medall ord_sw_0 writes_per_sec)
+	echo "| sync_writes, writes/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_sw_1 writes_per_sec); $(runs ord_sw_0 writes_per_sec) | >= 0.95 |"
+	u=$(medall ord_sw2_1 writes_per_sec); o=$(medall ord_sw2_0 writes_per_sec)
+	echo "| sync_writes -T 2, writes/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_sw2_1 writes_per_sec); $(runs ord_sw2_0 writes_per_sec) | >= 0.95 |"
+	if [ -s "$WORK/ord_redis_0.out" ]; then
+		u=$(medall ord_redis_1 sets_per_sec); o=$(medall ord_redis_0 sets_per_sec)
+		echo "| Redis AOF always, SET/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_redis_1 sets_per_sec); $(runs ord_redis_0 sets_per_sec) | >= 0.95 |"
+	fi
+	u=$(medall ord_sq_1 rows_per_sec); o=$(medall ord_sq_0 rows_per_sec)
+	echo "| sqlite WAL, rows/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_sq_1 rows_per_sec); $(runs ord_sq_0 rows_per_sec) | measured |"
+	echo "| sqlite WAL, real syncs/s | $(medall ord_sq_1 waits_per_sec) | $(medall ord_sq_0 waits_per_sec) | | $(runs ord_sq_1 waits_per_sec); $(runs ord_sq_0 waits_per_sec) | |"
+	local p
+	p=$(medall ord_sq_pt rows_per_sec)
+	echo
+	echo "sqlite WAL under passthrough, the same runs: $p rows/s ($(medall ord_sq_pt waits_per_sec) real syncs/s); ordered defer is $(ratio "$o" "$p") of it."
+	echo
+}
 section_syscall() {
 	local rounds=${ROUNDS:-9} n=${SYSCALL_LOOPS:-300000}
 	echo "## libc's syscall(): the cost of the switch (tight syscall(SYS_gettid) loop)"

@@ -1,0 +1,583 @@
+/*
+ * order.c - ordered defer: a power cut leaves a state the program once had.
+ *
+ * defer answers a sync at once and makes it real later; on its own that
+ * lets the kernel write a later change of another file (or an overwrite
+ * of the same file) before the data the answer promised, which is how a
+ * multi-file database gets corrupted rather than just shorter. The rule
+ * kept here: a change reaches the kernel only after every sync the app
+ * was told is done, and that the change could depend on, is durable.
+ *
+ * The design.
+ *   - Pending list. A file with a deferred acknowledgement that no real
+ *     sync has covered yet is "pending": linked on this process's list
+ *     (the order lock) holding a reference, and given a slot in the
+ *     domain (below), whose summary word the write path loads: (pending
+ *     files << 32 | the one pending file's slot). A file joins when its
+ *     deferred sync is answered (order_acked, from defer_request, after
+ *     the request is numbered) and leaves when a real sync that covers its
+ *     last request ends (order_synced). Within a process the numbers are
+ *     the flusher's own request numbers (req_seq, done_seq).
+ *   - The domain: this process and its fork children, which inherit a
+ *     MAP_SHARED table made at load (PostgreSQL's backends are the
+ *     postmaster's fork children). A slot holds the owner's pid, its
+ *     descriptor, the file's dev/inode and a domain-wide number for the
+ *     file's latest acknowledgement; another process makes the file
+ *     durable itself (fdatasync through /proc/PID/fd/N, checked to be the
+ *     file; else syncfs or sync()) and marks the number durable. A slot
+ *     whose owner died is synced that way and freed.
+ *   - Cross-file order. A change of file F (a write, copy_file_range,
+ *     ftruncate, fallocate) with order = domain waits, when another file
+ *     is pending, until that file's requests as of now are durable: the
+ *     flusher threads are asked to sync it now and the writer sleeps
+ *     (flusher_await), not busy, so a signal handler that interrupts the
+ *     wait is an ordinary caller. A change of names (rename, link,
+ *     unlink, truncate by path) waits for every pending file. So the wait
+ *     is about one real sync and happens only when the program moves from
+ *     a file with an owed sync to another one; a single-file program
+ *     never waits for another file.
+ *   - Same-file order. A write to F while F itself is pending waits for
+ *     F's sync only if it changes bytes an acknowledged sync promised: a
+ *     write whose offset is at or past the highest byte written since F's
+ *     last completed real sync began is forward (a log's next record), and
+ *     so is one past the file's size (fstat, and lseek for a write at the
+ *     descriptor's position) or over bytes with the same content (pread;
+ *     PostgreSQL rewriting its last partial WAL page).
+ *   - Errors. A real sync that fails still ends the wait: its error is
+ *     sticky for its own file, reported by that file's next fsync or
+ *     close, as every deferred sync error is; the waiting call is not
+ *     failed for another file's error.
+ *   - Lock order: the order lock, then the domain's (process-shared,
+ *     robust); under them only atomics and file_tryref. A file's
+ *     reference is dropped (file_put, which may take the registry lock)
+ *     after they are released. The wait holds no lock of this module.
+ *     Everything that locks runs with shim_busy raised, so a signal
+ *     handler that interrupts it passes through, and the flusher threads
+ *     (shim_busy always) and a leader's own real sync never wait for order.
+ *   - fork: the child's flusher owns none of the parent's pending syncs
+ *     (flusher_atfork_child), so its list starts empty; the parent's slots
+ *     stay the parent's, and the child waits for them like any process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flusher.h"
+#include "order.h"
+#include "workers.h"
+
+/*
+ * The domain: this process and its fork children (PostgreSQL's postmaster
+ * and its backends, forked without exec), which inherit this mapping:
+ * MAP_SHARED, made at load. Each pending file has a slot there, so a
+ * process sees another's acknowledged syncs; the summary word is computed
+ * from the slots under the domain's lock (process-shared, robust: a
+ * process that dies holding it does not block the others).
+ */
+#define DOMAIN_SLOTS 1024
+
+struct order_slot {
+	_Atomic uint32_t used;
+	pid_t pid;                      /* the owner; its file pointer is its own */
+	int fd;                         /* the owner's descriptor of it, for /proc/PID/fd */
+	dev_t dev;
+	ino_t ino;
+	_Atomic uint64_t acked;         /* the domain's number of its latest acknowledgement */
+	_Atomic uint64_t durable;       /* made durable up to this number by another process */
+};
+
+struct order_domain {
+	_Atomic uint64_t summary;       /* pending slots << 32 | (the only one's index + 1) */
+	_Atomic uint64_t ack_seq;       /* numbers acknowledgements, domain-wide */
+	pthread_mutex_t mu;             /* slots, summary */
+	uint32_t overflow;              /* mu: pending files that found no slot */
+	uint32_t nused;                 /* mu: slots in use */
+	uint32_t xor_used;              /* mu: xor of (index + 1) of those: the one when nused is 1 */
+	uint32_t hint;                  /* mu: where to look for a free slot first */
+	struct order_slot slots[DOMAIN_SLOTS];
+};
+
+static struct order_domain local_domain; /* if the shared mapping cannot be made */
+struct order_domain *order_dom = &local_domain;
+
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct shim_file *pending_head; /* order_mu: this process's pending files */
+
+/* SYNCSHIM_TEST_NO_ORDER=1: defer as it was before ordering, for the
+ * benchmark's baseline and the tests that show what ordering prevents. */
+static _Atomic int order_off = -1;
+
+static bool ordering_off(void)
+{
+	int v = atomic_load_explicit(&order_off, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv("SYNCSHIM_TEST_NO_ORDER");
+		v = e && strcmp(e, "1") == 0;
+		atomic_store_explicit(&order_off, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+static void domain_mutex_init(pthread_mutex_t *mu, bool shared)
+{
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	if (shared) {
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	}
+	pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+void order_init(void)
+{
+	domain_mutex_init(&local_domain.mu, false);
+	void *p = mmap(NULL, sizeof(struct order_domain), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return; /* this process alone, then */
+	struct order_domain *d = p;
+	domain_mutex_init(&d->mu, true);
+	order_dom = d;
+}
+
+/* Domain lock held, after a process died holding it: the counts again
+ * from the slots. */
+static void recount_locked(void)
+{
+	struct order_domain *d = order_dom;
+	d->nused = d->xor_used = 0;
+	for (uint32_t i = 0; i < DOMAIN_SLOTS; i++)
+		if (atomic_load_explicit(&d->slots[i].used, memory_order_relaxed)) {
+			d->nused++;
+			d->xor_used ^= i + 1;
+		}
+}
+
+static void lock_domain(void)
+{
+	if (pthread_mutex_lock(&order_dom->mu) == EOWNERDEAD) {
+		pthread_mutex_consistent(&order_dom->mu);
+		recount_locked();
+	}
+}
+
+static void unlock_domain(void)
+{
+	pthread_mutex_unlock(&order_dom->mu);
+}
+
+/* Domain lock held: the summary word. O(1): these sections are short, so
+ * a signal handler seldom finds its thread inside one. The count goes up
+ * before a file is marked listed and down after it is unmarked. */
+static void publish_locked(void)
+{
+	struct order_domain *d = order_dom;
+	uint32_t n = d->nused + d->overflow;
+	atomic_store(&d->summary, (uint64_t)n << 32 | (n == 1 && !d->overflow ? d->xor_used : 0));
+}
+
+/* Domain lock held: a slot for f, 0 if none is free (then counted as an
+ * overflow: other processes sync everything for it). */
+static uint32_t take_slot_locked(struct shim_file *f)
+{
+	struct order_domain *d = order_dom;
+	for (uint32_t k = 0; k < DOMAIN_SLOTS; k++) {
+		uint32_t i = (d->hint + k) % DOMAIN_SLOTS;
+		struct order_slot *sl = &d->slots[i];
+		if (atomic_load_explicit(&sl->used, memory_order_relaxed))
+			continue;
+		sl->pid = shim.pid;
+		sl->fd = atomic_load(&f->fl.req_fd);
+		sl->dev = f->dev;
+		sl->ino = f->ino;
+		atomic_store(&sl->durable, 0);
+		atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
+		atomic_store(&sl->used, 1);
+		d->nused++;
+		d->xor_used ^= i + 1;
+		d->hint = (i + 1) % DOMAIN_SLOTS;
+		return i + 1;
+	}
+	d->overflow++;
+	return 0;
+}
+
+static void drop_slot_locked(uint32_t slot)
+{
+	struct order_domain *d = order_dom;
+	if (slot && atomic_load(&d->slots[slot - 1].used)) {
+		atomic_store(&d->slots[slot - 1].used, 0);
+		d->nused--;
+		d->xor_used ^= slot;
+		d->hint = slot - 1;
+	} else if (!slot && d->overflow) {
+		d->overflow--;
+	}
+}
+
+void order_reset(struct shim_file *f)
+{
+	atomic_store(&f->ord.listed, 0);
+	f->ord.slot = 0;
+	atomic_store(&f->ord.hi_seq, 0);
+	atomic_store(&f->ord.cur_hi, 0);
+	atomic_store(&f->ord.prev_hi, 0);
+	f->ord.next = NULL;
+}
+
+static void store_max(_Atomic uint64_t *p, uint64_t v)
+{
+	uint64_t old = atomic_load(p);
+	while (v > old && !atomic_compare_exchange_weak(p, &old, v))
+		;
+}
+
+/* The writes since the last real sync began move to the round that sync
+ * covers; a reader (same_file_hi) sees them in one or the other. */
+void order_sync_begins(struct shim_file *f)
+{
+	atomic_fetch_add(&f->ord.hi_seq, 1);
+	store_max(&f->ord.prev_hi, atomic_exchange(&f->ord.cur_hi, 0));
+	atomic_fetch_add(&f->ord.hi_seq, 1);
+}
+
+void order_sync_ends(struct shim_file *f, bool happened)
+{
+	if (happened)
+		atomic_store(&f->ord.prev_hi, 0);
+}
+
+/* The highest byte written since the last completed real sync began:
+ * nothing at or past it is promised and not yet durable. */
+static uint64_t same_file_hi(struct shim_file *f)
+{
+	for (;;) {
+		uint32_t s = atomic_load(&f->ord.hi_seq);
+		uint64_t cur = atomic_load(&f->ord.cur_hi), prev = atomic_load(&f->ord.prev_hi);
+		if (!(s & 1) && atomic_load(&f->ord.hi_seq) == s)
+			return cur > prev ? cur : prev;
+		__builtin_ia32_pause();
+	}
+}
+
+void order_acked(struct shim_file *f)
+{
+	/* After req_seq's increment (sequentially consistent, as this load):
+	 * either this sees the file listed, or order_synced's re-check after
+	 * unmarking it sees the new request and keeps it. */
+	if (atomic_load(&f->ord.listed)) {
+		uint32_t slot = f->ord.slot; /* set before listed, kept while listed */
+		if (slot) { /* other processes wait for this one too */
+			struct order_slot *sl = &order_dom->slots[slot - 1];
+			sl->fd = atomic_load(&f->fl.req_fd);
+			atomic_store(&sl->acked, atomic_fetch_add(&order_dom->ack_seq, 1) + 1);
+		}
+		return;
+	}
+	if (ordering_off())
+		return;
+	shim_enter();
+	pthread_mutex_lock(&order_mu);
+	if (!atomic_load(&f->ord.listed) && file_tryref(f)) {
+		f->ord.next = pending_head;
+		pending_head = f;
+		lock_domain();
+		f->ord.slot = take_slot_locked(f);
+		publish_locked();
+		unlock_domain();
+		atomic_store(&f->ord.listed, 1);
+	}
+	pthread_mutex_unlock(&order_mu);
+	shim_leave();
+}
+
+void order_synced(struct shim_file *f)
+{
+	if (!atomic_load(&f->ord.listed) || flusher_owes(f))
+		return;
+	bool dropped = false;
+	shim_enter();
+	pthread_mutex_lock(&order_mu);
+	if (atomic_load(&f->ord.listed)) {
+		atomic_store(&f->ord.listed, 0);
+		if (flusher_owes(f)) { /* an acknowledgement raced in: still pending */
+			atomic_store(&f->ord.listed, 1);
+		} else {
+			for (struct shim_file **pp = &pending_head; *pp; pp = &(*pp)->ord.next)
+				if (*pp == f) {
+					*pp = f->ord.next;
+					break;
+				}
+			f->ord.next = NULL;
+			lock_domain();
+			drop_slot_locked(f->ord.slot);
+			f->ord.slot = 0;
+			publish_locked();
+			unlock_domain();
+			dropped = true;
+		}
+	}
+	pthread_mutex_unlock(&order_mu);
+	if (dropped)
+		file_put(f);
+	shim_leave();
+}
+
+/* ---- another process's acknowledged syncs ------------------------------------ */
+
+static bool process_gone(pid_t pid)
+{
+	return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Make the file of another process's slot durable from here: its
+ * descriptor through /proc (fdatasync of any descriptor of a file writes
+ * all of its dirty data), checked to be the same file; failing that a
+ * syncfs of the file system through own_fd if it is on it, else sync().
+ * An error is the kernel's to report to the owner's descriptors. */
+static void sync_foreign(const struct order_slot *sl, pid_t pid, int fd, dev_t dev, ino_t ino, int own_fd)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	int d = fd >= 0 ? shimfd_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, OWN_TEMP) : -1;
+	if (d >= 0) {
+		struct stat st;
+		bool same = fstat(d, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+		int r = same ? LIBC(fdatasync)(d) : -1;
+		shimfd_close(d);
+		if (same && r == 0)
+			return;
+		if (same)
+			return; /* it failed: the owner's descriptors hear of it */
+	}
+	(void)sl;
+	struct stat st;
+	if (own_fd >= 0 && fstat(own_fd, &st) == 0 && st.st_dev == dev)
+		LIBC(syncfs)(own_fd);
+	else
+		LIBC(sync)();
+}
+
+/* Every other process's pending slot acknowledged so far is durable. */
+static void wait_for_other_processes(int own_fd)
+{
+	struct order_domain *d = order_dom;
+	if (d == &local_domain)
+		return;
+	bool overflow = false;
+	for (uint32_t i = 0; i < DOMAIN_SLOTS; i++) {
+		struct order_slot *sl = &d->slots[i];
+		if (!atomic_load(&sl->used))
+			continue;
+		pid_t pid = sl->pid;
+		if (pid == shim.pid)
+			continue; /* ours: the pending list's */
+		uint64_t acked = atomic_load(&sl->acked);
+		if (atomic_load(&sl->durable) >= acked)
+			continue;
+		int fd = sl->fd;
+		dev_t dev = sl->dev;
+		ino_t ino = sl->ino;
+		bool gone = process_gone(pid);
+		sync_foreign(sl, pid, gone ? -1 : fd, dev, ino, own_fd);
+		/* Numbers are domain-wide and only grow: a slot reused meanwhile
+		 * has a larger one, still pending. */
+		uint64_t old = atomic_load(&sl->durable);
+		while (old < acked && !atomic_compare_exchange_weak(&sl->durable, &old, acked))
+			;
+		if (gone) { /* its owner will never release it */
+			lock_domain();
+			if (atomic_load(&sl->used) && sl->pid == pid)
+				drop_slot_locked(i + 1);
+			publish_locked();
+			unlock_domain();
+		}
+	}
+	lock_domain();
+	overflow = d->overflow > 0;
+	unlock_domain();
+	if (overflow)
+		LIBC(sync)(); /* a pending file somewhere found no slot */
+}
+
+#define WAIT_BATCH 64
+
+/* Make every pending file but self durable as of now: this process's
+ * through their flushers, the domain's other processes' from here. */
+static void wait_for_others(struct shim_file *self, int own_fd)
+{
+	TEST_POINT("order"); /* a handler here waits like any write */
+	wait_for_other_processes(own_fd);
+	{
+		struct shim_file *batch[WAIT_BATCH];
+		int n = 0;
+		bool more = false;
+		shim_enter();
+		pthread_mutex_lock(&order_mu);
+		for (struct shim_file *g = pending_head; g; g = g->ord.next) {
+			if (g == self)
+				continue;
+			if (n == WAIT_BATCH) {
+				more = true;
+				break;
+			}
+			if (file_tryref(g))
+				batch[n++] = g;
+		}
+		pthread_mutex_unlock(&order_mu);
+		shim_leave();
+		/* Each file's requests as of now; the flusher threads sync them
+		 * side by side while this thread sleeps. */
+		uint64_t target[WAIT_BATCH];
+		for (int i = 0; i < n; i++) {
+			target[i] = flusher_requested(batch[i]);
+			if (workers_force(batch[i]))
+				workers_schedule(batch[i], true);
+		}
+		for (int i = 0; i < n; i++) {
+			flusher_await(batch[i], target[i]); /* an error stays the file's own */
+			order_synced(batch[i]);
+			file_put(batch[i]);
+		}
+		if (more) /* more pending files than a batch: all of them, as sync() does */
+			flusher_flush_all();
+		return;
+	}
+}
+
+/* Largest overlap compared byte for byte; a bigger overwrite waits. */
+#define COMPARE_MAX (64 * 1024)
+#define COMPARE_CHUNK 4096
+
+/* Bytes [pos, pos + n) of buf are what the file holds there (end: its
+ * size). false when they differ or cannot be read (an O_WRONLY
+ * descriptor): then it is an overwrite. */
+static bool same_bytes(int fd, off_t pos, const char *buf, size_t n, off_t end, size_t *budget)
+{
+	char have[COMPARE_CHUNK];
+	while (n && pos < end) {
+		size_t len = n < sizeof(have) ? n : sizeof(have);
+		if ((off_t)len > end - pos)
+			len = (size_t)(end - pos);
+		if (len > *budget)
+			return false;
+		*budget -= len;
+		if (pread(fd, have, len, pos) != (ssize_t)len || memcmp(have, buf, len) != 0)
+			return false;
+		pos += (off_t)len;
+		buf += len;
+		n -= len;
+	}
+	return true;
+}
+
+/* The write of iov at off (-1: the position) to f changes bytes an
+ * acknowledged sync of f promised and has not made durable. */
+static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
+{
+	uint64_t hi = same_file_hi(f);
+	if (off >= 0 && hi != UINT64_MAX && (uint64_t)off >= hi)
+		return false; /* forward: past every byte written since the file was last durable */
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return true;
+	off_t pos = off >= 0 ? off : lseek(fd, 0, SEEK_CUR);
+	if (pos < 0)
+		return true;
+	if (pos >= st.st_size)
+		return false; /* forward: past every byte the file has */
+	if (off < 0) {
+		int fl = LIBC(fcntl)(fd, F_GETFL);
+		if (fl >= 0 && (fl & O_APPEND))
+			return false; /* lands at the end whatever the position says */
+	}
+	if (!iov) /* copy_file_range: the bytes are not ours to compare */
+		return true;
+	size_t budget = COMPARE_MAX;
+	for (int i = 0; i < cnt && pos < st.st_size; i++) {
+		if (!same_bytes(fd, pos, iov[i].iov_base, iov[i].iov_len, st.st_size, &budget))
+			return true;
+		pos += (off_t)iov[i].iov_len;
+	}
+	return false;
+}
+
+void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt)
+{
+	bool only_self = (summary >> 32) == 1 && f->ord.slot && (uint32_t)summary == f->ord.slot &&
+			 atomic_load(&f->ord.listed);
+	bool others = (file_write_work(f) & WRITES_ORDERED) && !only_self;
+	if (!others && !atomic_load(&f->ord.listed))
+		return;
+	if (!file_tryref(f)) /* the write path holds none: a close may be recycling it */
+		return;
+	int e = errno;
+	if (others)
+		wait_for_others(f, fd);
+	if (atomic_load(&f->ord.listed) && changes_promised_bytes(f, fd, off, iov, cnt)) {
+		flusher_await(f, flusher_requested(f));
+		order_synced(f);
+	}
+	file_put(f);
+	errno = e;
+}
+
+void order_before_change(struct shim_file *f)
+{
+	uint64_t s = atomic_load_explicit(&order_dom->summary, memory_order_relaxed);
+	if (likely(s == 0))
+		return;
+	int e = errno;
+	if (!f || (file_write_work(f) & WRITES_ORDERED))
+		wait_for_others(f, -1);
+	if (f && atomic_load(&f->ord.listed)) {
+		flusher_await(f, flusher_requested(f));
+		order_synced(f);
+	}
+	errno = e;
+}
+
+void order_before_names(void)
+{
+	if (likely(atomic_load_explicit(&order_dom->summary, memory_order_relaxed) == 0))
+		return;
+	int e = errno;
+	wait_for_others(NULL, -1);
+	errno = e;
+}
+
+/* A parent's pending file is not the child's: its references were the
+ * parent's list's, and its slot stays the parent's (the domain is shared:
+ * the child waits for the parent's acknowledged syncs like any other
+ * process's). Each is unmarked without walking the list, which a parent
+ * thread may have been changing. */
+static void forget_in_child(struct shim_file *f, void *arg)
+{
+	(void)arg;
+	if (atomic_load(&f->ord.listed)) {
+		atomic_store(&f->ord.listed, 0);
+		atomic_fetch_sub(&f->refs, 1);
+	}
+	f->ord.slot = 0;
+	f->ord.next = NULL;
+}
+
+void order_atfork_child(void)
+{
+	pthread_mutex_init(&order_mu, NULL);
+	pending_head = NULL;
+	if (order_dom == &local_domain) {
+		domain_mutex_init(&local_domain.mu, false);
+		memset(local_domain.slots, 0, sizeof(local_domain.slots));
+		local_domain.overflow = local_domain.nused = local_domain.xor_used = local_domain.hint = 0;
+		atomic_store(&local_domain.summary, 0);
+	}
+	registry_each(forget_in_child, NULL);
+}

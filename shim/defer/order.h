@@ -1,0 +1,86 @@
+/*
+ * order.h - ordered defer: a change of a file never reaches the kernel
+ * ahead of a sync the app was already told is done (order.c has the
+ * design; docs/ARCHITECTURE.md "Ordered defer").
+ *
+ * The write path's share is one relaxed load of order_summary: zero while
+ * no deferred acknowledgement is waiting for the device, which is the
+ * common case of every policy but defer, and of defer between its real
+ * syncs once they are caught up.
+ */
+#ifndef SYNCSHIM_ORDER_H
+#define SYNCSHIM_ORDER_H
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "shim.h"
+
+/* The ordering domain (order.c): this process and its fork children.
+ * Its first word is the summary: (files with an acknowledged deferred
+ * sync not yet durable, in every process of the domain) << 32 | (that
+ * file's slot when there is exactly one, else 0). Written under the
+ * domain's lock, read lock-free. */
+struct order_domain;
+extern struct order_domain *order_dom;
+#define ORDER_SUMMARY(d) ((_Atomic uint64_t *)(void *)(d))
+
+/* At load: the shared mapping fork children inherit. */
+void order_init(void);
+
+/* A (recycled) object starting as a new file. */
+void order_reset(struct shim_file *f);
+/* A deferred sync of f was acknowledged (its request numbered before
+ * this): f now orders every later change. Lock-free when f is already
+ * pending; async-signal-safe in the shim's sense (shim_busy). */
+void order_acked(struct shim_file *f);
+/* A real sync of f ended (no lock of f held): drop f from the pending
+ * list if nothing it acknowledged is still owed. */
+void order_synced(struct shim_file *f);
+
+void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov,
+		      int cnt);
+
+/*
+ * Before a write of cnt buffers at off (-1: the descriptor's position) to
+ * f through fd: wait until the deferred syncs of other files acknowledged
+ * before it are durable (not for order = file or noop files), and, if the
+ * write changes bytes an acknowledged sync of f itself promised, until
+ * that sync is. Rewriting identical bytes and writing past them do not
+ * wait. errno is kept.
+ */
+static inline void order_before_write(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
+{
+	uint64_t s = atomic_load_explicit(ORDER_SUMMARY(order_dom), memory_order_relaxed);
+	if (likely(s == 0))
+		return;
+	order_write_slow(f, fd, s, off, iov, cnt);
+}
+
+/* After a write of r bytes at off (-1: the position, not known) to f:
+ * the highest byte written so far this sync round (order.c: what is
+ * "forward"). Only for files whose syncs can be answered unsynced. */
+static inline void order_after_write(struct shim_file *f, off_t off, ssize_t r)
+{
+	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
+	uint64_t old = atomic_load_explicit(&f->ord.cur_hi, memory_order_relaxed);
+	while (end > old && !atomic_compare_exchange_weak_explicit(&f->ord.cur_hi, &old, end, memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+}
+
+/* A real sync of f led by the flusher begins / ended (f's flusher lock
+ * held; happened: it ran). */
+void order_sync_begins(struct shim_file *f);
+void order_sync_ends(struct shim_file *f, bool happened);
+
+/* Before a change to f that is not a write (ftruncate, fallocate): as a
+ * write over its promised bytes. f NULL: an untracked file. */
+void order_before_change(struct shim_file *f);
+/* Before a change of names (rename, link, unlink, truncate by name):
+ * every file's acknowledged syncs first. */
+void order_before_names(void);
+
+void order_atfork_child(void);
+
+#endif

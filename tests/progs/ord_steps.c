@@ -1,0 +1,171 @@
+/*
+ * ord_steps.c - a scripted sequence of writes, syncs and renames over a
+ * few files, for the ordered-defer tests (tests/test_order.c).
+ *
+ *   ord_steps DIR STEP...
+ *
+ * Files are DIR/NAME, opened O_RDWR|O_CREAT on first use (kept open).
+ * Steps (NAME is a file name, OFF a byte offset, C a fill character):
+ *   a:NAME        append 4096 bytes of the file's next fill with write()
+ *   p:NAME:OFF:C  pwrite 4096 bytes of C at OFF
+ *   s:NAME        fsync
+ *   S:NAME        fsync whose failure is printed (err=NAME), not fatal
+ *   r:NAME:NEW    rename DIR/NAME to DIR/NEW (the descriptor stays open)
+ *   u:NAME        unlink DIR/NAME
+ *   t:NAME:SIZE   ftruncate to SIZE
+ *   f             fork: the child runs the remaining steps, the parent
+ *                 waits for it and then exits
+ *   w:MS          sleep MS milliseconds (only to let a deadline pass)
+ * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
+ * entry and return), then "done pid=P".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "progs.h"
+
+#define MAX_FILES 16
+#define BLOCK 4096
+
+static struct {
+	char name[64];
+	int fd;
+	char fill;
+} files[MAX_FILES];
+static int nfiles;
+static const char *dir;
+
+static int fd_of(const char *name)
+{
+	for (int i = 0; i < nfiles; i++)
+		if (!strcmp(files[i].name, name))
+			return files[i].fd;
+	if (nfiles == MAX_FILES) {
+		fprintf(stderr, "ord_steps: too many files\n");
+		exit(2);
+	}
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "ord_steps: open %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	snprintf(files[nfiles].name, sizeof(files[nfiles].name), "%s", name);
+	files[nfiles].fd = fd;
+	files[nfiles].fill = 'a';
+	nfiles++;
+	return fd;
+}
+
+static char *next_fill(const char *name)
+{
+	for (int i = 0; i < nfiles; i++)
+		if (!strcmp(files[i].name, name)) {
+			char *c = &files[i].fill;
+			*c = *c == 'z' ? 'a' : (char)(*c + 1);
+			return c;
+		}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: ord_steps DIR STEP...\n");
+		return 2;
+	}
+	dir = argv[1];
+	static char buf[BLOCK];
+	for (int i = 2; i < argc; i++) {
+		char step[512];
+		snprintf(step, sizeof(step), "%s", argv[i]);
+		char *op = strtok(step, ":"), *name = strtok(NULL, ":"), *a1 = strtok(NULL, ":"),
+		     *a2 = strtok(NULL, ":");
+		if (!op) {
+			fprintf(stderr, "ord_steps: empty step\n");
+			return 2;
+		}
+		if (*op == 'f') {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid < 0) {
+				perror("ord_steps: fork");
+				return 2;
+			}
+			if (pid > 0) {
+				int st;
+				waitpid(pid, &st, 0);
+				printf("done pid=%d child=%d\n", (int)getpid(), WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+				return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+			}
+			printf("child pid=%d\n", (int)getpid());
+			continue;
+		}
+		if (*op == 'w') {
+			long ms = name ? atol(name) : 0;
+			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+				;
+			continue;
+		}
+		if (!name) {
+			fprintf(stderr, "ord_steps: step %s needs a file\n", argv[i]);
+			return 2;
+		}
+		int fd = fd_of(name);
+		long long ret = 0;
+		uint64_t t0 = now_ns();
+		switch (*op) {
+		case 'a':
+			memset(buf, *next_fill(name), sizeof(buf));
+			ret = write(fd, buf, sizeof(buf));
+			break;
+		case 'p':
+			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+			ret = pwrite(fd, buf, sizeof(buf), a1 ? atoll(a1) : 0);
+			break;
+		case 's':
+		case 'S':
+			ret = fsync(fd);
+			break;
+		case 'r': {
+			char from[4096], to[4096];
+			snprintf(from, sizeof(from), "%s/%s", dir, name);
+			snprintf(to, sizeof(to), "%s/%s", dir, a1 ? a1 : "renamed");
+			ret = rename(from, to);
+			break;
+		}
+		case 'u': {
+			char path[4096];
+			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			ret = unlink(path);
+			break;
+		}
+		case 't':
+			ret = ftruncate(fd, a1 ? atoll(a1) : 0);
+			break;
+		default:
+			fprintf(stderr, "ord_steps: unknown step %s\n", argv[i]);
+			return 2;
+		}
+		int err = ret < 0 ? errno : 0;
+		uint64_t t1 = now_ns();
+		printf("step %d %s %s t0=%llu t1=%llu ret=%lld err=%s\n", i - 2, op, name, (unsigned long long)t0,
+		       (unsigned long long)t1, ret, err == EIO ? "EIO" : err ? "other" : "0");
+		if (ret < 0 && *op == 'S')
+			continue;
+		if (ret < 0) {
+			errno = err;
+			fprintf(stderr, "ord_steps: step %s: %s\n", argv[i], strerror(errno));
+			return 1;
+		}
+	}
+	printf("done pid=%d\n", (int)getpid());
+	return 0;
+}
