@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decide.h"
 #include "flusher.h"
 #include "live.h"
 #include "risk.h"
@@ -466,7 +467,7 @@ static void *live_main(void *arg)
 
 void live_start(const struct policy *p)
 {
-	if (!p->live)
+	if (!policy_live_wanted(p))
 		return;
 	V.configured = true;
 	/* Read at load, in the constructor: getenv in the publisher thread

@@ -1456,3 +1456,38 @@ Test(live, real_metrics_match_the_report_of_the_same_run)
 	cr_assert(h_has(rep.out, h_fmt("file,%s,writes,300,1228800,", file)), "%s", rep.out);
 	cr_assert(h_has(rep.out, h_fmt("file,%s,syncs,300,", file)), "%s", rep.out);
 }
+
+/* fl_loop under POLICY with only the live directory set: live = auto. */
+static pid_t default_loop(const char *dir, const char *policy, const char *file, const char *stop, struct h_cmd *c)
+{
+	h_cmd_init(c, H_SHIM);
+	h_envf(c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_envf(c, "SYNCSHIM_POLICY=%s", policy);
+	h_args(c, h_prog("fl_loop"), "-f", file, "-n", "1000000", "-p", "500", "-S", stop, "-T", "30000", NULL);
+	return h_spawn(c);
+}
+
+/*
+ * Without any live option, a process under defer publishes (top shows it
+ * and its data at risk) while one under passthrough, started first and
+ * already writing, publishes nothing: live = auto follows the rules.
+ */
+Test(live, on_by_default_where_data_can_be_at_risk)
+{
+	char *dir = live_dir(), *pfile = h_path("p.dat"), *file = h_path("d.dat"), *stop = h_path("stop");
+	struct h_cmd pc, dc;
+	pid_t ppid = default_loop(dir, "passthrough", pfile, stop, &pc);
+	for (double end = h_now() + 15; h_now() < end && h_size(pfile) <= 0; usleep(20000))
+		;
+	pid_t dpid = default_loop(dir, "defer", file, stop, &dc);
+	char *json = await_json(dir, file, busy_and_at_risk);
+	struct h_result once = synclat(dir, "top", "--json", NULL);
+	h_write_file(stop, "");
+	h_assert_ok(h_reap(&dc, dpid, 20, false, 0), "fl_loop under defer");
+	h_assert_ok(h_reap(&pc, ppid, 20, false, 0), "fl_loop under passthrough");
+	cr_assert_gt(h_size(pfile), 0, "the passthrough loop never wrote");
+	cr_assert_not_null(json, "defer without a live option: top never showed the file with data at risk");
+	cr_expect(h_has(once.out, h_fmt("{\"pid\": %d,", (int)dpid)), "%s", once.out);
+	cr_expect(!h_has(once.out, h_fmt("{\"pid\": %d,", (int)ppid)), "passthrough published:\n%s", once.out);
+	cr_expect(!h_has(once.out, pfile), "passthrough published:\n%s", once.out);
+}
