@@ -28,6 +28,7 @@
 #include "elfcheck.h"
 #include "policy.h"
 #include "syncshim_cli.h"
+#include "tool.h"
 
 #define MAX_LOGS 4096
 
@@ -43,7 +44,7 @@ struct side {
 static void ab_usage(FILE *to)
 {
 	char names[128];
-	fprintf(to, "usage: syncshim ab [-n ROUNDS] [-o DIR] [-m summary|calls] A B -- CMD [ARGS]\n"
+	fprintf(to, "usage: syncshim " AB_SYNOPSIS "\n"
 		    "  A, B: a policy (%s) or an ini file\n", sync_policy_names(names, sizeof(names)));
 }
 
@@ -242,21 +243,25 @@ static int check_command(const char *cmd)
 	return 0;
 }
 
-int cmd_ab(int argc, char **argv)
+int cmd_ab(int argc, char **argv, FILE *out, FILE *err)
 {
 	int rounds = 3, c;
 	const char *outdir = NULL, *mode = NULL;
+	if (cli_wants_help(argc, argv)) {
+		ab_usage(out);
+		return 0;
+	}
 	while ((c = getopt(argc, argv, "+n:o:m:h")) != -1) {
 		switch (c) {
 		case 'n': rounds = atoi(optarg); break;
 		case 'o': outdir = optarg; break;
 		case 'm': mode = optarg; break;
-		case 'h': ab_usage(stdout); return 0;
-		default: ab_usage(stderr); return 1;
+		case 'h': ab_usage(out); return 0;
+		default: ab_usage(err); return 1;
 		}
 	}
 	if (rounds < 1 || rounds > 1000 || argc - optind < 3 || (mode && log_mode_parse(mode) <= 0)) {
-		ab_usage(stderr);
+		ab_usage(err);
 		return 1;
 	}
 	struct side sides[2] = { 0 };
@@ -266,7 +271,7 @@ int cmd_ab(int argc, char **argv)
 	if (strcmp(argv[cmd_at], "--") == 0)
 		cmd_at++;
 	if (cmd_at >= argc) {
-		ab_usage(stderr);
+		ab_usage(err);
 		return 1;
 	}
 	int bad = check_command(argv[cmd_at]);

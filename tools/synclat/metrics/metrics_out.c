@@ -11,6 +11,7 @@
  * the directory synced so the rename survives a crash too.
  */
 #include "metrics.h"
+#include "tool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EXIT_USAGE 1
-#define EXIT_OUTPUT 2
 
 static const char metrics_usage[] =
 	"usage: synclat metrics [--out FILE] [--dir DIR]\n"
@@ -86,12 +85,12 @@ static int write_atomic(const char *path, const struct live_snapshot *s, FILE *e
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(err, "synclat metrics: %s: cannot create a file beside it: %s\n", path, strerror(errno));
-		return EXIT_OUTPUT;
+		return EXIT_INPUT;
 	}
 	if (fill_temp(fd, s) != 0 || rename(tmp, path) != 0) {
 		fprintf(err, "synclat metrics: %s: cannot write: %s\n", path, strerror(errno));
 		unlink(tmp);
-		return EXIT_OUTPUT;
+		return EXIT_INPUT;
 	}
 	if (sync_dir_of(path) != 0)
 		fprintf(err, "synclat metrics: warning: %s: written, but its directory could not be synced: %s\n",
@@ -133,13 +132,13 @@ int metrics_main(int argc, char **argv, FILE *out, FILE *err)
 	if (live_scan(&w, &s) != 0) {
 		fputs("synclat metrics: out of memory\n", err);
 		live_snapshot_free(&s);
-		return EXIT_OUTPUT;
+		return EXIT_INPUT;
 	}
 	if (path) {
 		rc = write_atomic(path, &s, err);
 	} else if (metrics_write(out, &s) != 0 || fflush(out) != 0) {
 		fprintf(err, "synclat metrics: cannot write: %s\n", strerror(errno));
-		rc = EXIT_OUTPUT;
+		rc = EXIT_INPUT;
 	}
 	live_snapshot_free(&s);
 	return rc;
