@@ -10,7 +10,9 @@
 /* The subcommands (tool.h's signature) and their usage lines. */
 #define RUN_SYNOPSIS "run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]"
 #define CHECK_SYNOPSIS "check FILE [PATH...]"
-#define AB_SYNOPSIS "ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]"
+#define AB_SYNOPSIS "ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]\n" \
+	"       syncshim ab [-n ROUNDS] [-o DIR] [-m MODE] A B [--setup CMD] --ready PROBE --load CMD\n" \
+	"                   [--metric REGEX] [--timeout SECONDS] -- SERVER [ARGS]"
 #define CRASHTEST_SYNOPSIS "crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB... -- CMD [ARGS]\n" \
 	"         (syncshim crashtest -h says more)"
 int cmd_ab(int argc, char **argv, FILE *out, FILE *err);
