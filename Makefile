@@ -31,10 +31,11 @@ BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev f
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/system/test_install.c, make deb, make demo-activemq), and
 # sqlite3 for the crash tests' real program (examples/sqlite, tests/system/test_crashtest.c).
-INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3
+INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 redis-server redis-tools postgresql
 # ... and for the live counters' readers (tests/system/test_live.c): promtool
-# checks synclat metrics, tmux drives synclat top.
-LIVE_PKGS := prometheus tmux
+# checks synclat metrics, tmux drives synclat top; Prometheus scrapes
+# synclat metrics --listen, curl asks its API, ss (iproute2) finds free ports.
+LIVE_PKGS := prometheus tmux curl iproute2
 BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs
 
 # $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.

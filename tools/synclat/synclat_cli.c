@@ -312,7 +312,7 @@ static const struct tool_cmd commands[] = {
 				       "                       A.log[,A2.log...] B.log[,B2.log...]\n"
 				       "       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]" },
 	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]" },
-	{ "metrics", metrics_main, "metrics [--out FILE] [--dir DIR]" },
+	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--dir DIR]" },
 };
 
 static const struct tool synclat_tool = {

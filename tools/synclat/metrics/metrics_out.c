@@ -23,10 +23,12 @@
 
 
 static const char metrics_usage[] =
-	"usage: synclat metrics [--out FILE] [--dir DIR]\n"
+	"usage: synclat metrics [--out FILE | --listen HOST:PORT] [--dir DIR]\n"
 	"The live counters of every shimmed process (live = on) in the Prometheus text format.\n"
 	"  -o, --out FILE   replace FILE atomically (mode 0644) instead of writing to standard output\n"
 	"                   (for node_exporter: a FILE.prom in its textfile collector's directory)\n"
+	"  -l, --listen HOST:PORT   serve GET /metrics over HTTP for Prometheus to scrape, until\n"
+	"                   SIGTERM (e.g. 127.0.0.1:9464; one connection at a time, bounded)\n"
 	"  --dir DIR        read DIR alone (default: $SYNCSHIM_LIVE_DIR, else\n"
 	"                   $XDG_RUNTIME_DIR/syncshim and /tmp/syncshim-UID; root: every user's)\n";
 
@@ -98,10 +100,12 @@ static int write_atomic(const char *path, const struct live_snapshot *s, FILE *e
 	return 0;
 }
 
-static int parse_metrics(int argc, char **argv, const char **outp, const char **dir, FILE *out, FILE *err)
+static int parse_metrics(int argc, char **argv, const char **outp, const char **dir, const char **listen_at,
+			 FILE *out, FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "out", required_argument, NULL, 'o' },
+		{ "listen", required_argument, NULL, 'l' },
 		{ "dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -109,25 +113,30 @@ static int parse_metrics(int argc, char **argv, const char **outp, const char **
 	optind = 0; /* restart getopt: synclat_main may run more than once */
 	opterr = 0;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "o:l:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o': *outp = optarg; break;
+		case 'l': *listen_at = optarg; break;
 		case 'D': *dir = optarg; break;
 		case 'h': fputs(metrics_usage, out); return -1;
 		default: return usage(err, "unknown or incomplete option");
 		}
 	}
+	if (*outp && *listen_at)
+		return usage(err, "--out and --listen exclude each other");
 	return optind < argc ? usage(err, "no arguments are taken, only options") : 0;
 }
 
 int metrics_main(int argc, char **argv, FILE *out, FILE *err)
 {
-	const char *path = NULL, *dir = NULL;
-	int rc = parse_metrics(argc, argv, &path, &dir, out, err);
+	const char *path = NULL, *dir = NULL, *listen_at = NULL;
+	int rc = parse_metrics(argc, argv, &path, &dir, &listen_at, out, err);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	struct live_where w;
 	live_where_init(&w, dir);
+	if (listen_at)
+		return metrics_serve(listen_at, &w, out, err);
 	struct live_snapshot s;
 	if (live_scan(&w, &s) != 0) {
 		fputs("synclat metrics: out of memory\n", err);
