@@ -33,12 +33,14 @@ BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev f
 BUILD_PKGS += python3
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/system/test_install.c, make deb, make demo-activemq), and
-# sqlite3 for the crash tests' real program (examples/sqlite, tests/system/test_crashtest.c), and
-# libeatmydata1, the sync-eating preload crashtest must catch behind the shim.
-INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmydata1
+# sqlite3 for the crash tests' real program (examples/sqlite, tests/system/test_crashtest.c),
+# libeatmydata1, the sync-eating preload crashtest must catch behind the shim, and
+# redis and postgresql for syncshim ab's service tests (tests/system/test_services.c).
+INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmydata1 redis-server redis-tools postgresql
 # ... and for the live counters' readers (tests/system/test_live.c): promtool
-# checks synclat metrics, tmux drives synclat top.
-LIVE_PKGS := prometheus tmux
+# checks synclat metrics, tmux drives synclat top; Prometheus scrapes
+# synclat metrics --listen, curl asks its API, ss (iproute2) finds free ports.
+LIVE_PKGS := prometheus tmux curl iproute2
 BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs
 
 # $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.

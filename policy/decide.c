@@ -73,6 +73,30 @@ static const char *const action_names[ACT_COUNT] = {
 	"pass", "fdatasync", "strip", "no-op", "defer", "group", "barrier",
 };
 
+bool rule_acks_early(const struct rule *r)
+{
+	static const enum shim_call syncs[] = { CALL_OPEN_SYNC, CALL_FSYNC, CALL_FDATASYNC, CALL_MSYNC,
+						CALL_SYNC_FILE_RANGE, CALL_SYNCFS };
+	for (size_t i = 0; i < sizeof(syncs) / sizeof(syncs[0]); i++) {
+		enum shim_action a = rule_decide(r, syncs[i]);
+		if (a == ACT_NOOP || a == ACT_DEFER || a == ACT_STRIP)
+			return true;
+	}
+	return false;
+}
+
+bool policy_live_wanted(const struct policy *p)
+{
+	if (p->live_set)
+		return p->live;
+	if (rule_acks_early(&p->deflt))
+		return true;
+	for (int i = 0; i < p->nrules && i < POLICY_MAX_RULES; i++)
+		if (rule_acks_early(&p->rules[i]))
+			return true;
+	return false;
+}
+
 const char *shim_call_name(enum shim_call c)
 {
 	return (unsigned)c < CALL_COUNT ? call_names[c] : "?";

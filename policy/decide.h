@@ -50,6 +50,14 @@ static inline enum shim_action rule_decide(const struct rule *r, enum shim_call 
 	return policy_decide(r->sync, r->osync, r->on_close, call);
 }
 
+/* True when the rule can acknowledge a sync before the device has it:
+ * a sync call deferred or made a no-op, an O_SYNC open stripped or deferred. */
+bool rule_acks_early(const struct rule *r);
+/* Whether the live counters are published: `live` when it was given,
+ * else on exactly when some rule (or the default) acknowledges early,
+ * since that is where data can be at risk. */
+bool policy_live_wanted(const struct policy *p);
+
 const char *shim_call_name(enum shim_call c);
 const char *shim_action_name(enum shim_action a);
 

@@ -408,6 +408,15 @@ static bool set_bool(struct parser *ps, int k, const char *v, bool *out)
 	return true;
 }
 
+/* live: "auto" (the default: on where a rule can acknowledge a sync
+ * early, policy_live_wanted), or a boolean that forces it. */
+static bool set_live(struct parser *ps, int k, const char *v, struct policy *p)
+{
+	p->live_set = strcmp(v, "auto") != 0;
+	p->live = false;
+	return !p->live_set || set_bool(ps, k, v, &p->live);
+}
+
 /* "" (no log) or an absolute path where %p is the pid and %% a '%'. */
 static bool set_log_path(struct parser *ps, const char *v)
 {
@@ -509,7 +518,7 @@ static bool set_key(struct parser *ps, int k, const char *v)
 	case K_RELOAD:
 		return set_bool(ps, k, v, &p->reload);
 	case K_LIVE:
-		return set_bool(ps, k, v, &p->live);
+		return set_live(ps, k, v, p);
 	case K_LIVE_DIR:
 		return set_dir_path(ps, k, v, p->live_dir, sizeof(p->live_dir));
 	case K_UNREPORTED_ERRORS:
@@ -1104,7 +1113,7 @@ size_t policy_format(const struct policy *p, char *buf, size_t len)
 	put(&o, "ring_records = %u\n", (unsigned)p->ring_records);
 	put(&o, "reload = %s\n", p->reload ? "true" : "false");
 	put(&o, "unreported_errors = %s\n", unreported_errors_name(p->unreported_errors));
-	put(&o, "live = %s\n", p->live ? "true" : "false");
+	put(&o, "live = %s\n", !p->live_set ? "auto" : p->live ? "true" : "false");
 	put_str(&o, "live_dir", p->live_dir);
 	put_knobs(&o, &p->deflt);
 	for (int i = 0; i < p->nrules && i < POLICY_MAX_RULES; i++) {

@@ -107,7 +107,9 @@ struct policy {
 	uint32_t ring_records;        /* calls mode: per-thread ring capacity */
 	bool reload;                  /* watch the ini file and apply changes */
 	enum unreported_errors unreported_errors;
-	bool live;                    /* publish live counters (docs/LIVEFORMAT.md) */
+	bool live;                    /* live = on: publish live counters (docs/LIVEFORMAT.md) */
+	bool live_set;                /* live given (ini or SYNCSHIM_LIVE); else "auto":
+	                               * policy_live_wanted() decides */
 	char live_dir[POLICY_PATH_MAX]; /* where, "" = the default place */
 	char source[POLICY_PATH_MAX]; /* file it came from, "" if built-in */
 };

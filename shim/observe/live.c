@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decide.h"
 #include "flusher.h"
 #include "live.h"
 #include "risk.h"
@@ -281,12 +282,27 @@ static bool write_round(int fd, uint32_t shown)
 	return ok && put(fd, &V.h, sizeof(V.h), 0);
 }
 
+/* The publisher's descriptors live above shimfd_high_base(), as the log's
+ * do: an app that closes N and then calls fsync(N) must get EBADF, not
+ * the live file the publisher happened to open as N in between. */
+static int move_high(int fd)
+{
+	if (fd < 0 || fd >= shimfd_high_base())
+		return fd;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, shimfd_high_base());
+	if (hi < 0)
+		return fd; /* no room up there: keep the low one */
+	shimfd_claim(hi, OWN_TEMP, NULL);
+	shimfd_close(fd);
+	return hi;
+}
+
 /* Our file, by name, if it is still ours (a reader may have taken it for
  * a dead process's, a hostile one replaced it): an fd, or -1. */
 static int open_ours(void)
 {
 	struct stat st;
-	int fd = shimfd_open(V.path, O_WRONLY | O_NOFOLLOW, OWN_TEMP);
+	int fd = move_high(shimfd_open(V.path, O_WRONLY | O_NOFOLLOW, OWN_TEMP));
 	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != V.ino || !S_ISREG(st.st_mode))) {
 		shimfd_close(fd);
 		fd = -1;
@@ -338,7 +354,7 @@ static int open_dir(void)
 		say_once("cannot make the live directory %s: %s; live counters off", dir, errno);
 		return -1;
 	}
-	int fd = shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP);
+	int fd = move_high(shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP));
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		say_once("cannot open the live directory %s: %s; live counters off", dir, errno);
@@ -396,7 +412,7 @@ static int create_tmp(int dirfd, const char *tmp)
 		fd = openat(dirfd, tmp, flags, 0600);
 	if (fd >= 0)
 		shimfd_claim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
-	return fd;
+	return move_high(fd);
 }
 
 static bool write_new(int dirfd, const char *tmp, const char *name)
@@ -466,7 +482,7 @@ static void *live_main(void *arg)
 
 void live_start(const struct policy *p)
 {
-	if (!p->live)
+	if (!policy_live_wanted(p))
 		return;
 	V.configured = true;
 	/* Read at load, in the constructor: getenv in the publisher thread

@@ -111,10 +111,13 @@ check_terms() { # PAGE WHERE < terms
 	done
 }
 
-# What the tools print.
-{ "$build/syncshim" --help; "$build/syncshim" ab -h; "$build/syncshim" run -h; "$build/syncshim" crashtest -h; } \
-	> "$tmp/syncshim.usage" 2>&1
-{ "$build/synclat" --help; "$build/synclat" top -h; "$build/synclat" metrics -h; } > "$tmp/synclat.usage" 2>&1
+# What the tools print: --help, then -h of every subcommand it names.
+for tool in syncshim synclat; do
+	"$build/$tool" --help > "$tmp/$tool.usage" 2>&1
+	for sub in $(usage_terms < "$tmp/$tool.usage" | sed 's/^Cm //' | sort -u); do
+		"$build/$tool" "$sub" -h >> "$tmp/$tool.usage" 2>&1
+	done
+done
 for tool in syncshim synclat; do
 	[ -s "$tmp/$tool.usage" ] || { echo "check_docs: $build/$tool printed no usage"; exit 2; }
 	# (Through a file: check_terms at the end of a pipe would count what
@@ -136,15 +139,21 @@ source_terms() { # FILE...
 	# strcmp(sub, "run"), !strcmp(cmd, "--help")
 	grep -ohE 'strcmp\((sub|cmd), *"[^"]*"\)' "$@" | sed 's/.*"\(.*\)")/\1/' |
 		sed '/^-/s/^/Fl /; /^Fl /!s/^/Cm /'
+	# the dispatch tables (tools/common/tool.h): { "run", cmd_run, RUN_SYNOPSIS }
+	grep -ohE '^[[:space:]]*\{ *"[a-z]+", *(cmd_[a-z_]+|[a-z_]+_main)' "$@" | sed 's/^[^"]*"\([^"]*\)".*/Cm \1/'
 }
-source_terms tools/syncshim/syncshim.c tools/syncshim/ab.c tools/syncshim/crashtest.c | sort -u > "$tmp/syncshim.src"
-source_terms tools/synclat/synclat_cli.c tools/synclat/top/top.c tools/synclat/metrics/metrics_out.c | sort -u > "$tmp/synclat.src"
+syncshim_src="tools/common/tool.c $(ls tools/syncshim/*.c | tr '\n' ' ')"
+synclat_src="tools/common/tool.c tools/synclat/synclat_cli.c tools/synclat/top/top.c $(ls tools/synclat/metrics/*.c | tr '\n' ' ')"
+# shellcheck disable=SC2086 # word splitting of the file lists is wanted
+source_terms $syncshim_src | sort -u > "$tmp/syncshim.src"
+# shellcheck disable=SC2086
+source_terms $synclat_src | sort -u > "$tmp/synclat.src"
 for tool in syncshim synclat; do
 	grep -q '^Cm ' "$tmp/$tool.src" && grep -q '^Fl ' "$tmp/$tool.src" ||
 		{ echo "check_docs: no subcommands or options found in $tool's source; fix the extraction"; exit 2; }
 done
-check_terms syncshim.1 "tools/syncshim/syncshim.c, tools/syncshim/ab.c, tools/syncshim/crashtest.c" < "$tmp/syncshim.src"
-check_terms synclat.1 "tools/synclat/synclat_cli.c, tools/synclat/top/top.c, tools/synclat/metrics/metrics_out.c" < "$tmp/synclat.src"
+check_terms syncshim.1 "$syncshim_src" < "$tmp/syncshim.src"
+check_terms synclat.1 "$synclat_src" < "$tmp/synclat.src"
 
 if [ "${CHECK_DOCS_SHOW:-}" = 1 ]; then
 	for f in keys values env syncshim.src synclat.src; do echo "== $f"; tr '\n' ' ' < "$tmp/$f"; echo; done

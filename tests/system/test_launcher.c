@@ -183,3 +183,104 @@ Test(launch, check_and_run_c_refuse_a_fifo_at_once)
 	cr_expect_eq(h_nlines(r.err), 1, "%s", r.err);
 	cr_expect(h_has(r.err, "is a FIFO") && h_has(r.err, "running as passthrough"), "%s", r.err);
 }
+
+/* ---- the dispatch tables: every subcommand answers -h, both tools --version ---- */
+
+static struct h_result tool(const char *prog, const char *a1, const char *a2)
+{
+	struct h_cmd c;
+	launcher_cmd(&c);
+	c.timeout_s = 10;
+	h_args(&c, h_fmt("%s/%s", h_ctx.build, prog), a1, a2, NULL);
+	return h_run(&c);
+}
+
+/* The subcommands a tool's --help names ("usage: TOOL SUB", "       TOOL SUB"). */
+static int subcommands(const char *prog, const char *usage, char names[][32], int max)
+{
+	int n = 0;
+	for (const char *l = usage; l && *l && n < max; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (!strncmp(l, "usage:", 6))
+			l += 6;
+		else if (*l != ' ')
+			continue;
+		l += strspn(l, " ");
+		char sub[32];
+		if (strncmp(l, prog, strlen(prog)) || l[strlen(prog)] != ' ' ||
+		    sscanf(l + strlen(prog) + 1, "%31[a-z]", sub) != 1)
+			continue;
+		bool seen = false;
+		for (int i = 0; i < n; i++)
+			seen |= !strcmp(names[i], sub);
+		if (!seen)
+			snprintf(names[n++], 32, "%s", sub);
+	}
+	return n;
+}
+
+static void every_subcommand_answers_help(const char *prog, int at_least)
+{
+	struct h_result top = tool(prog, "--help", NULL);
+	h_assert_ok(top, prog);
+	char names[16][32];
+	int n = subcommands(prog, top.out, names, 16);
+	cr_assert_geq(n, at_least, "%s --help names %d subcommands:\n%s", prog, n, top.out);
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < 2; k++) {
+			const char *flag = k ? "--help" : "-h";
+			struct h_result r = tool(prog, names[i], flag);
+			cr_expect_eq(r.code, 0, "%s %s %s: exit %d\n%s%s", prog, names[i], flag, r.code, r.out, r.err);
+			cr_expect(h_has(r.out, h_fmt("%s %s", prog, names[i])),
+				  "%s %s %s prints no usage of its own:\n%s%s", prog, names[i], flag, r.out, r.err);
+		}
+	}
+}
+
+Test(launch, every_subcommand_answers_help)
+{
+	every_subcommand_answers_help("syncshim", 4);
+	every_subcommand_answers_help("synclat", 4);
+	/* check used to read a file named --help */
+	struct h_result r = tool("syncshim", "check", "--help");
+	cr_expect(!h_has(r.err, "cannot read"), "%s", r.err);
+}
+
+Test(launch, both_tools_answer_version)
+{
+	const char *prog[] = { "syncshim", "synclat" };
+	for (int i = 0; i < 2; i++) {
+		struct h_result r = tool(prog[i], "--version", NULL);
+		h_assert_ok(r, prog[i]);
+		cr_expect_str_eq(r.out, h_fmt("%s %s\n", prog[i], SYNCSHIM_VERSION));
+	}
+	struct h_result r = tool("syncshim", "no-such-command", NULL);
+	cr_expect_eq(r.code, 1);
+	cr_expect(h_has(r.err, "unknown command 'no-such-command'"), "%s", r.err);
+}
+
+/* check INI PATH...: the rule that matches each path and the decision
+ * table's row for it, as policy_decide gives it. */
+Test(launch, check_says_what_each_call_does_to_a_path)
+{
+	char *ini = h_path("p.ini");
+	h_write_file(ini, "[shim]\npolicy = passthrough\n\n[rule wal]\npath = /data/wal/*.log\nsync = defer\n"
+			  "osync = strip\non_close = sync\n");
+	struct h_cmd c;
+	launcher_cmd(&c);
+	h_args(&c, syncshim_bin(), "check", ini, "/data/wal/0001.log", "/data/other", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "check with paths");
+	cr_expect(h_has(r.out, "live counters on"), "%s", r.out);
+	const char *wal = strstr(r.out, "/data/wal/0001.log: rule 'wal' (line 4, glob /data/wal/*.log): policy defer");
+	const char *other = strstr(r.out, "/data/other: no rule matches: the default, policy passthrough");
+	cr_assert(wal && other && wal < other, "%s", r.out);
+	static const char *const want_wal[] = { "O_SYNC open      -> strip", "fsync            -> defer",
+						"fdatasync        -> defer", "close            -> barrier",
+						"rename, link     -> barrier" };
+	for (size_t i = 0; i < sizeof(want_wal) / sizeof(want_wal[0]); i++) {
+		const char *at = strstr(wal, want_wal[i]);
+		cr_expect(at && at < other, "no '%s' for the wal file:\n%s", want_wal[i], r.out);
+	}
+	cr_expect(h_has(other, "fsync            -> pass"), "%s", other);
+	cr_expect(h_has(other, "close            -> pass"), "%s", other);
+}

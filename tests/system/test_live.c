@@ -1456,3 +1456,105 @@ Test(live, real_metrics_match_the_report_of_the_same_run)
 	cr_assert(h_has(rep.out, h_fmt("file,%s,writes,300,1228800,", file)), "%s", rep.out);
 	cr_assert(h_has(rep.out, h_fmt("file,%s,syncs,300,", file)), "%s", rep.out);
 }
+
+/* fl_loop under POLICY with only the live directory set: live = auto. */
+static pid_t default_loop(const char *dir, const char *policy, const char *file, const char *stop, struct h_cmd *c)
+{
+	h_cmd_init(c, H_SHIM);
+	h_envf(c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_envf(c, "SYNCSHIM_POLICY=%s", policy);
+	h_args(c, h_prog("fl_loop"), "-f", file, "-n", "1000000", "-p", "500", "-S", stop, "-T", "30000", NULL);
+	return h_spawn(c);
+}
+
+/*
+ * Without any live option, a process under defer publishes (top shows it
+ * and its data at risk) while one under passthrough, started first and
+ * already writing, publishes nothing: live = auto follows the rules.
+ */
+Test(live, on_by_default_where_data_can_be_at_risk)
+{
+	char *dir = live_dir(), *pfile = h_path("p.dat"), *file = h_path("d.dat"), *stop = h_path("stop");
+	struct h_cmd pc, dc;
+	pid_t ppid = default_loop(dir, "passthrough", pfile, stop, &pc);
+	for (double end = h_now() + 15; h_now() < end && h_size(pfile) <= 0; usleep(20000))
+		;
+	pid_t dpid = default_loop(dir, "defer", file, stop, &dc);
+	char *json = await_json(dir, file, busy_and_at_risk);
+	struct h_result once = synclat(dir, "top", "--json", NULL);
+	h_write_file(stop, "");
+	h_assert_ok(h_reap(&dc, dpid, 20, false, 0), "fl_loop under defer");
+	h_assert_ok(h_reap(&pc, ppid, 20, false, 0), "fl_loop under passthrough");
+	cr_assert_gt(h_size(pfile), 0, "the passthrough loop never wrote");
+	cr_assert_not_null(json, "defer without a live option: top never showed the file with data at risk");
+	cr_expect(h_has(once.out, h_fmt("{\"pid\": %d,", (int)dpid)), "%s", once.out);
+	cr_expect(!h_has(once.out, h_fmt("{\"pid\": %d,", (int)ppid)), "passthrough published:\n%s", once.out);
+	cr_expect(!h_has(once.out, pfile), "passthrough published:\n%s", once.out);
+}
+
+/* A port in 20000-59999 nobody listens on now (loopback). */
+static int free_port(void)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		int port = 20000 + (int)(h_now() * 1e6) % 40000 + tries;
+		struct h_result r = h_sh(h_fmt("ss -Hltn 'sport = :%d' | grep -q . && echo busy", port), 10);
+		if (!h_has(r.out, "busy"))
+			return port;
+	}
+	cr_assert_fail("no free port");
+	return 0;
+}
+
+/*
+ * Debian's Prometheus scrapes `synclat metrics --listen 127.0.0.1:PORT`
+ * and a PromQL query over its HTTP API returns the data at risk of a
+ * process under defer (live counters on by default). Everything on
+ * loopback; Prometheus, the endpoint and the process stopped at the end.
+ */
+Test(live, prometheus_scrapes_the_endpoint, .timeout = 120)
+{
+	if (access("/usr/bin/prometheus", X_OK) != 0 || access("/usr/bin/curl", X_OK) != 0)
+		cr_skip_test("prometheus or curl is not installed (make deps installs them)");
+	char *dir = live_dir(), *file = h_path("prom.dat"), *stop = h_path("stop");
+	int mport = free_port(), pport = mport + 1;
+	struct h_cmd loop, ep, prom;
+	pid_t lpid = default_loop(dir, "defer", file, stop, &loop);
+
+	h_cmd_init(&ep, H_PLAIN);
+	h_envf(&ep, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_args(&ep, synclat_bin(), "metrics", "--listen", h_fmt("127.0.0.1:%d", mport), NULL);
+	pid_t epid = h_spawn(&ep);
+
+	char *cfg = h_path("prometheus.yml");
+	h_write_file(cfg, h_fmt("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+				"scrape_configs:\n  - job_name: syncshim\n    static_configs:\n"
+				"      - targets: ['127.0.0.1:%d']\n", mport));
+	h_cmd_init(&prom, H_PLAIN);
+	h_args(&prom, "/usr/bin/prometheus", h_fmt("--config.file=%s", cfg),
+	       h_fmt("--storage.tsdb.path=%s", h_path("tsdb")), h_fmt("--web.listen-address=127.0.0.1:%d", pport), NULL);
+	pid_t ppid = h_spawn(&prom);
+
+	const char *query = h_fmt("max(syncshim_at_risk_worst_bytes{pid=\"%d\"})", (int)lpid);
+	char *answer = NULL;
+	for (double end = h_now() + 60; h_now() < end; usleep(200000)) {
+		struct h_result q = h_sh(h_fmt("curl -s -G --max-time 5 'http://127.0.0.1:%d/api/v1/query' "
+					       "--data-urlencode '%s'", pport, h_fmt("query=%s", query)), 10);
+		const char *v = strstr(q.out, "\"value\":[");
+		/* "value":[TIME,"BYTES"]: a non-zero figure */
+		if (v && (v = strchr(v, ',')) && v[1] == '"' && atof(v + 2) > 0) {
+			answer = q.out;
+			break;
+		}
+	}
+	struct h_result direct = h_sh(h_fmt("curl -s --max-time 5 http://127.0.0.1:%d/metrics", mport), 10);
+	h_write_file(stop, "");
+	kill(ppid, SIGTERM);
+	kill(epid, SIGTERM);
+	struct h_result pr = h_reap(&prom, ppid, 30, false, 0);
+	struct h_result er = h_reap(&ep, epid, 10, false, 0);
+	h_assert_ok(h_reap(&loop, lpid, 20, false, 0), "fl_loop");
+	cr_expect_eq(er.code, 0, "synclat metrics --listen: exit %d\n%s", er.code, er.err);
+	cr_expect(h_has(direct.out, "syncshim_at_risk_worst_bytes"), "the endpoint:\n%s", direct.out);
+	cr_assert_not_null(answer, "Prometheus never returned %s > 0; its log:\n%s", query, pr.err);
+	cr_expect(h_has(answer, "\"status\":\"success\""), "%s", answer);
+}

@@ -1227,7 +1227,7 @@ Test(shipped, shim_ini_documents_every_key)
 		"\nring_records = 16384\n", "\nreload = true\n", "\n; osync = auto\n",
 		"\n; real_sync = auto\n", "\n; on_close = async\n", "\n; order = domain\n", "\n; max_delay_ms = 100\n",
 		"\n; max_bytes = 16M\n", "\n; max_calls = 1000\n", "\n; writeback_bytes = 0\n",
-		"\n; group_wait_us = auto\n", "\n; max_at_risk_ms = 0\n", "\nlive = false\n", "\nlive_dir =\n",
+		"\n; group_wait_us = auto\n", "\n; max_at_risk_ms = 0\n", "\nlive = auto\n", "\nlive_dir =\n",
 	};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 		cr_expect(strstr(text, lines[i]), "shim.ini lacks the line '%s'", lines[i] + 1);
@@ -1323,4 +1323,35 @@ Test(decide, promises)
 			     "%s: rename/link must wait for pending syncs", sync_policy_name((enum sync_policy)s));
 		cr_assert_eq(policy_decide((enum sync_policy)s, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_EXIT), ACT_BARRIER);
 	}
+}
+
+/* live = auto (the default) is on exactly where a rule can acknowledge a
+ * sync before the device has it; live = on|off forces it. */
+Test(good, live_follows_the_rules_unless_forced)
+{
+	static const struct { const char *ini; bool want; } cases[] = {
+		{ "[shim]\npolicy = passthrough\n", false },
+		{ "[shim]\npolicy = fdatasync\n", false },
+		{ "[shim]\npolicy = group\n", false },
+		{ "[shim]\npolicy = defer\n", true },
+		{ "[shim]\npolicy = noop\n", true },
+		{ "[shim]\npolicy = passthrough\n[rule w]\npath = /w/*\nsync = defer\n", true },
+		{ "[shim]\npolicy = passthrough\n[rule w]\npath = /w/*\nosync = strip\n", true },
+		{ "[shim]\npolicy = passthrough\n[rule w]\npath = /w/*\nosync = defer\n", true },
+		{ "[shim]\npolicy = passthrough\n[rule w]\npath = /w/*\nosync = dsync\n", false },
+		{ "[shim]\npolicy = defer\nlive = off\n", false },
+		{ "[shim]\npolicy = passthrough\nlive = on\n", true },
+		{ "[shim]\npolicy = defer\nlive = auto\n", true },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		static struct policy p;
+		char err[POLICY_ERR_MAX];
+		cr_assert_eq(policy_load_string(cases[i].ini, "t.ini", &p, err, sizeof(err)), 0, "%s", err);
+		cr_expect_eq(policy_live_wanted(&p), cases[i].want, "%s", cases[i].ini);
+	}
+	static struct policy p;
+	char err[POLICY_ERR_MAX];
+	cr_assert_eq(policy_load_string("[shim]\npolicy = defer\n", "t.ini", &p, err, sizeof(err)), 0);
+	cr_assert_eq(policy_apply_env(&p, &(struct policy_env){ .live = "0" }, err, sizeof(err)), 0, "%s", err);
+	cr_expect(!policy_live_wanted(&p), "SYNCSHIM_LIVE=0 forces it off");
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "logread.h"
+#include "tool.h"
 
 /* The percentiles every table shows (fio's set). */
 #define REPORT_NPCT 5
@@ -64,7 +65,6 @@ void markup_text(FILE *out, const char *s);
  * crafted or damaged file could hold escape sequences) are shown as '?'. */
 void put_clean(FILE *out, const char *s);
 /* A JSON string literal, quotes included: " \ and control bytes escaped. */
-void json_str(FILE *out, const char *s);
 
 /* The comparison table as an HTML <table> (for synclat compare --html). */
 void compare_html_table(FILE *out, const struct run *a, const struct run *b);

@@ -28,32 +28,30 @@
 #include "metrics.h"
 #include "report.h"
 #include "svg.h"
+#include "tool.h"
 #include "top.h"
 
-#define EXIT_USAGE 1
-#define EXIT_INPUT 2
+/* What follows the synopses in `synclat --help`. */
+static void usage_more(FILE *to)
+{
+	fputs("\n"
+	      "report and compare read latency logs. Several logs on one side (a forked\n"
+	      "family: parent and children) are merged.\n"
+	      "A LOG is a regular file, or '-' for standard input (to read a pipe or FIFO).\n"
+	      "  --csv, --json   machine-readable output instead of text\n"
+	      "  --per-second    report: add the per-second table\n"
+	      "  --files         report: add the per-file table\n"
+	      "  --svg FILE      compare: write percentile and per-second plots as SVG\n"
+	      "  --html FILE     compare: write one HTML page with the table and the plots\n"
+	      "  --name-a NAME, --name-b NAME   compare: what to call each side in the plots\n"
+	      "  --salvage       report a damaged log up to its first bad block\n"
+	      "top and metrics read the live counters of running processes:\n"
+	      "their options are in `synclat top -h` and `synclat metrics -h`.\n"
+	      "exit status: 0 ok, 1 usage error, 2 bad input\n",
+	      to);
+}
 
-static const char usage_text[] =
-	"usage: synclat report [--csv|--json] [--per-second] [--files] [--salvage] LOG...\n"
-	"       synclat compare [--csv|--json] [--svg FILE] [--html FILE] [--salvage]\n"
-	"                       A.log[,A2.log...] B.log[,B2.log...]\n"
-	"       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]\n"
-	"       synclat top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]\n"
-	"       synclat metrics [--out FILE] [--dir DIR]\n"
-	"\n"
-	"report and compare read latency logs. Several logs on one side (a forked\n"
-	"family: parent and children) are merged.\n"
-	"A LOG is a regular file, or '-' for standard input (to read a pipe or FIFO).\n"
-	"  --csv, --json   machine-readable output instead of text\n"
-	"  --per-second    report: add the per-second table\n"
-	"  --files         report: add the per-file table\n"
-	"  --svg FILE      compare: write percentile and per-second plots as SVG\n"
-	"  --html FILE     compare: write one HTML page with the table and the plots\n"
-	"  --name-a NAME, --name-b NAME   compare: what to call each side in the plots\n"
-	"  --salvage       report a damaged log up to its first bad block\n"
-	"top and metrics read the live counters of running processes (live = on):\n"
-	"their options are in `synclat top -h` and `synclat metrics -h`.\n"
-	"exit status: 0 ok, 1 usage error, 2 bad input\n";
+static const struct tool synclat_tool;
 
 struct opts {
 	enum report_format fmt;
@@ -78,7 +76,7 @@ static int usage(FILE *err, const char *why)
 {
 	if (why)
 		fprintf(err, "synclat: %s\n", why);
-	fputs(usage_text, err);
+	tool_usage(&synclat_tool, err);
 	return EXIT_USAGE;
 }
 
@@ -260,7 +258,7 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 			o->name[c == 'B'] = optarg;
 			break;
 		case 'h':
-			fputs(usage_text, out);
+			tool_usage(&synclat_tool, out);
 			return -1;
 		default: {
 			char why[128];
@@ -272,49 +270,59 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 	return 0;
 }
 
-int synclat_main(int argc, char **argv, FILE *out, FILE *err)
+/* report and compare share their options. */
+static int report_or_compare(int argc, char **argv, bool compare, FILE *out, FILE *err)
 {
-	if (argc < 2)
-		return usage(err, NULL);
-	const char *cmd = argv[1];
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-		fputs(usage_text, out);
-		return 0;
-	}
-	/* The live counters' commands take their own options. */
-	if (!strcmp(cmd, "top") || !strcmp(cmd, "metrics")) {
-		int rc = !strcmp(cmd, "top") ? top_main(argc - 1, argv + 1, out, err)
-					     : metrics_main(argc - 1, argv + 1, out, err);
-		fflush(out);
-		return rc;
-	}
-	bool compare = !strcmp(cmd, "compare");
-	if (!compare && strcmp(cmd, "report")) {
-		char why[128];
-		snprintf(why, sizeof(why), "unknown command '%.64s'", cmd);
-		return usage(err, why);
-	}
-
 	struct opts o;
 	memset(&o, 0, sizeof(o));
-	o.side[0] = calloc((size_t)argc, sizeof(char *));
-	o.side[1] = calloc((size_t)argc, sizeof(char *));
+	o.side[0] = calloc((size_t)argc + 1, sizeof(char *));
+	o.side[1] = calloc((size_t)argc + 1, sizeof(char *));
 	int rc = 0;
 	if (!o.side[0] || !o.side[1]) {
 		rc = EXIT_INPUT;
 	} else {
-		rc = parse_opts(argc - 1, argv + 1, compare, &o, out, err);
+		rc = parse_opts(argc, argv, compare, &o, out, err);
 		if (rc < 0) {
 			rc = 0;  /* --help */
 		} else if (rc == 0) {
-			char **rest = argv + 1 + optind;
-			size_t nrest = (size_t)(argc - 1 - optind);
+			char **rest = argv + optind;
+			size_t nrest = (size_t)(argc - optind);
 			rc = compare ? cmd_compare(rest, nrest, &o, out, err)
 				     : cmd_report(rest, nrest, &o, out, err);
 		}
 	}
 	free(o.side[0]);
 	free(o.side[1]);
-	fflush(out);
 	return rc;
+}
+
+static int cmd_report_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	return report_or_compare(argc, argv, false, out, err);
+}
+
+static int cmd_compare_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	return report_or_compare(argc, argv, true, out, err);
+}
+
+static const struct tool_cmd commands[] = {
+	{ "report", cmd_report_main, "report [--csv|--json] [--per-second] [--files] [--salvage] LOG..." },
+	{ "compare", cmd_compare_main, "compare [--csv|--json] [--svg FILE] [--html FILE] [--salvage]\n"
+				       "                       A.log[,A2.log...] B.log[,B2.log...]\n"
+				       "       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]" },
+	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]" },
+	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--dir DIR]" },
+};
+
+static const struct tool synclat_tool = {
+	.name = "synclat",
+	.cmds = commands,
+	.ncmds = sizeof(commands) / sizeof(commands[0]),
+	.more = usage_more,
+};
+
+int synclat_main(int argc, char **argv, FILE *out, FILE *err)
+{
+	return tool_dispatch(&synclat_tool, argc, argv, out, err);
 }

@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abserve.h"
 #include "elfcheck.h"
 #include "policy.h"
 #include "syncshim_cli.h"
+#include "tool.h"
 
 #define MAX_LOGS 4096
 
@@ -43,8 +47,15 @@ struct side {
 static void ab_usage(FILE *to)
 {
 	char names[128];
-	fprintf(to, "usage: syncshim ab [-n ROUNDS] [-o DIR] [-m summary|calls] A B -- CMD [ARGS]\n"
-		    "  A, B: a policy (%s) or an ini file\n", sync_policy_names(names, sizeof(names)));
+	fprintf(to, "usage: syncshim " AB_SYNOPSIS "\n"
+		    "  A, B: a policy (%s) or an ini file\n"
+		    "  the service form: per round, A B A B: --setup (sh -c), SERVER under the side's\n"
+		    "  policy in its own process group, --ready PROBE until it succeeds (tcp:HOST:PORT,\n"
+		    "  unix:PATH, file:PATH, cmd:COMMAND; at most --timeout SECONDS, default 30), --load\n"
+		    "  (sh -c, without the shim), then SIGTERM, SIGKILL after 10 s; --metric REGEX: the\n"
+		    "  load's figure from its output (its first group), else the load's wall time.\n"
+		    "  Helpers see SYNCSHIM_AB_ROUND, SYNCSHIM_AB_SIDE, SYNCSHIM_AB_DIR.\n",
+		sync_policy_names(names, sizeof(names)));
 }
 
 static int side_parse(struct side *s, char tag, const char *spec)
@@ -194,9 +205,20 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	args[n++] = (char *)a->spec; /* the legend says "A: passthrough (3 logs)" */
 	args[n++] = "--name-b";
 	args[n++] = (char *)b->spec;
-	int older = 0;
+	int older = 0, first = n;
 	n = collect_logs(dir, args, n, (int)(sizeof(args) / sizeof(args[0])) - 1, &older);
 	args[n] = NULL;
+	int per_side[2] = { 0, 0 };
+	for (int i = first; i < n; i += 2)
+		per_side[args[i][1] == 'b']++;
+	if (!per_side[0] || !per_side[1]) {
+		/* A server SIGKILLed, or one that dies of SIGTERM without its
+		 * exit handlers, writes no summary log. */
+		printf("\nno latency log from side %s's runs in %s: nothing for synclat compare "
+		       "(a process killed before its exit handlers ran writes none)\n",
+		       per_side[0] ? "B" : "A", dir);
+		return 1;
+	}
 	printf("\nA = %s, B = %s; logs and plots in %s\n", a->spec, b->spec, dir);
 	if (older)
 		printf("(%d log%s of earlier runs in %s left out: only this run's *%s* logs are compared)\n",
@@ -242,45 +264,130 @@ static int check_command(const char *cmd)
 	return 0;
 }
 
-int cmd_ab(int argc, char **argv)
+enum { O_SETUP = 256, O_READY, O_LOAD, O_METRIC, O_TIMEOUT };
+static const struct option ab_long[] = {
+	{ "setup", required_argument, NULL, O_SETUP }, { "ready", required_argument, NULL, O_READY },
+	{ "load", required_argument, NULL, O_LOAD },   { "metric", required_argument, NULL, O_METRIC },
+	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct ab_opts {
+	int rounds;
+	const char *outdir, *mode;
+	struct ab_service svc;
+};
+
+/* Options, before A B or after them: 0 go on, 1 after -h, -1 a usage error. */
+static int ab_parse(int argc, char **argv, struct ab_opts *o)
 {
-	int rounds = 3, c;
-	const char *outdir = NULL, *mode = NULL;
-	while ((c = getopt(argc, argv, "+n:o:m:h")) != -1) {
+	optind = 0;
+	opterr = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, "+n:o:m:h", ab_long, NULL)) != -1) {
 		switch (c) {
-		case 'n': rounds = atoi(optarg); break;
-		case 'o': outdir = optarg; break;
-		case 'm': mode = optarg; break;
-		case 'h': ab_usage(stdout); return 0;
-		default: ab_usage(stderr); return 1;
+		case 'n': o->rounds = atoi(optarg); break;
+		case 'o': o->outdir = optarg; break;
+		case 'm': o->mode = optarg; break;
+		case O_SETUP: o->svc.setup = optarg; break;
+		case O_READY: o->svc.ready = optarg; break;
+		case O_LOAD: o->svc.load = optarg; break;
+		case O_METRIC: o->svc.metric = optarg; break;
+		case O_TIMEOUT: o->svc.ready_timeout_s = atof(optarg); break;
+		case 'h': return 1;
+		default: return -1;
 		}
 	}
-	if (rounds < 1 || rounds > 1000 || argc - optind < 3 || (mode && log_mode_parse(mode) <= 0)) {
-		ab_usage(stderr);
+	return 0;
+}
+
+/* The service form: per round and side, setup, server, probe, load, stop. */
+static int ab_service(const struct ab_opts *o, struct side sides[2], char **server, const char *dir)
+{
+	double *fig[2] = { calloc((size_t)o->rounds, sizeof(double)), calloc((size_t)o->rounds, sizeof(double)) };
+	if (!fig[0] || !fig[1])
 		return 1;
+	ab_service_signals();
+	int rc = 0;
+	for (int r = 1; r <= o->rounds && !rc; r++) {
+		for (int i = 0; i < 2 && !rc; i++) {
+			struct side *s = &sides[i];
+			char log[PATH_MAX], side[2] = { s->tag, '\0' };
+			if (snprintf(log, sizeof(log), "%s/%c-%d%s%%p.log", dir, s->tag, r, run_tag) >= (int)sizeof(log)) {
+				rc = 1;
+				break;
+			}
+			struct ab_round round = { .round = r, .side = side, .dir = dir };
+			if (ab_service_round(&o->svc, &round, server, s->config, s->policy, log,
+					     o->mode ? o->mode : "summary", &fig[i][r - 1]) < 0) {
+				rc = 1;
+				break;
+			}
+			printf("round %d %c (%s): %s %.6g\n", r, s->tag, s->spec, o->svc.metric ? "metric" : "load wall s",
+			       fig[i][r - 1]);
+			fflush(stdout);
+		}
 	}
-	struct side sides[2] = { 0 };
-	if (side_parse(&sides[0], 'A', argv[optind]) < 0 || side_parse(&sides[1], 'B', argv[optind + 1]) < 0)
-		return 1;
-	int cmd_at = optind + 2;
-	if (strcmp(argv[cmd_at], "--") == 0)
-		cmd_at++;
-	if (cmd_at >= argc) {
-		ab_usage(stderr);
-		return 1;
+	int sig = ab_service_signalled();
+	if (sig) {
+		fprintf(stderr, "syncshim ab: stopped by signal %d; every server and load stopped, outputs in %s\n",
+			sig, dir);
+		rc = 128 + sig;
 	}
-	int bad = check_command(argv[cmd_at]);
-	if (bad)
-		return bad;
-	char dir[PATH_MAX];
-	if (make_dir(dir, sizeof(dir), outdir) < 0)
-		return 1;
-	make_run_tag();
-	for (int r = 1; r <= rounds; r++) {
+	if (!rc) {
+		double med[2], lo[2], hi[2];
+		const char *what = o->svc.metric ? "the load's figure (--metric)" : "the load's wall time (s)";
+		printf("\n%s over %d rounds:\n", what, o->rounds);
+		for (int i = 0; i < 2; i++) {
+			med[i] = ab_median(fig[i], o->rounds, &lo[i], &hi[i]);
+			printf("  %c (%s): median %.6g, min %.6g, max %.6g, spread %.1f%%\n", sides[i].tag, sides[i].spec,
+			       med[i], lo[i], hi[i], med[i] != 0 ? 100.0 * (hi[i] - lo[i]) / fabs(med[i]) : 0.0);
+		}
+		printf("  B/A %.3f\n", med[0] != 0 ? med[1] / med[0] : 0.0);
+		/* The load's figures stand without the server's logs. */
+		compare(dir, &sides[0], &sides[1]);
+	} else {
+		fprintf(stderr, "syncshim ab: outputs kept in %s\n", dir);
+	}
+	free(fig[0]);
+	free(fig[1]);
+	return rc;
+}
+
+/* -1 after one line (or the usage) when the options do not fit together. */
+static int ab_check_opts(const struct ab_opts *o, int service, FILE *err)
+{
+	if (o->rounds < 1 || o->rounds > 1000 || (o->mode && log_mode_parse(o->mode) <= 0) ||
+	    (service && (!o->svc.ready || !o->svc.load)) || o->svc.ready_timeout_s <= 0) {
+		if (service && (!o->svc.ready || !o->svc.load))
+			fprintf(err, "syncshim ab: a service needs both --ready PROBE and --load CMD\n");
+		ab_usage(err);
+		return -1;
+	}
+	if (o->svc.ready && ab_probe_valid(o->svc.ready) < 0) {
+		fprintf(err, "syncshim ab: bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH or cmd:COMMAND\n",
+			o->svc.ready);
+		return -1;
+	}
+	if (o->svc.metric) {
+		regex_t re;
+		if (regcomp(&re, o->svc.metric, REG_EXTENDED) != 0) {
+			fprintf(err, "syncshim ab: bad --metric '%s': not an extended regular expression\n", o->svc.metric);
+			return -1;
+		}
+		regfree(&re);
+	}
+	return 0;
+}
+
+/* The one-command form: CMD per round and side, its wall time. */
+static int ab_command(const struct ab_opts *o, struct side sides[2], char **cmd, const char *dir, FILE *err)
+{
+	for (int r = 1; r <= o->rounds; r++) {
 		for (int i = 0; i < 2; i++) {
 			struct side *s = &sides[i];
 			double secs = 0;
-			int rc = run_once(s, r, dir, mode, argv + cmd_at, &secs);
+			int rc = run_once(s, r, dir, o->mode, cmd, &secs);
 			s->total_s += secs;
 			s->failures += rc != 0;
 			printf("round %d %c (%s): %.3f s, exit %d\n", r, s->tag, s->spec, secs, rc);
@@ -288,12 +395,57 @@ int cmd_ab(int argc, char **argv)
 		}
 	}
 	printf("wall time: A %.3f s, B %.3f s over %d rounds (B/A %.3f)\n", sides[0].total_s,
-	       sides[1].total_s, rounds, sides[0].total_s > 0 ? sides[1].total_s / sides[0].total_s : 0);
+	       sides[1].total_s, o->rounds, sides[0].total_s > 0 ? sides[1].total_s / sides[0].total_s : 0);
 	int rc = compare(dir, &sides[0], &sides[1]);
 	if (sides[0].failures || sides[1].failures) {
-		fprintf(stderr, "syncshim ab: %d A run(s) and %d B run(s) exited non-zero\n",
-			sides[0].failures, sides[1].failures);
+		fprintf(err, "syncshim ab: %d A run(s) and %d B run(s) exited non-zero\n", sides[0].failures,
+			sides[1].failures);
 		return 1;
 	}
 	return rc;
+}
+
+int cmd_ab(int argc, char **argv, FILE *out, FILE *err)
+{
+	struct ab_opts o = { .rounds = 3, .svc = { .ready_timeout_s = 30 } };
+	int c = ab_parse(argc, argv, &o);
+	if (c) {
+		ab_usage(c > 0 ? out : err);
+		return c > 0 ? 0 : 1;
+	}
+	int at = optind;
+	if (argc - at < 2) {
+		ab_usage(err);
+		return 1;
+	}
+	/* Options after A B (before --) too: the service form reads better so. */
+	int rest_at = at + 1; /* argv[rest_at] is B, the "program name" of the second pass */
+	c = ab_parse(argc - rest_at, argv + rest_at, &o);
+	if (c) {
+		ab_usage(c > 0 ? out : err);
+		return c > 0 ? 0 : 1;
+	}
+	int cmd_at = rest_at + optind;
+	int service = o.svc.ready || o.svc.load || o.svc.setup || o.svc.metric;
+	if (ab_check_opts(&o, service, err) < 0)
+		return 1;
+	struct side sides[2] = { 0 };
+	if (side_parse(&sides[0], 'A', argv[at]) < 0 || side_parse(&sides[1], 'B', argv[at + 1]) < 0)
+		return 1;
+	if (cmd_at < argc && strcmp(argv[cmd_at], "--") == 0)
+		cmd_at++;
+	if (cmd_at >= argc) {
+		ab_usage(err);
+		return 1;
+	}
+	int bad = check_command(argv[cmd_at]);
+	if (bad)
+		return bad;
+	char dir[PATH_MAX];
+	if (make_dir(dir, sizeof(dir), o.outdir) < 0)
+		return 1;
+	make_run_tag();
+	if (service)
+		return ab_service(&o, sides, argv + cmd_at, dir);
+	return ab_command(&o, sides, argv + cmd_at, dir, err);
 }

@@ -201,12 +201,12 @@ static int parse_args(int argc, char **argv, struct ct_opts *o)
 	return check_setup(o);
 }
 
-int cmd_crashtest(int argc, char **argv)
+int cmd_crashtest(int argc, char **argv, FILE *out, FILE *err)
 {
 	static struct ct_opts o;
 	int r = parse_args(argc, argv, &o);
 	if (r != 0) {
-		ct_usage(r > 0 ? stdout : stderr);
+		ct_usage(r > 0 ? out : err);
 		return r > 0 ? 0 : 2;
 	}
 	r = ct_trials(&o);

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "rollback.h"
@@ -139,6 +140,6 @@ void ct_report_trial_to(const char *path, const struct ct_opts *o, const struct 
 
 /* Every trial, reported; the command's exit status (ct_trial.c). */
 int ct_trials(const struct ct_opts *o);
-int cmd_crashtest(int argc, char **argv);
+int cmd_crashtest(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "crashtest.h"
+#include "tool.h"
 
 static const char *const verdict_names[] = { [V_PASS] = "pass", [V_FAIL] = "fail", [V_UNUSABLE] = "unusable" };
 
@@ -188,29 +189,13 @@ void ct_report_total(const struct ct_opts *o, const struct ct_totals *tot, const
 
 /* ---- JSON ---- */
 
-static void jstr(const char *s)
-{
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", stdout);
-		else if (*p < 0x20 || *p == 0x7f)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
-}
-
 static void jlines(const char *key, char **lines, size_t n)
 {
 	printf(",\"%s\":[", key);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			putchar(',');
-		jstr(lines[i]);
+		json_str(stdout, lines[i]);
 	}
 	putchar(']');
 }
@@ -226,20 +211,20 @@ static void jnum_or_null(const char *key, double v)
 void ct_json_begin(const struct ct_opts *o)
 {
 	printf("{\"seed\":%llu,\"policy\":", (unsigned long long)o->seed);
-	jstr(o->policy ? o->policy : o->config ? "" : "passthrough");
+	json_str(stdout, o->policy ? o->policy : o->config ? "" : "passthrough");
 	printf(",\"config\":");
-	jstr(o->config);
+	json_str(stdout, o->config);
 	printf(",\"cut\":");
-	jstr(o->cut_text);
+	json_str(stdout, o->cut_text);
 	printf(",\"names\":");
-	jstr(names_model_name(o->names));
+	json_str(stdout, names_model_name(o->names));
 	printf(",\"writeback\":");
-	jstr(o->writeback_text);
+	json_str(stdout, o->writeback_text);
 	printf(",\"command\":[");
 	for (char **a = o->cmd; *a; a++) {
 		if (a != o->cmd)
 			putchar(',');
-		jstr(*a);
+		json_str(stdout, *a);
 	}
 	printf("],\"trials\":[");
 }
@@ -250,7 +235,7 @@ static void json_files(const struct ct_trial *t)
 	for (size_t i = 0; t->rolled && i < t->rb.nfiles; i++) {
 		const struct rb_file *f = &t->rb.files[i];
 		printf("%s{\"path\":", i ? "," : "");
-		jstr(f->path);
+		json_str(stdout, f->path);
 		printf(",\"dev\":%llu,\"ino\":%llu,\"records\":%u,\"bytes\":%llu,\"durable_upto\":%llu",
 		       (unsigned long long)f->dev, (unsigned long long)f->ino, f->records, (unsigned long long)f->bytes,
 		       (unsigned long long)f->durable);
@@ -263,7 +248,7 @@ static void json_files(const struct ct_trial *t)
 void ct_json_trial(const struct ct_trial *t, bool first)
 {
 	printf("%s{\"trial\":%u,\"verdict\":\"%s\",\"why\":", first ? "" : ",", t->n, verdict_names[t->verdict]);
-	jstr(t->why);
+	json_str(stdout, t->why);
 	double ms = (double)(t->run.end_ns - t->run.start_ns) / 1e6;
 	printf(",\"cut\":%s,\"timed_out\":%s,\"end_ms\":%.3f", t->run.cut ? "true" : "false",
 	       t->run.timed_out ? "true" : "false", ms);
@@ -282,10 +267,10 @@ void ct_json_trial(const struct ct_trial *t, bool first)
 	jlines("problems", t->rolled ? t->rb.problems : NULL, t->rolled ? t->rb.nproblems : 0);
 	printf(",\"check\":{\"status\":%d,\"timed_out\":%s,\"output\":", t->check_status,
 	       t->check_timed_out ? "true" : "false");
-	jstr(t->check_out);
+	json_str(stdout, t->check_out);
 	printf("},\"kept\":");
 	if (t->kept[0])
-		jstr(t->kept);
+		json_str(stdout, t->kept);
 	else
 		printf("null");
 	putchar('}');

@@ -2,9 +2,11 @@
  * syncshim - run a program with the shim preloaded, or A/B two policies.
  *
  *   syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]
- *   syncshim check FILE
- *   syncshim ab [-n ROUNDS] [-o DIR] A B -- CMD [ARGS]
+ *   syncshim check FILE [PATH...]
+ *   syncshim ab [-n ROUNDS] [-o DIR] A B -- CMD [ARGS]   (ab.c, abserve.c)
  *   syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut ...] --scope GLOB ... -- CMD [ARGS]
+ *
+ * main() is the table commands[] (tool.h): one line per subcommand.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,22 +17,20 @@
 #include <unistd.h>
 
 #include "crashtest.h"
+#include "decide.h"
 #include "elfcheck.h"
 #include "policy.h"
 #include "syncshim_cli.h"
+#include "tool.h"
 
-static void usage(FILE *to)
+/* What follows the synopses in `syncshim --help`. */
+static void usage_more(FILE *to)
 {
 	char names[128];
-	fprintf(to,
-		"usage: syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]\n"
-		"       syncshim check FILE\n"
-		"       syncshim ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]\n"
-		"       syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB... -- CMD [ARGS]\n"
-		"         (syncshim crashtest -h says more)\n"
-		"POLICY: one of %s\n"
-		"MODE (log detail): summary | calls\n"
-		"A, B: a policy name or an ini file\n",
+	fprintf(to, "POLICY: one of %s\n"
+		    "MODE (log detail): summary | calls\n"
+		    "A, B: a policy name or an ini file\n"
+		    "every subcommand answers -h: syncshim SUBCOMMAND -h\n",
 		sync_policy_names(names, sizeof(names)));
 }
 
@@ -163,23 +163,27 @@ int shim_prepare_env(const char *config, const char *policy, const char *log, co
 	return add_preload(lib);
 }
 
-static int cmd_run(int argc, char **argv)
+static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
 	const char *config = NULL, *policy = NULL, *log = NULL, *mode = NULL;
 	int c;
+	if (cli_wants_help(argc, argv)) {
+		fprintf(out, "usage: syncshim %s\n", RUN_SYNOPSIS);
+		return 0;
+	}
 	while ((c = getopt(argc, argv, "+c:p:o:m:h")) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;
 		case 'p': policy = optarg; break;
 		case 'o': log = optarg; break;
 		case 'm': mode = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 1;
+		case 'h': fprintf(out, "usage: syncshim %s\n", RUN_SYNOPSIS); return 0;
+		default: fprintf(err, "usage: syncshim %s\n", RUN_SYNOPSIS); return EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
-		usage(stderr);
-		return 1;
+		fprintf(err, "usage: syncshim %s\n", RUN_SYNOPSIS);
+		return EXIT_USAGE;
 	}
 	if (shim_prepare_env(config, policy, log, mode) < 0)
 		return 1;
@@ -190,43 +194,76 @@ static int cmd_run(int argc, char **argv)
 	return exec_failure_status(e);
 }
 
-static int cmd_check(int argc, char **argv)
+/* PATH made absolute against the working directory, as the shim sees it
+ * (it matches the absolute path a program opens). */
+static void absolute_path(const char *path, char *out, size_t len)
 {
-	if (argc != 2) {
-		usage(stderr);
-		return 1;
+	char cwd[PATH_MAX];
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(out, len, "%s", path);
+	else
+		snprintf(out, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", path);
+}
+
+/* Which rule PATH falls under and the decision table's row for it:
+ * "what will this ini do to this file" in one command. */
+static void explain_path(FILE *out, const struct policy *p, const char *path)
+{
+	char abs[2 * PATH_MAX];
+	absolute_path(path, abs, sizeof(abs));
+	const struct rule *r = policy_match(p, abs);
+	if (r == &p->deflt)
+		fprintf(out, "%s: no rule matches: the default, policy %s\n", abs, sync_policy_name(r->sync));
+	else
+		fprintf(out, "%s: rule '%s' (line %d, glob %s): policy %s\n", abs, r->name, r->line, r->glob,
+			sync_policy_name(r->sync));
+	fprintf(out, "  osync %s, on_close %s%s\n", osync_mode_name(r->osync), on_close_name(r->on_close),
+		rule_acks_early(r) ? "; can acknowledge a sync before the device has it" : "");
+	for (int c = 0; c < CALL_COUNT; c++)
+		fprintf(out, "  %-16s -> %s\n", shim_call_name((enum shim_call)c),
+			shim_action_name(rule_decide(r, (enum shim_call)c)));
+}
+
+static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
+{
+	if (cli_wants_help(argc, argv)) {
+		fprintf(out, "usage: syncshim %s\n"
+			     "  checks the ini file; for each PATH, says which rule matches it and\n"
+			     "  what each call does to it (the decision table's row)\n", CHECK_SYNOPSIS);
+		return 0;
+	}
+	if (argc < 2) {
+		fprintf(err, "usage: syncshim %s\n", CHECK_SYNOPSIS);
+		return EXIT_USAGE;
 	}
 	static struct policy p;
-	char err[POLICY_ERR_MAX];
-	if (policy_load_file(argv[1], &p, err, sizeof(err)) < 0) {
-		fprintf(stderr, "syncshim: %s\n", err);
-		return 2;
+	char msg[POLICY_ERR_MAX];
+	if (policy_load_file(argv[1], &p, msg, sizeof(msg)) < 0) {
+		fprintf(err, "syncshim: %s\n", msg);
+		return EXIT_INPUT;
 	}
-	printf("%s: ok, %d rule%s, default policy %s\n", argv[1], p.nrules, p.nrules == 1 ? "" : "s",
-	       sync_policy_name(p.deflt.sync));
+	fprintf(out, "%s: ok, %d rule%s, default policy %s, live counters %s\n", argv[1], p.nrules,
+		p.nrules == 1 ? "" : "s", sync_policy_name(p.deflt.sync), policy_live_wanted(&p) ? "on" : "off");
+	for (int i = 2; i < argc; i++)
+		explain_path(out, &p, argv[i]);
 	return 0;
 }
 
+static const struct tool_cmd commands[] = {
+	{ "run", cmd_run, RUN_SYNOPSIS },
+	{ "check", cmd_check, CHECK_SYNOPSIS },
+	{ "ab", cmd_ab, AB_SYNOPSIS },
+	{ "crashtest", cmd_crashtest, CRASHTEST_SYNOPSIS },
+};
+
+static const struct tool syncshim_tool = {
+	.name = "syncshim",
+	.cmds = commands,
+	.ncmds = sizeof(commands) / sizeof(commands[0]),
+	.more = usage_more,
+};
+
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return 1;
-	}
-	const char *sub = argv[1];
-	if (strcmp(sub, "run") == 0)
-		return cmd_run(argc - 1, argv + 1);
-	if (strcmp(sub, "check") == 0)
-		return cmd_check(argc - 1, argv + 1);
-	if (strcmp(sub, "ab") == 0)
-		return cmd_ab(argc - 1, argv + 1);
-	if (strcmp(sub, "crashtest") == 0)
-		return cmd_crashtest(argc - 1, argv + 1);
-	if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	fprintf(stderr, "syncshim: unknown command '%s'\n", sub);
-	usage(stderr);
-	return 1;
+	return tool_dispatch(&syncshim_tool, argc, argv, stdout, stderr);
 }

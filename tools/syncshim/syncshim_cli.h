@@ -5,11 +5,21 @@
 #define SYNCSHIM_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+/* The subcommands (tool.h's signature) and their usage lines. */
+#define RUN_SYNOPSIS "run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]"
+#define CHECK_SYNOPSIS "check FILE [PATH...]"
+#define AB_SYNOPSIS "ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]\n" \
+	"       syncshim ab [-n ROUNDS] [-o DIR] [-m MODE] A B [--setup CMD] --ready PROBE --load CMD\n" \
+	"                   [--metric REGEX] [--timeout SECONDS] -- SERVER [ARGS]"
+#define CRASHTEST_SYNOPSIS "crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB... -- CMD [ARGS]\n" \
+	"         (syncshim crashtest -h says more)"
+int cmd_ab(int argc, char **argv, FILE *out, FILE *err);
 
 int launcher_library_path(char *out, size_t len);
 /* Set LD_PRELOAD and the SYNCSHIM_* variables for a child; -1 on error. */
 int shim_prepare_env(const char *config, const char *policy, const char *log, const char *mode);
-int cmd_ab(int argc, char **argv);
 /* The exit status for an exec that failed with err: 127 not found, 126 not runnable. */
 int exec_failure_status(int err);
 

@@ -21,6 +21,10 @@ unsigned metrics_le_bucket(unsigned k);
 /* One exposition of a snapshot; -1 when out of memory (nothing written). */
 int metrics_write(FILE *out, const struct live_snapshot *s);
 
+/* --listen ADDR: serves GET /metrics over HTTP, one connection at a time,
+ * until SIGTERM or SIGINT; 0, or EXIT_USAGE when it cannot listen. */
+int metrics_serve(const char *addr, const struct live_where *w, FILE *out, FILE *err);
+
 /* "synclat metrics ARGS" (argv[0] is "metrics"): 0 ok, 1 usage error,
  * 2 the output file could not be written. */
 int metrics_main(int argc, char **argv, FILE *out, FILE *err);

@@ -11,6 +11,7 @@
  * the directory synced so the rename survives a crash too.
  */
 #include "metrics.h"
+#include "tool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,14 +21,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define EXIT_USAGE 1
-#define EXIT_OUTPUT 2
 
 static const char metrics_usage[] =
-	"usage: synclat metrics [--out FILE] [--dir DIR]\n"
+	"usage: synclat metrics [--out FILE | --listen HOST:PORT] [--dir DIR]\n"
 	"The live counters of every shimmed process (live = on) in the Prometheus text format.\n"
 	"  -o, --out FILE   replace FILE atomically (mode 0644) instead of writing to standard output\n"
 	"                   (for node_exporter: a FILE.prom in its textfile collector's directory)\n"
+	"  -l, --listen HOST:PORT   serve GET /metrics over HTTP for Prometheus to scrape, until\n"
+	"                   SIGTERM (e.g. 127.0.0.1:9464; one connection at a time, bounded)\n"
 	"  --dir DIR        read DIR alone (default: $SYNCSHIM_LIVE_DIR, else\n"
 	"                   $XDG_RUNTIME_DIR/syncshim and /tmp/syncshim-UID; root: every user's)\n";
 
@@ -86,12 +87,12 @@ static int write_atomic(const char *path, const struct live_snapshot *s, FILE *e
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(err, "synclat metrics: %s: cannot create a file beside it: %s\n", path, strerror(errno));
-		return EXIT_OUTPUT;
+		return EXIT_INPUT;
 	}
 	if (fill_temp(fd, s) != 0 || rename(tmp, path) != 0) {
 		fprintf(err, "synclat metrics: %s: cannot write: %s\n", path, strerror(errno));
 		unlink(tmp);
-		return EXIT_OUTPUT;
+		return EXIT_INPUT;
 	}
 	if (sync_dir_of(path) != 0)
 		fprintf(err, "synclat metrics: warning: %s: written, but its directory could not be synced: %s\n",
@@ -99,10 +100,12 @@ static int write_atomic(const char *path, const struct live_snapshot *s, FILE *e
 	return 0;
 }
 
-static int parse_metrics(int argc, char **argv, const char **outp, const char **dir, FILE *out, FILE *err)
+static int parse_metrics(int argc, char **argv, const char **outp, const char **dir, const char **listen_at,
+			 FILE *out, FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "out", required_argument, NULL, 'o' },
+		{ "listen", required_argument, NULL, 'l' },
 		{ "dir", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -110,36 +113,41 @@ static int parse_metrics(int argc, char **argv, const char **outp, const char **
 	optind = 0; /* restart getopt: synclat_main may run more than once */
 	opterr = 0;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "o:l:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o': *outp = optarg; break;
+		case 'l': *listen_at = optarg; break;
 		case 'D': *dir = optarg; break;
 		case 'h': fputs(metrics_usage, out); return -1;
 		default: return usage(err, "unknown or incomplete option");
 		}
 	}
+	if (*outp && *listen_at)
+		return usage(err, "--out and --listen exclude each other");
 	return optind < argc ? usage(err, "no arguments are taken, only options") : 0;
 }
 
 int metrics_main(int argc, char **argv, FILE *out, FILE *err)
 {
-	const char *path = NULL, *dir = NULL;
-	int rc = parse_metrics(argc, argv, &path, &dir, out, err);
+	const char *path = NULL, *dir = NULL, *listen_at = NULL;
+	int rc = parse_metrics(argc, argv, &path, &dir, &listen_at, out, err);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	struct live_where w;
 	live_where_init(&w, dir);
+	if (listen_at)
+		return metrics_serve(listen_at, &w, out, err);
 	struct live_snapshot s;
 	if (live_scan(&w, &s) != 0) {
 		fputs("synclat metrics: out of memory\n", err);
 		live_snapshot_free(&s);
-		return EXIT_OUTPUT;
+		return EXIT_INPUT;
 	}
 	if (path) {
 		rc = write_atomic(path, &s, err);
 	} else if (metrics_write(out, &s) != 0 || fflush(out) != 0) {
 		fprintf(err, "synclat metrics: cannot write: %s\n", strerror(errno));
-		rc = EXIT_OUTPUT;
+		rc = EXIT_INPUT;
 	}
 	live_snapshot_free(&s);
 	return rc;

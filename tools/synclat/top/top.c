@@ -5,14 +5,13 @@
  *   synclat top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR]
  *               [--once | --json]
  */
+#include "tool.h"
 #include "top.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define EXIT_USAGE 1
-#define EXIT_INPUT 2
 
 static const char top_usage[] =
 	"usage: synclat top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]\n"

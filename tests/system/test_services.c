@@ -1,0 +1,175 @@
+/*
+ * test_services.c - `syncshim ab` in front of real services: a server
+ * under the shim, a load without it (examples/redis/, examples/postgres/),
+ * and every way a round can fail: one line naming the round and side,
+ * the outputs kept, a non-zero exit, nothing left running, also when
+ * syncshim ab itself is sent SIGTERM.
+ */
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+TestSuite(services, .init = h_setup, .fini = h_teardown, .timeout = 120);
+
+static char *in_top(const char *rel)
+{
+	char cwd[PATH_MAX];
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	cr_assert_eq(access("docs/man/syncshim.1", R_OK), 0, "tests run from the top of the tree");
+	return h_fmt("%s/%s", cwd, rel);
+}
+
+static void plain(struct h_cmd *c)
+{
+	h_cmd_init(c, H_PLAIN);
+	if (h_ctx.prefix[0])
+		h_envf(c, "LD_PRELOAD=%s", h_ctx.prefix);
+	h_envf(c, "SYNCSHIM_BUILD=%s", h_ctx.build);
+	h_envf(c, "TMPDIR=%s", h_ctx.dir);
+}
+
+static bool alive(pid_t pid)
+{
+	return pid > 0 && kill(pid, 0) == 0;
+}
+
+static pid_t pid_in(const char *path)
+{
+	char *s = h_read_file(path);
+	return s ? (pid_t)atoi(s) : 0;
+}
+
+/* Redis with --appendfsync always, one short round: the load's own figure
+ * per side, the B/A ratio, the server's sync-latency table, the AOF's
+ * fdatasyncs deferred on B; no server and no temp dir left. */
+Test(services, redis_ab_in_one_command)
+{
+	if (access("/usr/bin/redis-server", X_OK) != 0 || access("/usr/bin/redis-benchmark", X_OK) != 0)
+		cr_skip_test("redis-server and redis-benchmark are not installed (make deps installs them)");
+	char *run = h_path("run");
+	struct h_cmd c;
+	plain(&c);
+	c.timeout_s = 90;
+	h_args(&c, in_top("examples/redis/ab.sh"), "-n", "1", "-r", "400", "-c", "4", "-o", run, NULL);
+	struct h_result r = h_run(&c);
+	struct h_result left = h_sh(h_fmt("pgrep -f -- 'unixsocket[ ]%s/' ; ls -d '%s'/syncshim-redis.* 2>/dev/null",
+					 h_ctx.dir, h_ctx.dir), 10);
+	cr_assert_eq(r.code, 0, "exit %d%s\n%s%s", r.code, r.timed_out ? " (timed out)" : "", r.out, r.err);
+	cr_expect_str_eq(left.out, "", "left behind:\n%s", left.out);
+	cr_expect(h_has(r.out, "round 1 A (passthrough): metric "), "%s", r.out);
+	cr_expect(h_has(r.out, "round 1 B (defer): metric "), "%s", r.out);
+	cr_expect(h_has(r.out, "  B/A "), "%s", r.out);
+	cr_expect(h_has(r.out, "median"), "%s", r.out);
+	cr_expect(h_has(r.out, "fdatasync"), "no sync-latency table:\n%s", r.out);
+	cr_expect(h_has(r.out, "real_fdatasync"), "%s", r.out);
+	const char *kept[] = { "A-1.load.out", "B-1.load.out", "A-1.server.out", "B-1.setup.out", "compare.html" };
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+		cr_expect_geq(h_size(h_fmt("%s/%s", run, kept[i])), i == 3 ? 0 : 1, "%s not kept", kept[i]);
+	cr_expect(h_has(h_read_file(h_fmt("%s/B-1.load.out", run)), "requests per second"));
+}
+
+/* PostgreSQL under pgbench, one short round: tps per side, B/A, the
+ * server's table; no postgres and no temp dir left. As root the server
+ * runs as the postgres user. */
+Test(services, postgres_ab_in_one_command, .timeout = 240)
+{
+	if (access("/usr/lib/postgresql/15/bin/postgres", X_OK) != 0)
+		cr_skip_test("PostgreSQL 15 is not installed (make bench-deps installs it)");
+	cr_assert_eq(chmod(h_ctx.dir, 0755), 0); /* the server may run as postgres, in here */
+	char *run = h_path("run");
+	struct h_cmd c;
+	plain(&c);
+	c.timeout_s = 220;
+	h_args(&c, in_top("examples/postgres/ab.sh"), "-n", "1", "-t", "1", "-c", "1", "-o", run, NULL);
+	struct h_result r = h_run(&c);
+	struct h_result left = h_sh(h_fmt("pgrep -f -- '[-]D %s/' ; ls -d '%s'/syncshim-postgres.* 2>/dev/null",
+					 h_ctx.dir, h_ctx.dir), 10);
+	cr_assert_eq(r.code, 0, "exit %d%s\n%s%s", r.code, r.timed_out ? " (timed out)" : "", r.out, r.err);
+	cr_expect_str_eq(left.out, "", "left behind:\n%s", left.out);
+	cr_expect(h_has(r.out, "round 1 A (passthrough): metric "), "%s", r.out);
+	cr_expect(h_has(r.out, "round 1 B (defer): metric "), "%s", r.out);
+	cr_expect(h_has(r.out, "  B/A "), "%s", r.out);
+	cr_expect(h_has(r.out, "fdatasync"), "no sync-latency table:\n%s", r.out);
+	cr_expect(h_has(h_read_file(h_fmt("%s/A-1.load.out", run)), "tps = "));
+}
+
+/* syncshim ab's service form on tiny shell "services". */
+static struct h_result ab(const char *server, const char *ready, const char *load, const char *more)
+{
+	struct h_cmd c;
+	plain(&c);
+	c.timeout_s = 60;
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "ab", "-n", "2", "-o", h_path("run"), "passthrough", "defer",
+	       "--timeout", "2", "--ready", ready, "--load", load, NULL);
+	if (more)
+		h_args(&c, "--metric", more, NULL);
+	h_args(&c, "--", "/bin/sh", "-c", server, NULL);
+	return h_run(&c);
+}
+
+Test(services, failures_name_the_round_and_side)
+{
+	char *flag = h_path("up");
+	/* a probe that never succeeds: bounded, the server stopped */
+	char *srv = h_fmt("echo $$ > %s/srv.pid; exec sleep 60", h_ctx.dir);
+	struct h_result r = ab(srv, h_fmt("file:%s", flag), "true", NULL);
+	cr_expect_eq(r.code, 1, "exit %d\n%s", r.code, r.err);
+	cr_expect(h_has(r.err, h_fmt("round 1 A: the readiness probe file:%s did not succeed in 2 s", flag)), "%s", r.err);
+	cr_expect(!alive(pid_in(h_path("srv.pid"))), "the server was left running");
+	cr_expect_lt(r.secs, 15);
+
+	/* a server that dies before it is ready */
+	r = ab("echo starting; exit 3", h_fmt("file:%s", flag), "true", NULL);
+	cr_expect_eq(r.code, 1);
+	cr_expect(h_has(r.err, "round 1 A: the server exited (status 3) before"), "%s", r.err);
+	cr_expect(h_has(h_read_file(h_path("run/A-1.server.out")), "starting"), "the server's output not kept");
+
+	/* a load that fails, on side B of round 2 */
+	srv = h_fmt("touch %s; exec sleep 60", flag);
+	r = ab(srv, h_fmt("file:%s", flag), "[ \"$SYNCSHIM_AB_ROUND$SYNCSHIM_AB_SIDE\" != 2B ] || exit 4", NULL);
+	cr_expect_eq(r.code, 1);
+	cr_expect(h_has(r.err, "round 2 B: the load failed (exit 4)"), "%s", r.err);
+
+	/* a --metric that matches nothing */
+	r = ab(srv, h_fmt("file:%s", flag), "echo 12 ops", "([0-9]+) tps");
+	cr_expect_eq(r.code, 1);
+	cr_expect(h_has(r.err, "round 1 A: --metric '([0-9]+) tps' matched no number"), "%s", r.err);
+
+	/* the load runs without the shim; the server with it */
+	char *env_up = h_path("env-up");
+	r = ab(h_fmt("echo \"$LD_PRELOAD\" > %s/srv.env; touch %s; exec sleep 60", h_ctx.dir, env_up),
+	       h_fmt("file:%s", env_up),
+	       h_fmt("echo \"[$LD_PRELOAD]\" > %s/load.env; echo 7 ops", h_ctx.dir), "([0-9]+) ops");
+	cr_expect_eq(r.code, 0, "%s%s", r.out, r.err);
+	cr_expect(h_has(h_read_file(h_path("load.env")), "[]"), "the load ran under LD_PRELOAD");
+	cr_expect(h_has(h_read_file(h_path("srv.env")), "libsyncshim.so"), "the server ran without the shim");
+	cr_expect(h_has(r.out, "median 7, min 7, max 7"), "%s", r.out);
+}
+
+/* SIGTERM to syncshim ab in the middle of a load: the load and the server
+ * are stopped, it says so and exits 128+15. */
+Test(services, sigterm_stops_everything)
+{
+	char *srv = h_fmt("echo $$ > %s/srv.pid.tmp && mv %s/srv.pid.tmp %s/srv.pid; exec sleep 60", h_ctx.dir,
+			  h_ctx.dir, h_ctx.dir);
+	char *load = h_fmt("echo $$ > %s/load.pid.tmp && mv %s/load.pid.tmp %s/load.pid; exec sleep 60", h_ctx.dir,
+			   h_ctx.dir, h_ctx.dir);
+	struct h_cmd c;
+	plain(&c);
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "ab", "-n", "1", "-o", h_path("run"), "passthrough", "defer",
+	       "--ready", h_fmt("file:%s/srv.pid", h_ctx.dir), "--load", load, "--", "/bin/sh", "-c", srv, NULL);
+	pid_t ab_pid = h_spawn(&c);
+	char *lp = h_path("load.pid");
+	for (double end = h_now() + 20; h_now() < end && h_size(lp) <= 0; usleep(20000))
+		;
+	cr_assert_gt(h_size(lp), 0, "the load never started");
+	pid_t load_pid = pid_in(lp), srv_pid = pid_in(h_path("srv.pid"));
+	cr_assert(alive(load_pid) && alive(srv_pid));
+	kill(ab_pid, SIGTERM);
+	struct h_result r = h_reap(&c, ab_pid, 30, false, 0);
+	cr_expect_eq(r.code, 143, "exit %d\n%s", r.code, r.err);
+	cr_expect(h_has(r.err, "stopped by signal 15"), "%s", r.err);
+	cr_expect(!alive(load_pid), "the load was left running");
+	cr_expect(!alive(srv_pid), "the server was left running");
+}

@@ -1,0 +1,45 @@
+/*
+ * tool.h - what syncshim and synclat share on their command lines: the exit
+ * codes, one dispatch table per tool (as git's commands[]), and the JSON
+ * string escaper of every --json output.
+ *
+ * Adding a subcommand: a file with `int cmd_NAME(int argc, char **argv,
+ * FILE *out, FILE *err)` (argv[0] is the subcommand's name; it answers -h
+ * and --help itself) and one line in the tool's table.
+ */
+#ifndef SYNCSHIM_TOOL_H
+#define SYNCSHIM_TOOL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define EXIT_USAGE 1  /* a usage error */
+#define EXIT_INPUT 2  /* bad input: unreadable, corrupt, invalid; an output that cannot be written */
+
+struct tool_cmd {
+	const char *name;
+	int (*run)(int argc, char **argv, FILE *out, FILE *err);
+	/* The usage line(s) after "TOOL ", for the tool's own --help;
+	 * continuation lines start with a newline and spaces. */
+	const char *synopsis;
+};
+
+struct tool {
+	const char *name;              /* "syncshim" */
+	const struct tool_cmd *cmds;
+	size_t ncmds;
+	void (*more)(FILE *to);        /* prints what follows the synopses in --help, or NULL */
+};
+
+/* Prints the tool's usage: one synopsis per subcommand, then the trailer. */
+void tool_usage(const struct tool *t, FILE *to);
+/* Runs "TOOL SUB ARGS" from the table; answers -h, --help, help and
+ * --version; an unknown subcommand is one line and EXIT_USAGE. */
+int tool_dispatch(const struct tool *t, int argc, char **argv, FILE *out, FILE *err);
+/* True when argv[1] (the first argument after the subcommand) asks for help. */
+int cli_wants_help(int argc, char **argv);
+
+/* s as a JSON string, quotes included (NULL is ""). */
+void json_str(FILE *out, const char *s);
+
+#endif
