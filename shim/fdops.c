@@ -198,10 +198,17 @@ SHIM_API int dup(int fd)
 }
 
 /* dup2/dup3 close newfd first: ours is moved away, the app's prepared like
- * a close (a failed dup2 leaves the slot for fd_get to re-check). */
+ * a close. Only if oldfd is a descriptor: a dup2 from a bad number fails
+ * without touching newfd, and a slot unbound for it would be rebound from
+ * F_GETFL, where the O_SYNC the shim stripped is gone for good. */
 static void before_dup_onto(int oldfd, int newfd)
 {
 	if (oldfd == newfd || shim_bypass())
+		return;
+	int e = errno;
+	bool bad = LIBC(fcntl)(oldfd, F_GETFD) < 0;
+	errno = e;
+	if (bad)
 		return;
 	shimfd_vacate(newfd);
 	fdops_before_implicit_close(newfd);

@@ -60,7 +60,7 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->req_fd, -1);
 	atomic_store(&fl->priv_fd, -1);
 	atomic_store(&fl->done_seq, 0);
-	fl->nerrs = 0;
+	fl->waiting = NULL;
 	atomic_store(&fl->req_seq, 0);
 	atomic_store(&fl->pending_calls, 0);
 	atomic_store(&fl->want_fsync, 0);
@@ -347,12 +347,16 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, 
 	return err;
 }
 
-static void remember_error(struct shim_file *f, uint64_t lo, uint64_t hi, int err, bool sticky)
+/* mu held: a sync covering requests (lo, hi] ended with err; every
+ * waiting group caller it covered learns so before the next sync can
+ * start, however long it takes that caller to wake. */
+static void tell_waiters(struct shim_file *f, uint64_t lo, uint64_t hi, int err)
 {
-	struct flusher *fl = &f->fl;
-	fl->errs[fl->nerrs++ % FLUSH_ERR_EPOCHS] = (struct err_epoch){ lo, hi, err };
-	if (sticky)
-		syncerr_record(f, err);
+	for (struct sync_waiter *w = f->fl.waiting; w; w = w->next)
+		if (!w->covered && w->target > lo && w->target <= hi) {
+			w->covered = true;
+			w->err = err;
+		}
 }
 
 /*
@@ -388,9 +392,11 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	uint64_t lo = atomic_load(&fl->done_seq);
 	if (res.happened && started > lo)
 		atomic_store(&fl->done_seq, started);
-	if (res.happened && err) {
-		remember_error(f, lo, started, err, sticky);
-		res.sticky = sticky;
+	if (res.happened)
+		tell_waiters(f, lo, started, err);
+	if (res.happened && err && sticky) {
+		syncerr_record(f, err);
+		res.sticky = true;
 	}
 	if (!res.happened && flusher_owes(f))
 		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
@@ -409,18 +415,46 @@ static void after_sticky(struct shim_file *f, int err)
 	syncerr_tell_if_orphaned(f);
 }
 
+static uint64_t next_request(struct flusher *fl, bool want_fsync);
+
+static int sync_until_w(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky,
+			struct sync_waiter *w, bool want_fsync);
+
+/* Everyone but a group caller: request target, errors sticky or not. */
+static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky)
+{
+	return sync_until_w(f, own, own_closing, target, sticky, NULL, false);
+}
+
+static void unlink_waiter(struct shim_file *f, struct sync_waiter *w)
+{
+	for (struct sync_waiter **p = &f->fl.waiting; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			return;
+		}
+}
+
 /*
  * Wait (leading syncs as needed) until request target is covered. own:
- * the caller's descriptor (group) or -1. Returns 0, the error of the sync
- * that covered target (not sticky), or the caller's own EBADF.
+ * the caller's descriptor (group) or -1. w (a group caller): its request
+ * is numbered here, under mu, and registered, so the sync that covers it
+ * tells it its outcome (target is ignored). Returns 0, the error of the
+ * sync that covered the group caller, or the caller's own EBADF.
  */
-static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky)
+static int sync_until_w(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky,
+			struct sync_waiter *w, bool want_fsync)
 {
 	struct flusher *fl = &f->fl;
 	int old, err = 0, sticky_err = 0;
 	shim_enter();
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* never leave in_flight set */
 	lock_fl(f);
+	if (w) {
+		*w = (struct sync_waiter){ next_request(fl, want_fsync), 0, false, fl->waiting };
+		fl->waiting = w;
+		target = w->target;
+	}
 	while (atomic_load(&fl->done_seq) < target) {
 		if (fl->in_flight) {
 			wait_locked(f);
@@ -434,11 +468,10 @@ static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t t
 			break;
 		}
 	}
-	if (!err && !sticky) {
-		unsigned n = fl->nerrs < FLUSH_ERR_EPOCHS ? fl->nerrs : FLUSH_ERR_EPOCHS;
-		for (unsigned i = 0; i < n; i++)
-			if (target > fl->errs[i].lo && target <= fl->errs[i].hi)
-				err = fl->errs[i].err;
+	if (w) {
+		unlink_waiter(f, w);
+		if (!err && w->covered)
+			err = w->err;
 	}
 	unlock_fl(f);
 	pthread_setcancelstate(old, NULL);
@@ -525,8 +558,8 @@ int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_actio
 	if (act == ACT_GROUP && fd >= 0) {
 		pthread_testcancel();
 		note_group_request(f, k);
-		uint64_t seq = next_request(&f->fl, want_fsync);
-		int err = sync_until(f, fd, false, seq, false);
+		struct sync_waiter w;
+		int err = sync_until_w(f, fd, false, 0, false, &w, want_fsync);
 		if (err) {
 			errno = err;
 			return -1;
@@ -730,11 +763,15 @@ static void reset_in_child(struct shim_file *f, void *arg)
 	struct flusher *fl = &f->fl;
 	int priv = atomic_load(&fl->priv_fd), req = atomic_load(&fl->req_fd);
 	uint64_t seq = atomic_load(&fl->req_seq);
+	/* The private descriptor served the parent's owed syncs, which stay
+	 * the parent's: the child would hold it forever (it is close-on-exec
+	 * only across an exec). */
+	if (priv >= 0)
+		shimfd_close(priv);
 	workers_forget_in_child(f); /* before the reset: it knows whether f was queued */
 	flusher_init_locks(f); /* a parent thread may have held them */
 	flusher_reset(f);      /* the parent's flusher owns the parent's pending syncs */
 	risk_reset(f);         /* and the parent's data at risk */
-	atomic_store(&fl->priv_fd, priv);
 	atomic_store(&fl->req_fd, req);
 	atomic_store(&fl->req_seq, seq);
 	atomic_store(&fl->done_seq, seq);

@@ -53,13 +53,15 @@ enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_SHIM = 3 /* the shim
 #define SLOT_OWN_SHIFT 8
 enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3, OWN_CRASH = 4 };
 
-/* Up to this many recent failed real syncs are remembered so every group
- * caller covered by a failed sync gets its error. */
-#define FLUSH_ERR_EPOCHS 4
-
-struct err_epoch {
-	uint64_t lo, hi; /* requests (lo, hi] were covered by the failed sync */
-	int err;
+/* A group caller waiting for its request to be covered: the sync that
+ * covers it says so here, so no history of syncs is needed to know
+ * whether that sync failed (flusher.c). On the caller's stack, linked
+ * under the file's fl.mu. */
+struct sync_waiter {
+	uint64_t target;            /* the caller's request */
+	int err;                    /* the covering sync's errno, 0 ok */
+	bool covered;
+	struct sync_waiter *next;
 };
 
 /*
@@ -85,8 +87,7 @@ struct flusher {
 	_Atomic int req_fd;              /* an app descriptor that asked for a sync, -1 none */
 	_Atomic int priv_fd;             /* the shim's own descriptor of the file, -1 none (mu) */
 	_Atomic uint64_t done_seq;       /* written under mu */
-	struct err_epoch errs[FLUSH_ERR_EPOCHS]; /* mu */
-	unsigned nerrs;                  /* mu, total failures so far */
+	struct sync_waiter *waiting;     /* mu: group callers not yet told */
 	_Atomic uint64_t req_seq;
 	_Atomic uint32_t pending_calls;
 	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */

@@ -1,0 +1,106 @@
+/*
+ * test_trust.c - issue 17's ways a host lost a sync or got a wrong
+ * error, each a regression test (tests/progs/trustb.c runs the host's
+ * side), and the tests that kill the mutations the rest of the suite let
+ * survive. Effects are checked beneath the shim: the recording layer
+ * (tests/lib/reclayer.so), failfs (tests/lib/failfs.c), /proc/self/fd
+ * of the process, the program's own results.
+ */
+#include "harness.h"
+
+TestSuite(trust, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
+
+static char *tr_ini(const char *name, const char *text)
+{
+	char *path = h_path(name);
+	h_write_file(path, text);
+	return path;
+}
+
+/* A command with the shim (+ layers) and config ini, nothing else. */
+static void tr_cmd(struct h_cmd *c, unsigned layers, const char *ini)
+{
+	h_cmd_init(c, layers);
+	h_envf(c, "SYNCSHIM_CONFIG=%s", ini ? ini : "");
+}
+
+static int real_syncs(const struct h_log *log, unsigned long long ino)
+{
+	return h_count(log, "fsync", ino) + h_count(log, "fdatasync", ino);
+}
+
+static char *tr_mount(void)
+{
+	char *back = h_path("back"), *mnt = h_path("mnt");
+	cr_assert_eq(mkdir(back, 0755), 0);
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	h_failfs_mount(back, mnt);
+	return mnt;
+}
+
+/* ---- 2: a group waiter covered by a failed sync gets its error ------------- */
+
+/* Every real fsync fails; 16 threads' group fsyncs batch into few real
+ * syncs, and a waiter may wake many failed syncs after its own: each
+ * call must fail, as each does without the shim. */
+Test(trust, group_waiter_never_gets_zero_for_a_failed_sync)
+{
+	char *mnt = tr_mount();
+	char *file = h_fmt("%s/g.dat", mnt);
+	h_write_file(file, "");
+	h_failfs_ctl(mnt, "fsync EIO");
+	for (int run = 0; run < 2; run++) {
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM, NULL);
+		h_env(&c, "SYNCSHIM_POLICY=group");
+		h_args(&c, h_prog("trustb"), "group", "-f", file, "-t", run ? "64" : "16", "-n", run ? "100" : "200",
+		       NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb group");
+		cr_assert_gt(h_num_after(r.out, "calls=", 0), 0, "%s", r.out);
+		cr_assert_eq(h_num_after(r.out, "zero=", -1), 0,
+			     "group told callers their fsync succeeded while every real fsync failed: %s", r.out);
+	}
+	h_failfs_umount(mnt);
+}
+
+/* ---- 3: a failed dup2 onto an O_SYNC file keeps its binding ----------------- */
+
+static int dup2fail_syncs(bool skip)
+{
+	char *file = h_path(skip ? "s.dat" : "d.dat");
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, NULL);
+	h_env(&c, "SYNCSHIM_POLICY=defer");
+	h_args(&c, h_prog("trustb"), "dup2fail", "-f", file, skip ? "-x" : NULL, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb dup2fail");
+	if (!skip)
+		cr_assert(h_has(r.out, "dup2=-1 errno=EBADF"), "%s", r.out);
+	struct h_log log = h_log_load(&c);
+	return real_syncs(&log, (unsigned long long)h_num_after(r.out, "ino=", 0));
+}
+
+Test(trust, failed_dup2_onto_osync_file_keeps_its_syncs)
+{
+	cr_assert_geq(dup2fail_syncs(true), 1, "O_SYNC writes under defer got no real sync at all");
+	cr_assert_geq(dup2fail_syncs(false), 1,
+		      "after a failed dup2 onto it, the O_SYNC file's writes were never synced");
+}
+
+/* ---- 16: a fork child holds none of the parent's private descriptors ------- */
+
+Test(trust, fork_child_does_not_keep_the_private_descriptor)
+{
+	char *file = h_path("f.dat");
+	char *ini = tr_ini("f.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
+					  "max_delay_ms = 10000\n", file));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, ini);
+	h_args(&c, h_prog("trustb"), "forkpriv", "-f", file, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb forkpriv");
+	cr_assert_eq(h_num_after(r.out, "parent_fds=", -1), 1, "the parent should hold its dup: %s", r.out);
+	cr_assert_eq(h_num_after(r.out, "child_fds=", -1), 0, "the fork child holds the parent's private "
+		     "descriptor of a closed file: %s", r.out);
+}
