@@ -326,6 +326,15 @@ bool fd_names(int fd, const struct shim_file *f, bool allow_closing)
 	       (allow_closing || !(st & SLOT_CLOSING));
 }
 
+int fd_find_bound(const struct shim_file *f)
+{
+	int top = atomic_load(&shim.fd_hi);
+	for (int fd = 0; fd <= top && fd < shim.nfds && shim.fds; fd++)
+		if (fd_names(fd, f, false))
+			return fd;
+	return -1;
+}
+
 struct shim_file *fd_file_ref(int fd)
 {
 	uint32_t st;

@@ -205,6 +205,13 @@ static struct sync_fd pick_locked(struct shim_file *f, int own, bool own_closing
 		s = (struct sync_fd){ p, SFD_PRIV };
 	} else if (r >= 0 && fd_names(r, f, false)) {
 		s = (struct sync_fd){ r, SFD_APP };
+	} else if (atomic_load(&f->nfds) > 0) {
+		/* No descriptor was offered (an msync has none) or the one
+		 * offered is gone, but the app holds one: borrow it rather
+		 * than the file's name, which may be renamed or unlinked. */
+		int any = fd_find_bound(f);
+		if (any >= 0)
+			s = (struct sync_fd){ any, SFD_APP };
 	}
 	fl->lease_fd = s.fd;
 	return s;
@@ -510,7 +517,8 @@ static bool over_threshold(struct shim_file *f, const struct knobs *k)
  * Lock-free. fd is an app descriptor the flusher may borrow. */
 static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
-	atomic_store(&f->fl.req_fd, fd);
+	if (fd >= 0) /* an msync has none: keep the one offered before */
+		atomic_store(&f->fl.req_fd, fd);
 	uint64_t seq = next_request(&f->fl, want_fsync);
 	risk_acked(f, trace_now());
 	workers_arm(f);

@@ -314,6 +314,9 @@ bool fd_names(int fd, const struct shim_file *f, bool allow_closing);
 /* fd is bound to f and the binding is vouched for (no system call). */
 bool fd_vouched(int fd, const struct shim_file *f);
 struct shim_file *fd_file_ref(int fd); /* the slot's file, unchecked, with a reference */
+/* Some app descriptor bound to f and not closing, -1 none: a scan of the
+ * used slots, for a sync that has no other way to the file. */
+int fd_find_bound(const struct shim_file *f);
 bool fd_is_pass(int fd);
 /* The error sequence fd had reported, now seq (the errseq exchange). */
 uint32_t fd_saw_error(int fd, uint32_t seq);

@@ -104,3 +104,46 @@ Test(trust, fork_child_does_not_keep_the_private_descriptor)
 	cr_assert_eq(h_num_after(r.out, "child_fds=", -1), 0, "the fork child holds the parent's private "
 		     "descriptor of a closed file: %s", r.out);
 }
+
+/* ---- 11: a file unlinked while open is synced through a descriptor ---------- */
+
+/* Four threads each open a file, unlink it, write, fsync (deferred) and
+ * close, over and over, on a healthy disk: no call may fail. */
+Test(trust, unlinked_open_files_get_no_spurious_eio)
+{
+	char *d = h_path("u");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("u.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
+					  "max_delay_ms = auto\n", d));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, ini);
+	h_args(&c, h_prog("trustb"), "unlinked", "-d", d, "-t", "4", "-n", h_ctx.asan ? "500" : "2500", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb unlinked");
+	cr_assert_gt(h_num_after(r.out, "calls=", 0), 0, "%s", r.out);
+	cr_assert_eq(h_num_after(r.out, "failed=", -1), 0, "fsync/close of files unlinked while open failed on a "
+		     "healthy disk: %s\nstderr:\n%s", r.out, r.err);
+	cr_assert_str_empty(r.err, "stderr:\n%s", r.err);
+}
+
+/* ---- 12: msync of a mapping whose file was renamed or unlinked ------------- */
+
+Test(trust, msync_of_moved_file_is_synced_through_its_descriptor)
+{
+	char *d = h_path("m");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, NULL);
+	h_env(&c, "SYNCSHIM_POLICY=defer");
+	h_args(&c, h_prog("trustb"), "msyncmoved", "-d", d, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb msyncmoved");
+	cr_assert(h_has(r.out, "msync=0,0 fsync=0"), "a deferred msync of a renamed/unlinked file failed "
+		  "(without the shim all succeed): %s\nstderr:\n%s", r.out, r.err);
+	cr_assert_str_empty(r.err, "stderr:\n%s", r.err);
+	struct h_log log = h_log_load(&c);
+	int n = 0;
+	for (size_t i = 0; i < log.n; i++)
+		n += (!strcmp(log.r[i].op, "fsync") || !strcmp(log.r[i].op, "fdatasync")) && log.r[i].ret == 0;
+	cr_assert_geq(n, 2, "the two msyncs were not made durable by real syncs (%d)", n);
+}

@@ -70,7 +70,7 @@
 #include "progs.h"
 
 static const char *file, *dir, *logpath;
-static int nthreads = 16, count = 200, skip_dup2, limit = 16, closes = 4;
+static int nthreads = 16, count = 200, skip_dup2, limit = 16, closes = 4, shared_path;
 
 static void die(const char *what)
 {
@@ -253,7 +253,7 @@ static void *unlinked_worker(void *arg)
 {
 	int k = (int)(long)arg;
 	char p[4096], buf[512];
-	snprintf(p, sizeof(p), "%s/u.%d", dir, k);
+	snprintf(p, sizeof(p), "%s/u.%d", dir, shared_path ? 0 : k);
 	memset(buf, 'u', sizeof(buf));
 	for (int i = 0; i < count; i++) {
 		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -487,7 +487,7 @@ int main(int argc, char **argv)
 	const struct opt opts[] = {
 		{ 'f', OPT_STR, .p = &file }, { 'd', OPT_STR, .p = &dir },	  { 'l', OPT_STR, .p = &logpath },
 		{ 't', OPT_INT, .p = &nthreads }, { 'n', OPT_INT, .p = &count }, { 'x', OPT_FLAG, .p = &skip_dup2 },
-		{ 'L', OPT_INT, .p = &limit },	  { 'c', OPT_INT, .p = &closes },
+		{ 'L', OPT_INT, .p = &limit }, { 'S', OPT_FLAG, .p = &shared_path },	  { 'c', OPT_INT, .p = &closes },
 	};
 	optind = 2;
 	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
