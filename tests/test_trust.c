@@ -147,3 +147,34 @@ Test(trust, msync_of_moved_file_is_synced_through_its_descriptor)
 		n += (!strcmp(log.r[i].op, "fsync") || !strcmp(log.r[i].op, "fdatasync")) && log.r[i].ret == 0;
 	cr_assert_geq(n, 2, "the two msyncs were not made durable by real syncs (%d)", n);
 }
+
+/* ---- 15: EMFILE relief for every call that makes a descriptor ---------------- */
+
+/* RLIMIT_NOFILE 16, four closed files still owing deferred syncs (the
+ * shim holds a descriptor of each): every maker of descriptors gets as
+ * many as the same program without the shim. */
+static struct h_result emfile_run(unsigned layers, const char *ini, const char *d)
+{
+	struct h_cmd c;
+	tr_cmd(&c, layers, ini);
+	h_args(&c, h_prog("trustb"), "emfile", "-d", d, "-L", "16", "-c", "4", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb emfile");
+	return r;
+}
+
+Test(trust, emfile_relief_covers_every_descriptor_maker)
+{
+	char *d = h_path("e");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("e.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
+					  "max_delay_ms = 10000\n", d));
+	struct h_result plain = emfile_run(H_PLAIN, NULL, d), r = emfile_run(H_SHIM, ini, d);
+	static const char *const kinds[] = { "opendir=", "epoll=", "inotify=", "timerfd=", "signalfd=" };
+	for (int k = 0; k < 5; k++) {
+		long long want = h_num_after(plain.out, kinds[k], -1);
+		cr_assert_geq(want, 10, "%s", plain.out);
+		cr_assert_eq(h_num_after(r.out, kinds[k], -1), want, "%s descriptors short because of the shim: "
+			     "%s (without: %s)", kinds[k], r.out, plain.out);
+	}
+}
