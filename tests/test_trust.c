@@ -178,3 +178,27 @@ Test(trust, emfile_relief_covers_every_descriptor_maker)
 			     "%s (without: %s)", kinds[k], r.out, plain.out);
 	}
 }
+
+/* ---- 5: two threads dup2 onto one number at once ---------------------------- */
+
+/* x.noop's rule is noop, y.pass's passthrough; two threads dup2 one each
+ * onto the same number, and the number is fsynced: whenever the kernel
+ * kept y.pass, the fsync must reach it. */
+Test(trust, racing_dup2s_never_give_a_number_the_other_files_rule)
+{
+	char *d = h_path("r");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("r.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, ini);
+	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
+	h_args(&c, h_prog("trustb"), "dup2race", "-d", d, "-n", h_ctx.asan ? "1000" : "3000", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb dup2race");
+	long long pass = h_num_after(r.out, "pass_rounds=", -1);
+	cr_assert_gt(pass, 0, "%s", r.out);
+	struct h_log log = h_log_load(&c);
+	int real = real_syncs(&log, (unsigned long long)h_num_after(r.out, "pass_ino=", 0));
+	cr_assert_eq(real, pass, "of %lld fsyncs of the passthrough file (reached through a number two dup2s "
+		     "raced for), %d reached it: the others got the noop file's rule", pass, real);
+}
