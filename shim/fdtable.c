@@ -67,16 +67,38 @@ struct fd_slot *fd_slot(int fd)
 	return &shim.fds[fd];
 }
 
-int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode)
+int fd_identity_born(int fd, dev_t *dev, ino_t *ino, mode_t *mode, uint64_t *birth)
 {
 	struct statx sx;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) != 0)
+	unsigned mask = STATX_TYPE | STATX_INO | (birth ? STATX_BTIME : 0);
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, mask, &sx) != 0)
 		return -1;
 	*dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
 	*ino = sx.stx_ino;
 	if (mode)
 		*mode = sx.stx_mode;
+	if (birth)
+		*birth = (sx.stx_mask & STATX_BTIME)
+				 ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec
+				 : 0;
 	return 0;
+}
+
+int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode)
+{
+	return fd_identity_born(fd, dev, ino, mode, NULL);
+}
+
+uint64_t fd_birth(int fd)
+{
+	dev_t dev;
+	ino_t ino;
+	uint64_t birth = 0;
+	int e = errno;
+	if (fd_identity_born(fd, &dev, &ino, NULL, &birth) != 0)
+		birth = 0;
+	errno = e;
+	return birth;
 }
 
 /* Slot updates publish the file before the state word, so a reader that
@@ -194,7 +216,7 @@ static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *stat
 	char path[PATH_MAX];
 	if (path_of_fd(fd, path, sizeof(path)) < 0)
 		path[0] = '\0';
-	struct shim_file *f = file_lookup_or_create(dev, ino, path);
+	struct shim_file *f = file_lookup_or_create(dev, ino, fd_birth(fd), path);
 	if (!f)
 		return NULL;
 	fd_bind(fd, file_ref(f), (uint32_t)flags);

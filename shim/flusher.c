@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -674,10 +675,14 @@ void flusher_flush_all(void)
 
 int flusher_before_publish(int dirfd, const char *path, int at_flags)
 {
-	struct stat st;
+	struct statx sx;
 	int e = errno, err = 0;
-	if (path && fstatat(dirfd, path, &st, at_flags) == 0 && S_ISREG(st.st_mode)) {
-		struct shim_file *f = file_find(st.st_dev, st.st_ino);
+	if (path && statx(dirfd, path, at_flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0 &&
+	    S_ISREG(sx.stx_mode)) {
+		uint64_t birth = (sx.stx_mask & STATX_BTIME)
+					 ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec
+					 : 0;
+		struct shim_file *f = file_find(makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, birth);
 		if (f) {
 			if (flusher_owes(f))
 				flusher_drain(f);

@@ -169,8 +169,13 @@ struct shim_file {
 	uint32_t id;                /* stable id in logs, never reused in a process */
 	bool dead;                  /* registry lock: recycled, on the free list */
 	bool ghost;                 /* registry lock: no refs, kept for an unreported error */
+	bool unhashed;              /* registry lock: a newer file has its inode number */
 	dev_t dev;
 	ino_t ino;
+	/* Birth time (statx btime, ns) when the file system keeps one, else
+	 * 0: an inode number freed and given to a new file is told apart from
+	 * the file that had it (checked only when a descriptor is bound). */
+	uint64_t birth;
 	_Atomic uint32_t knob_seq;  /* odd while a reload rewrites knobs */
 	struct knobs knobs;         /* read through knobs_of() */
 	_Atomic uint8_t write_work; /* WRITES_*: the write path's one load */
@@ -305,6 +310,9 @@ static inline void fdtable_scan_once(void)
 /* (dev, ino) of fd without touching the inode's attributes: statx asks
  * only for the inode number. 0, or -1 with errno. */
 int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode);
+/* The same, with the birth time (0 where the file system has none). */
+int fd_identity_born(int fd, dev_t *dev, ino_t *ino, mode_t *mode, uint64_t *birth);
+uint64_t fd_birth(int fd);
 /* Slots as the other modules see them (only fdtable.c stores into one). */
 void fd_mark_shim(int fd, enum shim_fd_owner owner, struct shim_file *f);
 void fd_unmark_shim(int fd);   /* if it is marked the shim's */
@@ -322,8 +330,10 @@ bool fd_is_pass(int fd);
 uint32_t fd_saw_error(int fd, uint32_t seq);
 
 /* ---- files.c: the registry of files --------------------------------------- */
-struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, const char *abspath);
-struct shim_file *file_find(dev_t dev, ino_t ino);  /* with a reference, or NULL */
+/* birth: the file's (fd_birth), 0 unknown. A known file born at another
+ * time is a deleted one whose inode number was reused: forgotten. */
+struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, uint64_t birth, const char *abspath);
+struct shim_file *file_find(dev_t dev, ino_t ino, uint64_t birth);  /* with a reference, or NULL */
 struct shim_file *file_ref(struct shim_file *f);    /* caller already holds one */
 bool file_tryref(struct shim_file *f);              /* refs 0 (dying): false */
 void file_put(struct shim_file *f);

@@ -202,3 +202,40 @@ Test(trust, racing_dup2s_never_give_a_number_the_other_files_rule)
 	cr_assert_eq(real, pass, "of %lld fsyncs of the passthrough file (reached through a number two dup2s "
 		     "raced for), %d reached it: the others got the noop file's rule", pass, real);
 }
+
+/* ---- 4: a new file never inherits a deleted file's error or rule ------------ */
+
+/* a.def (defer) gets a deferred sync that fails beneath the shim after
+ * its last close, so the error waits for the next opener; it is deleted,
+ * and a new file b.N.pass (passthrough) reuses its inode number. b's
+ * fsyncs are its own: real, and not failed with a's error. */
+Test(trust, new_file_on_a_reused_inode_number_is_a_new_file)
+{
+	char *d = h_path("i");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("i.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*/*.def\nsync = defer\n"
+					  "max_delay_ms = 10000\n", d));
+	int reused = 0;
+	for (int run = 0; run < 3; run++) {
+		char *dr = h_fmt("%s/%d", d, run);
+		cr_assert_eq(mkdir(dr, 0755), 0);
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM_REC, ini);
+		h_env(&c, "RECLAYER_FAIL=sync:EIO:0:1");
+		h_args(&c, h_prog("trustb"), "reuse", "-d", dr, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb reuse");
+		long long a = h_num_after(r.out, "a=", 0), b = h_num_after(r.out, "b=", 0);
+		if (a != b) {
+			cr_log_warn("run %d: no new file reused the inode number: %s", run, r.out);
+			continue;
+		}
+		reused++;
+		cr_assert(h_has(r.out, "fsync=0,0,0"), "the new file's fsyncs failed with the deleted file's error: "
+			  "%s\nstderr:\n%s", r.out, r.err);
+		struct h_log log = h_log_load(&c);
+		cr_assert_eq(real_syncs(&log, (unsigned long long)b), 1 + 3, "the new passthrough file's 3 fsyncs "
+			     "did not all reach it (the deleted file's rule?): %s", r.out);
+	}
+	cr_assert_gt(reused, 0, "ext4 never reused the inode number here");
+}
