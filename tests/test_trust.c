@@ -239,3 +239,112 @@ Test(trust, new_file_on_a_reused_inode_number_is_a_new_file)
 	}
 	cr_assert_gt(reused, 0, "ext4 never reused the inode number here");
 }
+
+/* ==== mutations the rest of the suite let survive ============================== */
+
+/* defer: close waits for a background sync that borrowed the number
+ * (max_calls = 1 starts it at once; the recording layer makes it last
+ * 400 ms): the real close of the number comes after that sync ends, never
+ * while it runs on it. */
+Test(trust, defer_close_waits_for_the_sync_borrowing_its_number)
+{
+	char *file = h_path("cl.dat");
+	h_write_file(file, "");
+	unsigned long long ino = h_ino(file);
+	char *ini = tr_ini("cl.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
+					   "max_calls = 1\nmax_delay_ms = 10000\n", file));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, ini);
+	h_envf(&c, "RECLAYER_SLOW=%llu:400", ino);
+	h_args(&c, h_prog("trustb"), "closelease", "-f", file, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb closelease");
+	long fd = (long)h_num_after(r.out, "fd=", -1);
+	struct h_log log = h_log_load(&c);
+	const struct h_rec *cl = NULL;
+	for (size_t i = 0; i < log.n; i++)
+		if (!strcmp(log.r[i].op, "close") && log.r[i].fd == fd && log.r[i].ino == ino)
+			cl = &log.r[i];
+	cr_assert_not_null(cl, "no real close of fd %ld", fd);
+	int borrowed = 0;
+	for (size_t i = 0; i < log.n; i++) {
+		const struct h_rec *s = &log.r[i];
+		if ((strcmp(s->op, "fdatasync") && strcmp(s->op, "fsync")) || s->ino != ino || s->fd != fd)
+			continue;
+		borrowed++;
+		cr_assert(s->t1 <= cl->t0 || s->t0 >= cl->t1, "a real sync on fd %ld ran from %llu to %llu while the "
+			  "app's close of it ran (%llu..%llu): close did not wait", fd, s->t0, s->t1, cl->t0, cl->t1);
+	}
+	cr_assert_gt(borrowed, 0, "no background sync borrowed the app's descriptor (nothing was tested)");
+}
+
+/* osync = strip: a pwritev2(RWF_DSYNC) write whose flag the shim drops is
+ * acknowledged as durable and is not: the log counts it as at risk. */
+Test(trust, stripped_rwf_dsync_write_is_data_at_risk)
+{
+	char *file = h_path("rw.dat"), *log = h_path("rw.log");
+	char *ini = tr_ini("rw.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = passthrough\n"
+					   "osync = strip\n", file));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, ini);
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, h_prog("trustb"), "rwfdsync", "-f", file, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb rwfdsync");
+	cr_assert(h_has(r.out, "ret=4096"), "%s", r.out);
+	struct h_cmd s;
+	h_cmd_init(&s, H_PLAIN);
+	h_args(&s, h_fmt("%s/synclat", h_ctx.build), "report", log, NULL);
+	struct h_result rep = h_run(&s);
+	h_assert_ok(rep, "synclat report");
+	cr_assert(h_has(rep.out, "at risk: max 4.10 kB"), "the stripped RWF_DSYNC write is not counted as data at "
+		  "risk:\n%s", rep.out);
+}
+
+/* The log sits at 100 or above: the app's numbering is its own (its next
+ * open gets the next number), and a close() of the log's number is
+ * EBADF, as it would be without the shim. */
+Test(trust, log_descriptor_is_out_of_the_apps_way)
+{
+	char *file = h_path("ln.dat"), *log = h_path("ln.log");
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, NULL);
+	h_env(&c, "SYNCSHIM_POLICY=passthrough");
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, h_prog("trustb"), "lognum", "-f", file, "-l", log, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb lognum");
+	long long fd = h_num_after(r.out, "fd=", -1), logfd = h_num_after(r.out, "logfd=", -1);
+	cr_assert_geq(logfd, 100, "the log is not at 100 or above: %s", r.out);
+	cr_assert_eq(h_num_after(r.out, "probe=", -1), fd + 1, "the app's next open got another number than "
+		     "without the shim: %s", r.out);
+	cr_assert(h_has(r.out, "close=EBADF"), "close() of the shim's log descriptor did not fail EBADF: %s", r.out);
+}
+
+/* RLIMIT_NOFILE 32 under passthrough with a log: an open that hits the
+ * limit gets the log's descriptor back, so the app opens as many files as
+ * without the shim. */
+static long long nofile_opens(unsigned layers, const char *log)
+{
+	struct h_cmd c;
+	tr_cmd(&c, layers, NULL);
+	if (layers & H_SHIM) {
+		h_env(&c, "SYNCSHIM_POLICY=passthrough");
+		h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	}
+	h_args(&c, h_prog("trustb"), "nofile", "-f", h_path("nf.dat"), "-L", "32", "-l", log, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb nofile");
+	cr_assert(h_has(r.out, "errno=EMFILE"), "%s", r.out);
+	if (layers & H_SHIM)
+		cr_assert_eq(h_size(log) > 0, true, "the log was never written");
+	return h_num_after(r.out, "opens=", -1);
+}
+
+Test(trust, emfile_relief_under_passthrough_gives_back_the_log)
+{
+	char *log = h_path("nf.log");
+	long long plain = nofile_opens(H_PLAIN, log), shim = nofile_opens(H_SHIM, log);
+	cr_assert_gt(plain, 20);
+	cr_assert_eq(shim, plain, "with a log the app opened %lld files, without the shim %lld", shim, plain);
+}

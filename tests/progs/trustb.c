@@ -19,8 +19,9 @@
  *       two threads dup2 DIR/x.noop and DIR/y.pass onto one number at
  *       once; then the number is written and fsynced.
  *       "dup2race: pass_rounds=P noop_rounds=Q pass_ino=I"
- *   trustb unlinked -d DIR [-t THREADS] [-n COUNT]
- *       each thread COUNT x: open DIR/u.K, unlink it, write + fsync, close.
+ *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S]
+ *       each thread COUNT x: open DIR/u.K (-S: all DIR/u.0), unlink it,
+ *       write + fsync, close.
  *       "unlinked: failed=F calls=N first_errno=E"
  *   trustb msyncmoved -d DIR
  *       DIR/m.dat mapped shared, written through the mapping, renamed,
@@ -29,7 +30,7 @@
  *   trustb forkpriv -f FILE
  *       FILE written, fsynced (deferred), closed; fork: the child counts
  *       its descriptors of FILE's inode. "forkpriv: child_fds=N"
- *   trustb emfile -d DIR -l LIMIT -c CLOSES
+ *   trustb emfile -d DIR -L LIMIT -c CLOSES
  *       RLIMIT_NOFILE LIMIT; CLOSES files written, fsynced and closed (each
  *       owes a deferred sync); then as many opendir, epoll_create,
  *       inotify_init1, timerfd_create, signalfd as succeed.
@@ -40,9 +41,12 @@
  *   trustb rwfdsync -f FILE
  *       one pwritev2(RWF_DSYNC) of 4096 bytes. "rwfdsync: ret=R"
  *   trustb lognum -f FILE -l LOG
- *       writes + fsyncs FILE (a log record), then opens LOG's directory
- *       entry LOG.probe and prints its number, closes the log's number
- *       (found through /proc/self/fd). "lognum: probe=N logfd=L close=E"
+ *       writes + fsyncs FILE (the log opens), then opens FILE.probe and
+ *       prints its number, and closes the log's number
+ *       (found by its inode). "lognum: fd=F probe=N logfd=L close=E"
+ *   trustb nofile -f FILE -L LIMIT [-l LOG]
+ *       RLIMIT_NOFILE LIMIT, FILE written and fsynced, then opened until
+ *       an open fails. "nofile: opens=N errno=E"
  *
  * Exit 0 unless a call the scenario depends on failed (1) or usage (2).
  */
@@ -453,7 +457,46 @@ static int do_rwfdsync(void)
 	return 0;
 }
 
-/* ---- lognum -------------------------------------------------------------- */
+/* ---- lognum, nofile -------------------------------------------------------- */
+
+/* The shim's log is opened by its thread after the first write or sync:
+ * wait (up to 5 s) until it exists, when the shim is loaded. */
+static void wait_for_log(void)
+{
+	if (!dlsym(RTLD_DEFAULT, "syncshim_version"))
+		return;
+	struct stat st;
+	for (int i = 0; i < 5000 && stat(logpath, &st) != 0; i++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* RLIMIT_NOFILE LIMIT; FILE written and fsynced (the log opens); then
+ * opens of FILE until one fails. "nofile: opens=N errno=E" */
+static int do_nofile(void)
+{
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = (rlim_t)limit;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		die("setrlimit");
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "n", 1) != 1 || fsync(fd) != 0)
+		die("open+write+fsync");
+	wait_for_log();
+	int n = 0, e = 0;
+	for (;;) {
+		int r = open(file, O_RDONLY);
+		if (r < 0) {
+			e = errno;
+			break;
+		}
+		n++;
+	}
+	printf("nofile: opens=%d errno=%s\n", n, strerrorname_np(e));
+	return 0;
+}
 
 static int do_lognum(void)
 {
@@ -462,6 +505,7 @@ static int do_lognum(void)
 		die("open");
 	if (write(fd, "l", 1) != 1 || fsync(fd) != 0)
 		die("write+fsync");
+	wait_for_log();
 	char probe[4096];
 	snprintf(probe, sizeof(probe), "%s.probe", file);
 	int p = open(probe, O_WRONLY | O_CREAT, 0644);
@@ -513,6 +557,8 @@ int main(int argc, char **argv)
 		return do_closelease();
 	if (!strcmp(cmd, "rwfdsync") && file)
 		return do_rwfdsync();
+	if (!strcmp(cmd, "nofile") && file)
+		return do_nofile();
 	if (!strcmp(cmd, "lognum") && file && logpath)
 		return do_lognum();
 	return 2;
