@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <linux/kcmp.h>
 #include <unistd.h>
 
 #include "flusher.h"
@@ -355,6 +356,68 @@ int fd_find_bound(const struct shim_file *f)
 		if (fd_names(fd, f, false))
 			return fd;
 	return -1;
+}
+
+/* kcmp(KCMP_FILE): 0 same open file description, -1 unknown (no kcmp). */
+static int description_cmp(int a, int b)
+{
+	pid_t pid = getpid();
+	long r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+	return r < 0 ? -1 : (int)r;
+}
+
+/* The slot's file if it is f's descriptor (the app's, or the shim's own
+ * dup of it). */
+static bool slot_of_file(struct fd_slot *s, const struct shim_file *f, uint32_t *st)
+{
+	*st = atomic_load_explicit(&s->state, memory_order_acquire);
+	uint32_t kind = *st & SLOT_KIND_MASK;
+	bool priv = kind == FD_SHIM && ((*st >> SLOT_OWN_SHIFT) & 3u) == OWN_FILE;
+	return (kind == FD_FILE || priv) && atomic_load_explicit(&s->file, memory_order_acquire) == f;
+}
+
+void fd_note_kernel_owes(const struct shim_file *f, int failed_fd)
+{
+	int e = errno;
+	int top = atomic_load(&shim.fd_hi);
+	for (int fd = 0; fd <= top && fd < shim.nfds && shim.fds; fd++) {
+		struct fd_slot *s = &shim.fds[fd];
+		uint32_t st;
+		if (fd == failed_fd || !slot_of_file(s, f, &st) || (st & SLOT_KERNEL_OWES))
+			continue;
+		int c = description_cmp(fd, failed_fd);
+		if (c < 0 && errno != EBADF)
+			break; /* no kcmp here: every report the kernel makes stands */
+		if (c > 0) /* CAS: a slot rebound meanwhile keeps its new state */
+			atomic_compare_exchange_strong(&s->state, &st, st | SLOT_KERNEL_OWES);
+	}
+	errno = e;
+}
+
+void fd_inherit_kernel_owes(int from, int to)
+{
+	struct fd_slot *a = fd_slot(from), *b = fd_slot(to);
+	if (a && b && (atomic_load(&a->state) & SLOT_KERNEL_OWES))
+		atomic_fetch_or(&b->state, SLOT_KERNEL_OWES);
+}
+
+bool fd_take_kernel_owes(int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s || !(atomic_load_explicit(&s->state, memory_order_relaxed) & SLOT_KERNEL_OWES))
+		return false;
+	int e = errno;
+	const struct shim_file *f = atomic_load(&s->file);
+	atomic_fetch_and(&s->state, ~SLOT_KERNEL_OWES);
+	int top = atomic_load(&shim.fd_hi);
+	for (int o = 0; o <= top && o < shim.nfds; o++) {
+		struct fd_slot *t = &shim.fds[o];
+		uint32_t st;
+		if (o != fd && slot_of_file(t, f, &st) && (st & SLOT_KERNEL_OWES) && description_cmp(o, fd) == 0)
+			atomic_fetch_and(&t->state, ~SLOT_KERNEL_OWES);
+	}
+	errno = e;
+	return true;
 }
 
 struct shim_file *fd_file_ref(int fd)

@@ -390,6 +390,11 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	struct risk_sync rs = risk_sync_begins(f);
 	s = confirm(f, s, own);
 	int err = real_sync(f, s, own, full, bytes);
+	bool borrowed = s.kind == SFD_APP || s.kind == SFD_PRIV;
+	if (borrowed && fd_take_kernel_owes(s.fd) && err && err != NOT_DONE && sticky)
+		err = 0; /* the kernel's second report of the sticky error every descriptor gets */
+	if (borrowed && err && err != NOT_DONE && sticky)
+		fd_note_kernel_owes(f, s.fd);
 	risk_sync_ends(f, rs, err == 0, trace_now());
 	if (s.kind == SFD_TEMP)
 		shimfd_close(s.fd);
@@ -585,8 +590,11 @@ static void osync_inline(struct shim_file *f, int fd)
 {
 	if (!is_file(fd, f))
 		return;
-	if (LIBC(fdatasync)(fd) < 0)
-		syncerr_record(f, errno);
+	int r = LIBC(fdatasync)(fd);
+	if (fd_take_kernel_owes(fd) || r == 0)
+		return;
+	syncerr_record(f, errno);
+	fd_note_kernel_owes(f, fd);
 }
 
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
@@ -710,9 +718,10 @@ void flusher_before_close(struct shim_file *f, int fd)
 	bool inline_sync = false;
 	if (flusher_owes(f) && atomic_load(&f->fl.priv_fd) < 0) {
 		int d = shimfd_dup(fd, OWN_FILE, f);
-		if (d >= 0)
+		if (d >= 0) {
+			fd_inherit_kernel_owes(fd, d);
 			atomic_store(&f->fl.priv_fd, d);
-		else
+		} else
 			inline_sync = true; /* out of descriptors: make it durable now */
 	}
 	unlock_fl(f);
@@ -729,6 +738,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 		wait_locked(f);
 	if (atomic_load(&f->fl.priv_fd) == fd) {
 		int d = flusher_owes(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
+		fd_inherit_kernel_owes(fd, d);
 		atomic_store(&f->fl.priv_fd, d);
 	}
 	shimfd_forget(fd); /* the app's dup2 closes it */

@@ -49,6 +49,11 @@ enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_SHIM = 3 /* the shim
 #define SLOT_OSYNC_DEFER (1u << 4) /* we dropped O_(D)SYNC: each write is a deferred sync */
 #define SLOT_CLOSING (1u << 5)     /* the app is closing it: no new sync may use it */
 #define SLOT_OSYNC_STRIP (1u << 6) /* we dropped O_(D)SYNC for nothing: each write is answered unsynced */
+/* A sticky error the shim reports to every descriptor was found through
+ * another open file description: the kernel will report it to this one's
+ * once more, at its next real sync (a duplicate, dropped). FD_FILE and
+ * OWN_FILE FD_SHIM slots. */
+#define SLOT_KERNEL_OWES (1u << 7)
 /* FD_SHIM slots: whose descriptor it is. */
 #define SLOT_OWN_SHIFT 8
 enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3, OWN_CRASH = 4 };
@@ -326,6 +331,16 @@ struct shim_file *fd_file_ref(int fd); /* the slot's file, unchecked, with a ref
  * used slots, for a sync that has no other way to the file. */
 int fd_find_bound(const struct shim_file *f);
 bool fd_is_pass(int fd);
+/* A real sync through failed_fd failed and the error is now f's sticky
+ * error (told to every descriptor by the shim): mark every other open file
+ * description of f, to which the kernel will report it again. */
+void fd_note_kernel_owes(const struct shim_file *f, int failed_fd);
+/* A real sync through fd just ended: true if the kernel owed fd's
+ * description a report the shim already made (cleared on every
+ * descriptor of that description). */
+bool fd_take_kernel_owes(int fd);
+/* to is a dup of from (the shim's own, same description): the same. */
+void fd_inherit_kernel_owes(int from, int to);
 /* The error sequence fd had reported, now seq (the errseq exchange). */
 uint32_t fd_saw_error(int fd, uint32_t seq);
 

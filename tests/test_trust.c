@@ -348,3 +348,44 @@ Test(trust, emfile_relief_under_passthrough_gives_back_the_log)
 	cr_assert_gt(plain, 20);
 	cr_assert_eq(shim, plain, "with a log the app opened %lld files, without the shim %lld", shim, plain);
 }
+
+/* ---- 13: one write-back error, told once to each open file description ------ */
+
+static struct h_result wberr_run(const char *mnt, unsigned layers, const char *policy, bool turns)
+{
+	h_failfs_ctl(mnt, "reset");
+	h_failfs_ctl(mnt, "write EIO once");
+	struct h_cmd c;
+	tr_cmd(&c, layers, NULL);
+	if (policy)
+		h_envf(&c, "SYNCSHIM_POLICY=%s", policy);
+	h_args(&c, h_prog("trustb"), "wberr", "-d", mnt, turns ? "-S" : NULL, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb wberr");
+	return r;
+}
+
+/* Two opens of a file on failfs with the kernel's writeback cache, one
+ * write-back failure: each open file description is told it once (its
+ * next fsync), as without the shim, whichever opens' calls come first,
+ * and nothing is said on stderr (everyone was told). */
+Test(trust, writeback_error_told_once_to_each_open)
+{
+	char *back = h_path("back"), *mnt = h_path("wb");
+	cr_assert_eq(mkdir(back, 0755), 0);
+	h_failfs_mount_opts(back, mnt, "writeback_cache");
+	static const char *const pols[] = { "passthrough", "fdatasync", "defer", "group" };
+	for (int turns = 0; turns < 2; turns++) {
+		struct h_result plain = wberr_run(mnt, H_PLAIN, NULL, turns);
+		cr_assert_eq(h_num_after(plain.out, "errors=", -1), 2, "%s", plain.out);
+		for (int p = 0; p < 4; p++) {
+			struct h_result r = wberr_run(mnt, H_SHIM, pols[p], turns);
+			cr_expect_eq(h_num_after(r.out, "errors=", -1), 2, "%s%s: %s (without the shim: %s)", pols[p],
+				     turns ? " -S" : "", r.out, plain.out);
+			cr_expect(h_has(r.out, "a=EIO") || h_has(r.out, "a=0,EIO"), "%s: %s", pols[p], r.out);
+			cr_expect(h_has(r.out, "b=EIO") || h_has(r.out, "b=0,EIO"), "%s: %s", pols[p], r.out);
+			cr_expect_str_empty(r.err, "%s%s: stderr:\n%s", pols[p], turns ? " -S" : "", r.err);
+		}
+	}
+	h_failfs_umount(mnt);
+}

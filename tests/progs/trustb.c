@@ -457,6 +457,37 @@ static int do_rwfdsync(void)
 	return 0;
 }
 
+/* ---- wberr ----------------------------------------------------------------- */
+
+/* Two opens of DIR/w.dat; a write through the first (failfs fails its
+ * write-back); then fsync, fsync, close on each. Without the shim each
+ * open file description is told the write-back error once. */
+static int do_wberr(void)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/w.dat", dir);
+	int fd[2] = { open(p, O_RDWR | O_CREAT | O_TRUNC, 0644), open(p, O_RDWR) };
+	if (fd[0] < 0 || fd[1] < 0)
+		die("open");
+	if (write(fd[0], "cached\n", 7) != 7)
+		die("write");
+	char res[2][3][32];
+	for (int i = 0; i < 6; i++) {
+		/* -S: the opens take turns (a b a b a b), else a's three calls first */
+		int k = shared_path ? i % 2 : i / 3, c = shared_path ? i / 2 : i % 3;
+		if (i == 1 || i == 3 || i == 4)
+			flush_shim(); /* let the deferred syncs happen in between */
+		snprintf(res[k][c], sizeof(res[k][c]), "%s", ename(c < 2 ? fsync(fd[k]) : close(fd[k])));
+	}
+	int eio = 0;
+	for (int k = 0; k < 2; k++)
+		for (int c = 0; c < 3; c++)
+			eio += strcmp(res[k][c], "0") != 0;
+	printf("wberr: a=%s,%s,%s b=%s,%s,%s errors=%d\n", res[0][0], res[0][1], res[0][2], res[1][0], res[1][1],
+	       res[1][2], eio);
+	return 0;
+}
+
 /* ---- lognum, nofile -------------------------------------------------------- */
 
 /* The shim's log is opened by its thread after the first write or sync:
@@ -557,6 +588,8 @@ int main(int argc, char **argv)
 		return do_closelease();
 	if (!strcmp(cmd, "rwfdsync") && file)
 		return do_rwfdsync();
+	if (!strcmp(cmd, "wberr") && dir)
+		return do_wberr();
 	if (!strcmp(cmd, "nofile") && file)
 		return do_nofile();
 	if (!strcmp(cmd, "lognum") && file && logpath)
