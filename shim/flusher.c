@@ -13,7 +13,9 @@
  * The descriptor a sync uses. A group caller leads with its own. Anyone
  * else takes, in order: the shim's private descriptor of the file, if the
  * app closed its last one while syncs were owed; the last app descriptor
- * that asked for a sync; or the file opened again by name. Whichever it
+ * that asked for a sync; any app descriptor of the file (a scan of the
+ * slots: a file renamed or unlinked while open is reached that way); or
+ * the file opened again by name. Whichever it
  * is, it is leased (lease_fd) while the sync runs: close(), close_range()
  * and dup2() of that number wait for the lease, so the number cannot come
  * to mean another file mid-sync, and it is checked against the file's
