@@ -1,7 +1,7 @@
 /*
  * trustb - the host behaviours of issue 17 (defects 2-5, 11, 12, 15, 16),
  * one subcommand each. Every one prints what it saw on one line and
- * leaves the judging to tests/test_trust.c (which also reads the
+ * leaves the judging to tests/system/test_trust.c (which also reads the
  * recording layer beneath the shim).
  *
  *   trustb group -f FILE [-t THREADS] [-n COUNT]
