@@ -27,7 +27,8 @@ TOOL_CFLAGS := $(CFLAGS) $(TOOL_WARN)
 TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itests/harness
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
-BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
+BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config \
+	liburing-dev libaio-dev
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/system/test_install.c, make deb, make demo-activemq), and
 # sqlite3 for the crash tests' real program (examples/sqlite, tests/system/test_crashtest.c).
@@ -191,9 +192,11 @@ $(B)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) -MF $@.d -o $@ $< -lm
 
+# A test program's own libraries: PROG_LIBS_<name> (most need none).
+PROG_LIBS_uring_ops := -luring -laio
 $(B)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -MF $@.d -o $@ $< -lm
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -MF $@.d -o $@ $< -lm $(PROG_LIBS_$*)
 
 $(B)/tests/lib/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)

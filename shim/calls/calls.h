@@ -131,7 +131,37 @@
 	X(pid_t, vfork, (void), fb_vfork)                                                                        \
 	X(void, exit, (int), fb_exit)                                                                            \
 	X(void, _exit, (int), fb_exit)                                                                           \
-	X(void, _Exit, (int), fb_exit)
+	X(void, _Exit, (int), fb_exit)                                                                           \
+	X(long, syscall, (long, ...), fb_syscall)
+
+/*
+ * liburing's exported entry points (liburing.so.2), interposed so a ring's
+ * new entries are seen before they are published (shim/uring.c). Not
+ * libc's: resolved lazily, each time until found (liburing may be loaded
+ * late, by dlopen), never through the table above. Their prototypes come
+ * from <liburing.h>, in uring.c only.
+ */
+#define SHIM_LIBURING_CALLS(X)                                                                              \
+	X(int, io_uring_queue_init, (unsigned, struct io_uring *, unsigned), 0)                                  \
+	X(int, io_uring_queue_init_params, (unsigned, struct io_uring *, struct io_uring_params *), 0)           \
+	X(void, io_uring_queue_exit, (struct io_uring *), 0)                                                     \
+	X(int, io_uring_submit, (struct io_uring *), 0)                                                          \
+	X(int, io_uring_submit_and_wait, (struct io_uring *, unsigned), 0)                                       \
+	X(int, io_uring_submit_and_wait_timeout, (struct io_uring *, struct io_uring_cqe **, unsigned,           \
+						  struct __kernel_timespec *, sigset_t *), 0)             \
+	X(int, io_uring_submit_and_get_events, (struct io_uring *), 0)                                           \
+	X(int, io_uring_get_events, (struct io_uring *), 0)                                                      \
+	X(int, __io_uring_get_cqe, (struct io_uring *, struct io_uring_cqe **, unsigned, unsigned, sigset_t *), 0) \
+	X(int, io_uring_wait_cqes, (struct io_uring *, struct io_uring_cqe **, unsigned,                         \
+				    struct __kernel_timespec *, sigset_t *), 0)                           \
+	X(int, io_uring_wait_cqe_timeout, (struct io_uring *, struct io_uring_cqe **, struct __kernel_timespec *), 0) \
+	X(int, io_uring_register_files, (struct io_uring *, const int *, unsigned), 0)                           \
+	X(int, io_uring_register_files_update, (struct io_uring *, unsigned, const int *, unsigned), 0)          \
+	X(int, io_uring_register_files_tags, (struct io_uring *, const int *, const __u64 *, unsigned), 0)       \
+	X(int, io_uring_register_files_sparse, (struct io_uring *, unsigned), 0)                                 \
+	X(int, io_uring_register_files_update_tag, (struct io_uring *, unsigned, const int *, const __u64 *,     \
+						    unsigned), 0)                                         \
+	X(int, io_uring_unregister_files, (struct io_uring *), 0)
 
 enum libc_id {
 #define LIBC_ID(ret, name, params, fb) LIBC_ID_##name,

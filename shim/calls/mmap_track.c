@@ -16,6 +16,7 @@
 #include "crash.h"
 #include "flusher.h"
 #include "shim.h"
+#include "uring.h"
 
 #define MAX_REGIONS 4096
 
@@ -158,16 +159,21 @@ static void *mmap_done(void *p, size_t len, int prot, int flags, int fd)
 
 SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap_done(LIBC(mmap)(addr, len, prot, flags, fd, off), len, prot, flags, fd);
+	void *p = LIBC(mmap)(addr, len, prot, flags, fd, off);
+	uring_note_mmap(p, len, fd, off); /* an io_uring ring's SQ ring or SQEs (uring.c) */
+	return mmap_done(p, len, prot, flags, fd);
 }
 
 SHIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
-	return mmap_done(LIBC(mmap64)(addr, len, prot, flags, fd, off), len, prot, flags, fd);
+	void *p = LIBC(mmap64)(addr, len, prot, flags, fd, off);
+	uring_note_mmap(p, len, fd, off);
+	return mmap_done(p, len, prot, flags, fd);
 }
 
 SHIM_API int munmap(void *addr, size_t len)
 {
+	uring_note_munmap(addr, len); /* before: a ring's entries are read while still mapped */
 	int r = LIBC(munmap)(addr, len);
 	if (r == 0 && !shim_bypass()) {
 		int e = errno;

@@ -5,7 +5,8 @@
 # invocation: configurations are interleaved round by round (A B C A B C
 # ...) so drift on a shared machine hits all of them, and each cell is the
 # median over the rounds. Sections: overhead syncwrites group latency
-# writeback kahadb pgbench exec window agreement crashtest (default: all). ROUNDS
+# writeback kahadb pgbench exec window agreement crashtest syscall uring
+# (default: all). ROUNDS
 # overrides the rounds of every section. Other knobs, for trials:
 # ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
 # btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
@@ -21,7 +22,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: bench.sh BUILD_DIR [SECTION...]}" && pwd)
 shift
-SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window agreement crashtest}
+SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window agreement crashtest syscall uring}
 SHIM=$B/libsyncshim.so
 RUN=$B/syncshim
 EX=$B/examples
@@ -685,6 +686,78 @@ section_crashtest() {
 	echo "| pwrite_loop, ns/call | $pwp | $pwc | $(ratio "$pwc" "$pwp") | $pwstore |"
 	echo
 	echo "An append's record holds no pre-image (72 bytes, and one DURABLE record per sync); an overwrite's holds the bytes it replaced, so the store grows by about what the program wrote."
+	echo
+}
+
+section_syscall() {
+	local rounds=${ROUNDS:-9} n=${SYSCALL_LOOPS:-300000}
+	echo "## libc's syscall(): the cost of the switch (tight syscall(SYS_gettid) loop)"
+	echo
+	echo "\`uring_ops gettid $n\`: $n calls of \`syscall(SYS_gettid)\`, a number the shim passes through (on x86_64 a bit test and a tail jump into libc's syscall()). No shim and the shim (logging off), A B A B, $rounds rounds. Each run reports wall time and the calling thread's own CPU time per call (CLOCK_THREAD_CPUTIME_ID, less disturbed by other tenants); medians, and the ratio of minima (the least disturbed runs)."
+	echo
+	for ((r = 0; r < rounds; r++)); do
+		run_cfg sc_none "$B/tests/progs/uring_ops" gettid $n
+		run_cfg sc_shim env LD_PRELOAD="$SHIM" "$B/tests/progs/uring_ops" gettid $n
+	done
+	local a b ac bc am bm
+	a=$(medall sc_none ns_per_call); b=$(medall sc_shim ns_per_call)
+	ac=$(medall sc_none cpu_ns_per_call); bc=$(medall sc_shim cpu_ns_per_call)
+	am=$(minall sc_none cpu_ns_per_call); bm=$(minall sc_shim cpu_ns_per_call)
+	echo "| configuration | CPU ns/call (median) | runs | vs no shim | ratio of minima | wall ns/call (median) | wall ratio | target |"
+	echo "|---|---|---|---|---|---|---|---|"
+	echo "| no shim | $ac | $(runs sc_none cpu_ns_per_call) | 1.000 | 1.000 | $a | 1.000 | |"
+	echo "| shim | $bc | $(runs sc_shim cpu_ns_per_call) | $(ratio "$bc" "$ac") | $(ratio "$bm" "$am") | $b | $(ratio "$b" "$a") | <= 1.05 (issue 19) |"
+	echo
+}
+
+# fio_iops NAME ENGINE SYNC POLICY|none|eatmydata: one fio run's write IOPS
+# as a result line (4 KiB sequential writes, a sync after each).
+fio_run() {
+	local name=$1 engine=$2 sync=$3 how=$4 pre=()
+	case $how in
+	none) ;;
+	eatmydata) pre=(eatmydata) ;;
+	*) pre=("$RUN" run -p "$how" --) ;;
+	esac
+	rm -f "$WORK/fio.dat"
+	"${pre[@]}" fio --name=u --filename="$WORK/fio.dat" --size="${FIO_SIZE:-16m}" --bs=4k --rw=write \
+		--ioengine="$engine" --"$sync"=1 --minimal 2>/dev/null |
+		awk -F';' '{printf "result: iops=%s\n", $49}' >>"$WORK/$name.out" || echo "result: failed=1" >>"$WORK/$name.out"
+}
+
+section_uring() {
+	local rounds=${ROUNDS:-3} e h
+	echo "## Syncs around libc: io_uring and libaio (fio, and a liburing program)"
+	echo
+	echo "fio 3.33, 4 KiB sequential writes of ${FIO_SIZE:-16m}, \`--fsync=1\` (a sync after each write), engines psync (pwrite + fsync through libc), libaio (io_submit writes, fsync through libc) and io_uring (\`IORING_OP_WRITE\` + \`IORING_OP_FSYNC\` in the ring); then \`uring_ops chain\` (tests/progs: liburing, each round a WRITE linked to an FSYNC, both reaped) and the same program making the same round with pwrite and fsync through libc (\`chain ... libc\`). No shim, each policy, libeatmydata; $rounds rounds interleaved; median write IOPS (rounds/s for uring_ops). The files are on /tmp's file system."
+	echo
+	local hows=(none passthrough fdatasync group defer noop eatmydata)
+	for ((r = 0; r < rounds; r++)); do
+		for h in "${hows[@]}"; do
+			for e in psync libaio io_uring; do
+				fio_run "fio_${e}_$h" "$e" fsync "$h"
+			done
+			for m in ring libc; do
+				local extra=()
+				[ $m = libc ] && extra=(libc)
+				case $h in
+				none) run_cfg "ur_${m}_$h" "$B/tests/progs/uring_ops" chain "$WORK/ur.dat" 2000 "${extra[@]}" ;;
+				eatmydata) run_cfg "ur_${m}_$h" eatmydata "$B/tests/progs/uring_ops" chain "$WORK/ur.dat" 2000 "${extra[@]}" ;;
+				*) run_cfg "ur_${m}_$h" "$RUN" run -p "$h" -- "$B/tests/progs/uring_ops" chain "$WORK/ur.dat" 2000 "${extra[@]}" ;;
+				esac
+			done
+		done
+	done
+	echo "| configuration | fio psync IOPS | fio libaio IOPS | fio io_uring IOPS | fio io_uring vs psync | uring_ops ring rounds/s | uring_ops libc rounds/s | uring_ops ring vs libc |"
+	echo "|---|---|---|---|---|---|---|---|"
+	for h in "${hows[@]}"; do
+		local p l u o ol
+		p=$(medall "fio_psync_$h" iops); l=$(medall "fio_libaio_$h" iops); u=$(medall "fio_io_uring_$h" iops)
+		o=$(medall "ur_ring_$h" rounds_per_sec); ol=$(medall "ur_libc_$h" rounds_per_sec)
+		echo "| $h | $p | $l | $u | $(ratio "$u" "$p") | $o | $ol | $(ratio "$o" "$ol") |"
+	done
+	echo
+	echo "fio enters its ring by inline system calls (\`objdump -d /usr/bin/fio\`: \`mov \$0x1aa,%eax; syscall\`, io_uring_enter), so its ring syncs are out of the shim's sight whatever the policy; the shim says so in one line at the ring's unmap. A program that submits through liburing's exported functions or libc's \`syscall()\` (\`uring_ops\`, QEMU) gets the policy."
 	echo
 }
 

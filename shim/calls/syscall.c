@@ -1,0 +1,132 @@
+/*
+ * syscall.c - libc's syscall(), the way around the libc wrappers.
+ *
+ * A program that calls syscall(SYS_fsync, fd) gets what fsync(fd) would
+ * give it under its rule: the sync numbers go through the same wrappers,
+ * with syscall()'s conventions (-1 and errno), which are the wrappers'
+ * own. io_uring's three calls go to uring.c, which looks at the ring's
+ * new entries before the kernel does, and io_submit (libaio's way in) to
+ * aio.c. Every other number costs one
+ * switch: no lock, no allocation, errno untouched, the six argument
+ * words handed on as they came.
+ *
+ * Forwarding (x86_64, and every LP64 ABI with register arguments): a
+ * system call's arguments are all integer-class words (pointers, ints,
+ * longs); syscall() takes them as longs and hands all six to the kernel
+ * whatever the call uses, as glibc's own does. Reading six with va_arg
+ * reads the register save area and, for the sixth, the caller's stack
+ * slot, exactly what glibc's syscall() reads; the words are passed on
+ * unchanged (an int argument's upper half included), so the kernel sees
+ * what it would have seen. Only where the shim itself interprets an
+ * argument is it narrowed to the type the call's C wrapper takes.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "uring.h"
+
+/* The numbers the shim looks at; every other one is passed straight on. */
+static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	switch (nr) {
+	case SYS_fsync:
+		return fsync((int)a1);
+	case SYS_fdatasync:
+		return fdatasync((int)a1);
+	case SYS_sync_file_range:
+		return sync_file_range((int)a1, (off64_t)a2, (off64_t)a3, (unsigned int)a4);
+	case SYS_msync:
+		return msync((void *)a1, (size_t)a2, (int)a3);
+	case SYS_syncfs:
+		return syncfs((int)a1);
+	case SYS_sync:
+		sync();
+		return 0;
+	case SYS_io_uring_setup:
+		return uring_sys_setup(a1, a2);
+	case SYS_io_uring_enter:
+		return uring_sys_enter(a1, a2, a3, a4, a5, a6);
+	case SYS_io_uring_register:
+		return uring_sys_register(a1, a2, a3, a4);
+	case SYS_io_submit:
+		return aio_sys_submit(a1, a2, a3);
+	default:
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	}
+}
+
+#if defined(__x86_64__)
+/*
+ * x86_64: syscall() itself is a few instructions. A number outside the
+ * set above jumps straight into libc's syscall() with every register and
+ * the caller's stack untouched (a tail jump: the sixth argument stays
+ * where the caller put it, and %rax, the caller's vector-register count
+ * for a variadic call, is left alone), so a pass-through costs one bit
+ * test and two loads. The set, and calls made before libc's syscall() is
+ * resolved, jump to syscall_slow: a plain function of seven longs, whose
+ * arguments sit exactly where a variadic call of syscall() put them.
+ */
+#define SYSCALL_IN_WORD(w, n) ((n) / 64 == (w) ? 1ull << ((n) % 64) : 0ull)
+#define SYSCALL_WORD(w)                                                              \
+	(SYSCALL_IN_WORD(w, SYS_fsync) | SYSCALL_IN_WORD(w, SYS_fdatasync) |         \
+	 SYSCALL_IN_WORD(w, SYS_sync_file_range) | SYSCALL_IN_WORD(w, SYS_msync) |   \
+	 SYSCALL_IN_WORD(w, SYS_syncfs) | SYSCALL_IN_WORD(w, SYS_sync) |             \
+	 SYSCALL_IN_WORD(w, SYS_io_uring_setup) | SYSCALL_IN_WORD(w, SYS_io_uring_enter) | \
+	 SYSCALL_IN_WORD(w, SYS_io_uring_register) | SYSCALL_IN_WORD(w, SYS_io_submit))
+_Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
+		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
+		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512,
+	       "syscall_handled_map covers numbers below 512");
+
+extern const uint64_t syscall_handled_map[8];
+const uint64_t syscall_handled_map[8] = {
+	SYSCALL_WORD(0), SYSCALL_WORD(1), SYSCALL_WORD(2), SYSCALL_WORD(3),
+	SYSCALL_WORD(4), SYSCALL_WORD(5), SYSCALL_WORD(6), SYSCALL_WORD(7),
+};
+extern _Atomic(void *) *const syscall_real_slot;
+_Atomic(void *) *const syscall_real_slot = &libc_table[LIBC_ID_syscall];
+
+long syscall_slow(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+__attribute__((used)) long syscall_slow(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	return syscall_handled(nr, a1, a2, a3, a4, a5, a6);
+}
+
+__asm__(".text\n"
+	".globl syscall\n"
+	".type syscall, @function\n"
+	".p2align 4\n"
+	"syscall:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	cmpq $511, %rdi\n" /* unsigned: a negative number is not ours either */
+	"	ja 1f\n"
+	"	movq %rdi, %r10\n"
+	"	shrq $6, %r10\n"
+	"	leaq syscall_handled_map(%rip), %r11\n"
+	"	movq (%r11,%r10,8), %r11\n"
+	"	btq %rdi, %r11\n" /* bit nr % 64 of word nr / 64 */
+	"	jc 2f\n"
+	"1:	movq syscall_real_slot(%rip), %r11\n"
+	"	movq (%r11), %r11\n"
+	"	testq %r11, %r11\n"
+	"	jz 2f\n"
+	"	jmp *%r11\n"
+	"2:	jmp syscall_slow\n"
+	"	.cfi_endproc\n"
+	".size syscall, .-syscall\n");
+#else
+SHIM_API long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	return syscall_handled(nr, a1, a2, a3, a4, a5, a6);
+}
+#endif
