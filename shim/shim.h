@@ -49,17 +49,24 @@ enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_SHIM = 3 /* the shim
 #define SLOT_OSYNC_DEFER (1u << 4) /* we dropped O_(D)SYNC: each write is a deferred sync */
 #define SLOT_CLOSING (1u << 5)     /* the app is closing it: no new sync may use it */
 #define SLOT_OSYNC_STRIP (1u << 6) /* we dropped O_(D)SYNC for nothing: each write is answered unsynced */
+/* A sticky error the shim reports to every descriptor was found through
+ * another open file description: the kernel will report it to this one's
+ * once more, at its next real sync (a duplicate, dropped). FD_FILE and
+ * OWN_FILE FD_SHIM slots. */
+#define SLOT_KERNEL_OWES (1u << 7)
 /* FD_SHIM slots: whose descriptor it is. */
 #define SLOT_OWN_SHIFT 8
 enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3, OWN_CRASH = 4 };
 
-/* Up to this many recent failed real syncs are remembered so every group
- * caller covered by a failed sync gets its error. */
-#define FLUSH_ERR_EPOCHS 4
-
-struct err_epoch {
-	uint64_t lo, hi; /* requests (lo, hi] were covered by the failed sync */
-	int err;
+/* A group caller waiting for its request to be covered: the sync that
+ * covers it says so here, so no history of syncs is needed to know
+ * whether that sync failed (flusher.c). On the caller's stack, linked
+ * under the file's fl.mu. */
+struct sync_waiter {
+	uint64_t target;            /* the caller's request */
+	int err;                    /* the covering sync's errno, 0 ok */
+	bool covered;
+	struct sync_waiter *next;
 };
 
 /*
@@ -85,8 +92,7 @@ struct flusher {
 	_Atomic int req_fd;              /* an app descriptor that asked for a sync, -1 none */
 	_Atomic int priv_fd;             /* the shim's own descriptor of the file, -1 none (mu) */
 	_Atomic uint64_t done_seq;       /* written under mu */
-	struct err_epoch errs[FLUSH_ERR_EPOCHS]; /* mu */
-	unsigned nerrs;                  /* mu, total failures so far */
+	struct sync_waiter *waiting;     /* mu: group callers not yet told */
 	_Atomic uint64_t req_seq;
 	_Atomic uint32_t pending_calls;
 	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */
@@ -180,8 +186,13 @@ struct shim_file {
 	uint32_t id;                /* stable id in logs, never reused in a process */
 	bool dead;                  /* registry lock: recycled, on the free list */
 	bool ghost;                 /* registry lock: no refs, kept for an unreported error */
+	bool unhashed;              /* registry lock: a newer file has its inode number */
 	dev_t dev;
 	ino_t ino;
+	/* Birth time (statx btime, ns) when the file system keeps one, else
+	 * 0: an inode number freed and given to a new file is told apart from
+	 * the file that had it (checked only when a descriptor is bound). */
+	uint64_t birth;
 	_Atomic uint32_t knob_seq;  /* odd while a reload rewrites knobs */
 	struct knobs knobs;         /* read through knobs_of() */
 	_Atomic uint8_t write_work; /* WRITES_*: the write path's one load */
@@ -335,6 +346,9 @@ static inline void fdtable_scan_once(void)
 /* (dev, ino) of fd without touching the inode's attributes: statx asks
  * only for the inode number. 0, or -1 with errno. */
 int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode);
+/* The same, with the birth time (0 where the file system has none). */
+int fd_identity_born(int fd, dev_t *dev, ino_t *ino, mode_t *mode, uint64_t *birth);
+uint64_t fd_birth(int fd);
 /* Slots as the other modules see them (only fdtable.c stores into one). */
 void fd_mark_shim(int fd, enum shim_fd_owner owner, struct shim_file *f);
 void fd_unmark_shim(int fd);   /* if it is marked the shim's */
@@ -344,13 +358,28 @@ bool fd_names(int fd, const struct shim_file *f, bool allow_closing);
 /* fd is bound to f and the binding is vouched for (no system call). */
 bool fd_vouched(int fd, const struct shim_file *f);
 struct shim_file *fd_file_ref(int fd); /* the slot's file, unchecked, with a reference */
+/* Some app descriptor bound to f and not closing, -1 none: a scan of the
+ * used slots, for a sync that has no other way to the file. */
+int fd_find_bound(const struct shim_file *f);
 bool fd_is_pass(int fd);
+/* A real sync through failed_fd failed and the error is now f's sticky
+ * error (told to every descriptor by the shim): mark every other open file
+ * description of f, to which the kernel will report it again. */
+void fd_note_kernel_owes(const struct shim_file *f, int failed_fd);
+/* A real sync through fd just ended: true if the kernel owed fd's
+ * description a report the shim already made (cleared on every
+ * descriptor of that description). */
+bool fd_take_kernel_owes(int fd);
+/* to is a dup of from (the shim's own, same description): the same. */
+void fd_inherit_kernel_owes(int from, int to);
 /* The error sequence fd had reported, now seq (the errseq exchange). */
 uint32_t fd_saw_error(int fd, uint32_t seq);
 
 /* ---- files.c: the registry of files --------------------------------------- */
-struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, const char *abspath);
-struct shim_file *file_find(dev_t dev, ino_t ino);  /* with a reference, or NULL */
+/* birth: the file's (fd_birth), 0 unknown. A known file born at another
+ * time is a deleted one whose inode number was reused: forgotten. */
+struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, uint64_t birth, const char *abspath);
+struct shim_file *file_find(dev_t dev, ino_t ino, uint64_t birth);  /* with a reference, or NULL */
 struct shim_file *file_ref(struct shim_file *f);    /* caller already holds one */
 bool file_tryref(struct shim_file *f);              /* refs 0 (dying): false */
 void file_put(struct shim_file *f);

@@ -22,9 +22,16 @@
 #ifndef SYNCSHIM_CALLS_H
 #define SYNCSHIM_CALLS_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/fanotify.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -76,6 +83,13 @@
 	X(int, eventfd, (unsigned int, int), fb_eventfd)                                                         \
 	X(int, epoll_create1, (int), fb_epoll_create1)                                                           \
 	X(int, memfd_create, (const char *, unsigned int), fb_memfd_create)                                      \
+	X(int, epoll_create, (int), fb_epoll_create)                                                             \
+	X(int, inotify_init, (void), fb_inotify_init)                                                            \
+	X(int, inotify_init1, (int), fb_inotify_init1)                                                           \
+	X(int, timerfd_create, (clockid_t, int), fb_timerfd_create)                                              \
+	X(int, signalfd, (int, const sigset_t *, int), fb_signalfd)                                              \
+	X(int, fanotify_init, (unsigned int, unsigned int), fb_fanotify_init)                                    \
+	X(DIR *, opendir, (const char *), fb_enosys_ptr)                                                         \
 	X(FILE *, fopen, (const char *, const char *), fb_enosys_ptr)                                            \
 	X(FILE *, fopen64, (const char *, const char *), fb_enosys_ptr)                                          \
 	X(FILE *, freopen, (const char *, const char *, FILE *), fb_enosys_ptr)                                  \

@@ -198,26 +198,60 @@ SHIM_API int dup(int fd)
 }
 
 /* dup2/dup3 close newfd first: ours is moved away, the app's prepared like
- * a close (a failed dup2 leaves the slot for fd_get to re-check). */
+ * a close. Only if oldfd is a descriptor: a dup2 from a bad number fails
+ * without touching newfd, and a slot unbound for it would be rebound from
+ * F_GETFL, where the O_SYNC the shim stripped is gone for good. */
 static void before_dup_onto(int oldfd, int newfd)
 {
 	if (oldfd == newfd || shim_bypass())
 		return;
+	int e = errno;
+	bool bad = LIBC(fcntl)(oldfd, F_GETFD) < 0;
+	errno = e;
+	if (bad)
+		return;
 	shimfd_vacate(newfd);
 	fdops_before_implicit_close(newfd);
+}
+
+/*
+ * Onto a number the app chose, another thread's dup2 onto the same number
+ * may land in the kernel before or after ours, and the two slot copies in
+ * either order: the slot can name the file the kernel did not keep. So
+ * after the copy the number is checked against the kernel (one statx per
+ * dup2 of a tracked file), and a slot that names another file is cleared,
+ * to be bound from the kernel by its next use. Whichever copy comes last,
+ * its check comes after it and after both kernel calls.
+ */
+static int dup_onto_done(int oldfd, int newfd)
+{
+	dup_done(oldfd, newfd);
+	if (newfd < 0 || shim_bypass())
+		return newfd;
+	int e = errno;
+	struct shim_file *f = fd_file_ref(newfd);
+	if (f) {
+		dev_t dev;
+		ino_t ino;
+		if (fd_identity(newfd, &dev, &ino, NULL) != 0 || dev != f->dev || ino != f->ino)
+			file_put(fd_unbind(newfd, NULL));
+		file_put(f);
+	}
+	errno = e;
+	return newfd;
 }
 
 SHIM_API int dup2(int oldfd, int newfd)
 {
 	before_dup_onto(oldfd, newfd);
 	int r = LIBC(dup2)(oldfd, newfd);
-	return oldfd == newfd ? r : dup_done(oldfd, r);
+	return oldfd == newfd ? r : dup_onto_done(oldfd, r);
 }
 
 SHIM_API int dup3(int oldfd, int newfd, int flags)
 {
 	before_dup_onto(oldfd, newfd);
-	return dup_done(oldfd, LIBC(dup3)(oldfd, newfd, flags));
+	return dup_onto_done(oldfd, LIBC(dup3)(oldfd, newfd, flags));
 }
 
 /* fcntl's third argument is an int, a long or a pointer depending on cmd;

@@ -159,6 +159,12 @@ static int fb_pipe(int *p) { return fb_pipe2(p, 0); }
 static int fb_eventfd(unsigned int v, int fl) { return syscall(SYS_eventfd2, v, fl); }
 static int fb_epoll_create1(int fl) { return syscall(SYS_epoll_create1, fl); }
 static int fb_memfd_create(const char *n, unsigned int fl) { return syscall(SYS_memfd_create, n, fl); }
+static int fb_epoll_create(int size) { return size <= 0 ? (errno = EINVAL, -1) : fb_epoll_create1(0); }
+static int fb_inotify_init1(int fl) { return syscall(SYS_inotify_init1, fl); }
+static int fb_inotify_init(void) { return fb_inotify_init1(0); }
+static int fb_timerfd_create(clockid_t c, int fl) { return syscall(SYS_timerfd_create, c, fl); }
+static int fb_signalfd(int fd, const sigset_t *m, int fl) { return syscall(SYS_signalfd4, fd, m, _NSIG / 8, fl); }
+static int fb_fanotify_init(unsigned int fl, unsigned int ev) { return syscall(SYS_fanotify_init, fl, ev); }
 static int fb_open_by_handle_at(int m, struct file_handle *h, int fl)
 {
 	return syscall(SYS_open_by_handle_at, m, h, fl);

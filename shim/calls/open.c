@@ -112,13 +112,14 @@ void open_bind(int fd, const char *abspath, uint32_t slot_flags)
 	dev_t dev;
 	ino_t ino;
 	mode_t mode;
-	if (fd_identity(fd, &dev, &ino, &mode) != 0)
+	uint64_t birth;
+	if (fd_identity_born(fd, &dev, &ino, &mode, &birth) != 0)
 		return;
 	if (!S_ISREG(mode)) {
 		fd_bind_pass(fd);
 		return;
 	}
-	struct shim_file *f = file_lookup_or_create(dev, ino, abspath);
+	struct shim_file *f = file_lookup_or_create(dev, ino, birth, abspath);
 	if (!f)
 		return;
 	bool defers = file_defers(f) || (slot_flags & SLOT_OSYNC_DEFER);

@@ -14,6 +14,7 @@
  * shim's own descriptors given back and one retry: the app never runs out
  * because of us.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -116,6 +117,64 @@ SHIM_API int memfd_create(const char *name, unsigned int flags)
 	int r;
 	RETRY_EMFILE(r, LIBC(memfd_create)(name, flags));
 	return got(r);
+}
+
+SHIM_API int epoll_create(int size)
+{
+	int r;
+	RETRY_EMFILE(r, LIBC(epoll_create)(size));
+	return got(r);
+}
+
+SHIM_API int inotify_init(void)
+{
+	int r;
+	RETRY_EMFILE(r, LIBC(inotify_init)());
+	return got(r);
+}
+
+SHIM_API int inotify_init1(int flags)
+{
+	int r;
+	RETRY_EMFILE(r, LIBC(inotify_init1)(flags));
+	return got(r);
+}
+
+SHIM_API int timerfd_create(clockid_t clock, int flags)
+{
+	int r;
+	RETRY_EMFILE(r, LIBC(timerfd_create)(clock, flags));
+	return got(r);
+}
+
+SHIM_API int fanotify_init(unsigned int flags, unsigned int event_flags)
+{
+	int r;
+	RETRY_EMFILE(r, LIBC(fanotify_init)(flags, event_flags));
+	return got(r);
+}
+
+/* fd -1 makes a descriptor; any other changes that one's mask. */
+SHIM_API int signalfd(int fd, const sigset_t *mask, int flags)
+{
+	int r;
+	RETRY_EMFILE(r, LIBC(signalfd)(fd, mask, flags));
+	return fd == -1 ? got(r) : r;
+}
+
+/* A directory stream's descriptor is opened inside libc. (Calls libc
+ * makes inside itself, like scandir's and nftw's, cannot be seen.) */
+SHIM_API DIR *opendir(const char *name)
+{
+	DIR *d = LIBC(opendir)(name);
+	if (!d && errno == EMFILE && !shim_bypass() && shimfd_relieve_emfile())
+		d = LIBC(opendir)(name);
+	if (d && !shim_bypass()) {
+		int e = errno;
+		got(dirfd(d));
+		errno = e;
+	}
+	return d;
 }
 
 /* ---- stdio ------------------------------------------------------------- */

@@ -13,7 +13,9 @@
  * The descriptor a sync uses. A group caller leads with its own. Anyone
  * else takes, in order: the shim's private descriptor of the file, if the
  * app closed its last one while syncs were owed; the last app descriptor
- * that asked for a sync; or the file opened again by name. Whichever it
+ * that asked for a sync; any app descriptor of the file (a scan of the
+ * slots: a file renamed or unlinked while open is reached that way); or
+ * the file opened again by name. Whichever it
  * is, it is leased (lease_fd) while the sync runs: close(), close_range()
  * and dup2() of that number wait for the lease, so the number cannot come
  * to mean another file mid-sync, and it is checked against the file's
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,7 +64,7 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->req_fd, -1);
 	atomic_store(&fl->priv_fd, -1);
 	atomic_store(&fl->done_seq, 0);
-	fl->nerrs = 0;
+	fl->waiting = NULL;
 	atomic_store(&fl->req_seq, 0);
 	atomic_store(&fl->pending_calls, 0);
 	atomic_store(&fl->want_fsync, 0);
@@ -207,6 +210,13 @@ static struct sync_fd pick_locked(struct shim_file *f, int own, bool own_closing
 		s = (struct sync_fd){ p, SFD_PRIV };
 	} else if (r >= 0 && fd_names(r, f, false)) {
 		s = (struct sync_fd){ r, SFD_APP };
+	} else if (atomic_load(&f->nfds) > 0) {
+		/* No descriptor was offered (an msync has none) or the one
+		 * offered is gone, but the app holds one: borrow it rather
+		 * than the file's name, which may be renamed or unlinked. */
+		int any = fd_find_bound(f);
+		if (any >= 0)
+			s = (struct sync_fd){ any, SFD_APP };
 	}
 	fl->lease_fd = s.fd;
 	return s;
@@ -349,12 +359,16 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, 
 	return err;
 }
 
-static void remember_error(struct shim_file *f, uint64_t lo, uint64_t hi, int err, bool sticky)
+/* mu held: a sync covering requests (lo, hi] ended with err; every
+ * waiting group caller it covered learns so before the next sync can
+ * start, however long it takes that caller to wake. */
+static void tell_waiters(struct shim_file *f, uint64_t lo, uint64_t hi, int err)
 {
-	struct flusher *fl = &f->fl;
-	fl->errs[fl->nerrs++ % FLUSH_ERR_EPOCHS] = (struct err_epoch){ lo, hi, err };
-	if (sticky)
-		syncerr_record(f, err);
+	for (struct sync_waiter *w = f->fl.waiting; w; w = w->next)
+		if (!w->covered && w->target > lo && w->target <= hi) {
+			w->covered = true;
+			w->err = err;
+		}
 }
 
 /*
@@ -381,6 +395,11 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	struct risk_sync rs = risk_sync_begins(f);
 	s = confirm(f, s, own);
 	int err = real_sync(f, s, own, full, bytes);
+	bool borrowed = s.kind == SFD_APP || s.kind == SFD_PRIV;
+	if (borrowed && fd_take_kernel_owes(s.fd) && err && err != NOT_DONE && sticky)
+		err = 0; /* the kernel's second report of the sticky error every descriptor gets */
+	if (borrowed && err && err != NOT_DONE && sticky)
+		fd_note_kernel_owes(f, s.fd);
 	risk_sync_ends(f, rs, err == 0, trace_now());
 	if (s.kind == SFD_TEMP)
 		shimfd_close(s.fd);
@@ -391,9 +410,11 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	uint64_t lo = atomic_load(&fl->done_seq);
 	if (res.happened && started > lo)
 		atomic_store(&fl->done_seq, started);
-	if (res.happened && err) {
-		remember_error(f, lo, started, err, sticky);
-		res.sticky = sticky;
+	if (res.happened)
+		tell_waiters(f, lo, started, err);
+	if (res.happened && err && sticky) {
+		syncerr_record(f, err);
+		res.sticky = true;
 	}
 	if (!res.happened && flusher_owes(f))
 		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
@@ -413,18 +434,46 @@ static void after_sticky(struct shim_file *f, int err)
 	syncerr_tell_if_orphaned(f);
 }
 
+static uint64_t next_request(struct flusher *fl, bool want_fsync);
+
+static int sync_until_w(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky,
+			struct sync_waiter *w, bool want_fsync);
+
+/* Everyone but a group caller: request target, errors sticky or not. */
+static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky)
+{
+	return sync_until_w(f, own, own_closing, target, sticky, NULL, false);
+}
+
+static void unlink_waiter(struct shim_file *f, struct sync_waiter *w)
+{
+	for (struct sync_waiter **p = &f->fl.waiting; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			return;
+		}
+}
+
 /*
  * Wait (leading syncs as needed) until request target is covered. own:
- * the caller's descriptor (group) or -1. Returns 0, the error of the sync
- * that covered target (not sticky), or the caller's own EBADF.
+ * the caller's descriptor (group) or -1. w (a group caller): its request
+ * is numbered here, under mu, and registered, so the sync that covers it
+ * tells it its outcome (target is ignored). Returns 0, the error of the
+ * sync that covered the group caller, or the caller's own EBADF.
  */
-static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky)
+static int sync_until_w(struct shim_file *f, int own, bool own_closing, uint64_t target, bool sticky,
+			struct sync_waiter *w, bool want_fsync)
 {
 	struct flusher *fl = &f->fl;
 	int old, err = 0, sticky_err = 0;
 	shim_enter();
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* never leave in_flight set */
 	lock_fl(f);
+	if (w) {
+		*w = (struct sync_waiter){ next_request(fl, want_fsync), 0, false, fl->waiting };
+		fl->waiting = w;
+		target = w->target;
+	}
 	while (atomic_load(&fl->done_seq) < target) {
 		if (fl->in_flight) {
 			wait_locked(f);
@@ -438,11 +487,10 @@ static int sync_until(struct shim_file *f, int own, bool own_closing, uint64_t t
 			break;
 		}
 	}
-	if (!err && !sticky) {
-		unsigned n = fl->nerrs < FLUSH_ERR_EPOCHS ? fl->nerrs : FLUSH_ERR_EPOCHS;
-		for (unsigned i = 0; i < n; i++)
-			if (target > fl->errs[i].lo && target <= fl->errs[i].hi)
-				err = fl->errs[i].err;
+	if (w) {
+		unlink_waiter(f, w);
+		if (!err && w->covered)
+			err = w->err;
 	}
 	unlock_fl(f);
 	order_synced(f); /* no longer pending if that covered its last ack */
@@ -530,7 +578,8 @@ static bool over_threshold(struct shim_file *f, const struct knobs *k)
  * Lock-free. fd is an app descriptor the flusher may borrow. */
 static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
 {
-	atomic_store(&f->fl.req_fd, fd);
+	if (fd >= 0) /* an msync has none: keep the one offered before */
+		atomic_store(&f->fl.req_fd, fd);
 	uint64_t seq = next_request(&f->fl, want_fsync);
 	order_acked(f); /* after the number: later changes wait for it */
 	risk_acked(f, trace_now());
@@ -579,8 +628,8 @@ int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_actio
 	if (act == ACT_GROUP && fd >= 0) {
 		pthread_testcancel();
 		note_group_request(f, k);
-		uint64_t seq = next_request(&f->fl, want_fsync);
-		int err = sync_until(f, fd, false, seq, false);
+		struct sync_waiter w;
+		int err = sync_until_w(f, fd, false, 0, false, &w, want_fsync);
 		if (err) {
 			errno = err;
 			return -1;
@@ -597,8 +646,11 @@ static void osync_inline(struct shim_file *f, int fd)
 {
 	if (!is_file(fd, f))
 		return;
-	if (LIBC(fdatasync)(fd) < 0)
-		syncerr_record(f, errno);
+	int r = LIBC(fdatasync)(fd);
+	if (fd_take_kernel_owes(fd) || r == 0)
+		return;
+	syncerr_record(f, errno);
+	fd_note_kernel_owes(f, fd);
 }
 
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
@@ -687,10 +739,14 @@ void flusher_flush_all(void)
 
 int flusher_before_publish(int dirfd, const char *path, int at_flags)
 {
-	struct stat st;
+	struct statx sx;
 	int e = errno, err = 0;
-	if (path && fstatat(dirfd, path, &st, at_flags) == 0 && S_ISREG(st.st_mode)) {
-		struct shim_file *f = file_find(st.st_dev, st.st_ino);
+	if (path && statx(dirfd, path, at_flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0 &&
+	    S_ISREG(sx.stx_mode)) {
+		uint64_t birth = (sx.stx_mask & STATX_BTIME)
+					 ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec
+					 : 0;
+		struct shim_file *f = file_find(makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, birth);
 		if (f) {
 			if (flusher_owes(f))
 				flusher_drain(f);
@@ -718,9 +774,10 @@ void flusher_before_close(struct shim_file *f, int fd)
 	bool inline_sync = false;
 	if (flusher_owes(f) && atomic_load(&f->fl.priv_fd) < 0) {
 		int d = shimfd_dup(fd, OWN_FILE, f);
-		if (d >= 0)
+		if (d >= 0) {
+			fd_inherit_kernel_owes(fd, d);
 			atomic_store(&f->fl.priv_fd, d);
-		else
+		} else
 			inline_sync = true; /* out of descriptors: make it durable now */
 	}
 	unlock_fl(f);
@@ -737,6 +794,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 		wait_locked(f);
 	if (atomic_load(&f->fl.priv_fd) == fd) {
 		int d = flusher_owes(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
+		fd_inherit_kernel_owes(fd, d);
 		atomic_store(&f->fl.priv_fd, d);
 	}
 	shimfd_forget(fd); /* the app's dup2 closes it */
@@ -784,11 +842,15 @@ static void reset_in_child(struct shim_file *f, void *arg)
 	struct flusher *fl = &f->fl;
 	int priv = atomic_load(&fl->priv_fd), req = atomic_load(&fl->req_fd);
 	uint64_t seq = atomic_load(&fl->req_seq);
+	/* The private descriptor served the parent's owed syncs, which stay
+	 * the parent's: the child would hold it forever (it is close-on-exec
+	 * only across an exec). */
+	if (priv >= 0)
+		shimfd_close(priv);
 	workers_forget_in_child(f); /* before the reset: it knows whether f was queued */
 	flusher_init_locks(f); /* a parent thread may have held them */
 	flusher_reset(f);      /* the parent's flusher owns the parent's pending syncs */
 	risk_reset(f);         /* and the parent's data at risk */
-	atomic_store(&fl->priv_fd, priv);
 	atomic_store(&fl->req_fd, req);
 	atomic_store(&fl->req_seq, seq);
 	atomic_store(&fl->done_seq, seq);

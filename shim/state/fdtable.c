@@ -24,6 +24,7 @@
 #include <sys/resource.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <linux/kcmp.h>
 #include <unistd.h>
 
 #include "flusher.h"
@@ -67,16 +68,38 @@ struct fd_slot *fd_slot(int fd)
 	return &shim.fds[fd];
 }
 
-int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode)
+int fd_identity_born(int fd, dev_t *dev, ino_t *ino, mode_t *mode, uint64_t *birth)
 {
 	struct statx sx;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) != 0)
+	unsigned mask = STATX_TYPE | STATX_INO | (birth ? STATX_BTIME : 0);
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, mask, &sx) != 0)
 		return -1;
 	*dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
 	*ino = sx.stx_ino;
 	if (mode)
 		*mode = sx.stx_mode;
+	if (birth)
+		*birth = (sx.stx_mask & STATX_BTIME)
+				 ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec
+				 : 0;
 	return 0;
+}
+
+int fd_identity(int fd, dev_t *dev, ino_t *ino, mode_t *mode)
+{
+	return fd_identity_born(fd, dev, ino, mode, NULL);
+}
+
+uint64_t fd_birth(int fd)
+{
+	dev_t dev;
+	ino_t ino;
+	uint64_t birth = 0;
+	int e = errno;
+	if (fd_identity_born(fd, &dev, &ino, NULL, &birth) != 0)
+		birth = 0;
+	errno = e;
+	return birth;
 }
 
 /* Slot updates publish the file before the state word, so a reader that
@@ -194,7 +217,7 @@ static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *stat
 	char path[PATH_MAX];
 	if (path_of_fd(fd, path, sizeof(path)) < 0)
 		path[0] = '\0';
-	struct shim_file *f = file_lookup_or_create(dev, ino, path);
+	struct shim_file *f = file_lookup_or_create(dev, ino, fd_birth(fd), path);
 	if (!f)
 		return NULL;
 	fd_bind(fd, file_ref(f), (uint32_t)flags);
@@ -324,6 +347,77 @@ bool fd_names(int fd, const struct shim_file *f, bool allow_closing)
 	uint32_t st = atomic_load(&s->state);
 	return (st & SLOT_KIND_MASK) == FD_FILE && atomic_load(&s->file) == f &&
 	       (allow_closing || !(st & SLOT_CLOSING));
+}
+
+int fd_find_bound(const struct shim_file *f)
+{
+	int top = atomic_load(&shim.fd_hi);
+	for (int fd = 0; fd <= top && fd < shim.nfds && shim.fds; fd++)
+		if (fd_names(fd, f, false))
+			return fd;
+	return -1;
+}
+
+/* kcmp(KCMP_FILE): 0 same open file description, -1 unknown (no kcmp). */
+static int description_cmp(int a, int b)
+{
+	pid_t pid = getpid();
+	long r = syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+	return r < 0 ? -1 : (int)r;
+}
+
+/* The slot's file if it is f's descriptor (the app's, or the shim's own
+ * dup of it). */
+static bool slot_of_file(struct fd_slot *s, const struct shim_file *f, uint32_t *st)
+{
+	*st = atomic_load_explicit(&s->state, memory_order_acquire);
+	uint32_t kind = *st & SLOT_KIND_MASK;
+	bool priv = kind == FD_SHIM && ((*st >> SLOT_OWN_SHIFT) & 3u) == OWN_FILE;
+	return (kind == FD_FILE || priv) && atomic_load_explicit(&s->file, memory_order_acquire) == f;
+}
+
+void fd_note_kernel_owes(const struct shim_file *f, int failed_fd)
+{
+	int e = errno;
+	int top = atomic_load(&shim.fd_hi);
+	for (int fd = 0; fd <= top && fd < shim.nfds && shim.fds; fd++) {
+		struct fd_slot *s = &shim.fds[fd];
+		uint32_t st;
+		if (fd == failed_fd || !slot_of_file(s, f, &st) || (st & SLOT_KERNEL_OWES))
+			continue;
+		int c = description_cmp(fd, failed_fd);
+		if (c < 0 && errno != EBADF)
+			break; /* no kcmp here: every report the kernel makes stands */
+		if (c > 0) /* CAS: a slot rebound meanwhile keeps its new state */
+			atomic_compare_exchange_strong(&s->state, &st, st | SLOT_KERNEL_OWES);
+	}
+	errno = e;
+}
+
+void fd_inherit_kernel_owes(int from, int to)
+{
+	struct fd_slot *a = fd_slot(from), *b = fd_slot(to);
+	if (a && b && (atomic_load(&a->state) & SLOT_KERNEL_OWES))
+		atomic_fetch_or(&b->state, SLOT_KERNEL_OWES);
+}
+
+bool fd_take_kernel_owes(int fd)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s || !(atomic_load_explicit(&s->state, memory_order_relaxed) & SLOT_KERNEL_OWES))
+		return false;
+	int e = errno;
+	const struct shim_file *f = atomic_load(&s->file);
+	atomic_fetch_and(&s->state, ~SLOT_KERNEL_OWES);
+	int top = atomic_load(&shim.fd_hi);
+	for (int o = 0; o <= top && o < shim.nfds; o++) {
+		struct fd_slot *t = &shim.fds[o];
+		uint32_t st;
+		if (o != fd && slot_of_file(t, f, &st) && (st & SLOT_KERNEL_OWES) && description_cmp(o, fd) == 0)
+			atomic_fetch_and(&t->state, ~SLOT_KERNEL_OWES);
+	}
+	errno = e;
+	return true;
 }
 
 struct shim_file *fd_file_ref(int fd)

@@ -100,6 +100,41 @@ static struct shim_file *find_locked(dev_t dev, ino_t ino)
 	return NULL;
 }
 
+static void unhash_locked(struct shim_file *f)
+{
+	struct shim_file **pp = &buckets[hash_of(f->dev, f->ino)];
+	while (*pp && *pp != f)
+		pp = &(*pp)->hash_next;
+	if (*pp) {
+		*pp = f->hash_next;
+		atomic_fetch_sub(&nfiles, 1);
+	}
+}
+
+static char *recycle_locked(struct shim_file *f);
+
+/*
+ * Registry lock held. The file known by (dev, ino), unless it was born at
+ * another time than the one being bound: then it is a deleted file whose
+ * inode number the kernel gave to a new one (an inode number is reused
+ * only once nothing holds the old inode, so nothing is left to sync of
+ * it). It is forgotten, with its rule and any error kept for a next
+ * opener, which it never had; a ghost goes at once (*path_out to free
+ * outside the lock), a file still referenced when its last holder lets
+ * go. Without a birth time on either side, (dev, ino) decides alone.
+ */
+static struct shim_file *find_born_locked(dev_t dev, ino_t ino, uint64_t birth, char **path_out)
+{
+	struct shim_file *f = find_locked(dev, ino);
+	if (!f || !birth || !f->birth || f->birth == birth)
+		return f;
+	unhash_locked(f);
+	f->unhashed = true;
+	if (f->ghost && atomic_load(&f->refs) == 0)
+		*path_out = recycle_locked(f);
+	return NULL;
+}
+
 /* Registry lock held: a found file gets a reference even at zero (a ghost,
  * or one whose last holder has not reached the lock yet). */
 static struct shim_file *revive_locked(struct shim_file *f)
@@ -174,7 +209,8 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	flusher_reset(f);
 	risk_reset(f);
 	live_stats_reset(f->live);
-	f->ghost = f->dead = false;
+	f->ghost = f->dead = f->unhashed = false;
+	f->birth = 0; /* the caller's, once made */
 	f->free_next = NULL;
 	log_file_notice_post(p->notice, f); /* before any record can name it */
 	p->notice = NULL;
@@ -186,27 +222,33 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	return f;
 }
 
-struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, const char *abspath)
+struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, uint64_t birth, const char *abspath)
 {
+	char *stale_path = NULL;
 	shim_enter();
 	registry_lock();
-	struct shim_file *f = find_locked(dev, ino);
+	struct shim_file *f = find_born_locked(dev, ino, birth, &stale_path);
 	if (f)
 		revive_locked(f);
 	registry_unlock();
+	shim_free(stale_path);
 	if (f) {
 		shim_leave();
 		return f;
 	}
 	struct file_parts parts;
 	parts_gather(&parts, abspath ? abspath : "");
+	stale_path = NULL;
 	registry_lock();
-	f = find_locked(dev, ino);
+	f = find_born_locked(dev, ino, birth, &stale_path);
 	if (f)
 		revive_locked(f);
 	else if (parts.path)
 		f = file_new_locked(dev, ino, &parts);
+	if (f && !f->birth)
+		f->birth = birth;
 	registry_unlock();
+	shim_free(stale_path);
 	parts_give_back(&parts);
 	shim_leave();
 	return f;
@@ -220,24 +262,24 @@ static char *retire_locked(struct shim_file *f)
 {
 	flusher_release_file(f);
 	bool unreported = atomic_load(&f->err_seq) != atomic_load(&f->err_seen_seq);
-	if (unreported && !f->ghost && nghosts < MAX_GHOSTS) {
+	if (unreported && !f->ghost && !f->unhashed && nghosts < MAX_GHOSTS) {
 		f->ghost = true;
 		nghosts++;
 		return NULL;
 	}
+	return recycle_locked(f);
+}
+
+/* Registry lock held: f leaves the registry for the free list. */
+static char *recycle_locked(struct shim_file *f)
+{
 	if (f->ghost) {
 		f->ghost = false;
 		nghosts--;
 	}
 	log_file_gone(f);
 	crash_file_gone(f);
-	struct shim_file **pp = &buckets[hash_of(f->dev, f->ino)];
-	while (*pp && *pp != f)
-		pp = &(*pp)->hash_next;
-	if (*pp) {
-		*pp = f->hash_next;
-		atomic_fetch_sub(&nfiles, 1);
-	}
+	unhash_locked(f);
 	char *path = f->path;
 	f->path = NULL;
 	f->dead = true;
@@ -260,14 +302,16 @@ void file_put(struct shim_file *f)
 	shim_leave();
 }
 
-struct shim_file *file_find(dev_t dev, ino_t ino)
+struct shim_file *file_find(dev_t dev, ino_t ino, uint64_t birth)
 {
+	char *stale_path = NULL;
 	shim_enter();
 	registry_lock();
-	struct shim_file *f = find_locked(dev, ino);
+	struct shim_file *f = find_born_locked(dev, ino, birth, &stale_path);
 	if (f)
 		revive_locked(f);
 	registry_unlock();
+	shim_free(stale_path);
 	shim_leave();
 	return f;
 }

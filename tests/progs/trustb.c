@@ -1,0 +1,598 @@
+/*
+ * trustb - the host behaviours of issue 17 (defects 2-5, 11, 12, 15, 16),
+ * one subcommand each. Every one prints what it saw on one line and
+ * leaves the judging to tests/system/test_trust.c (which also reads the
+ * recording layer beneath the shim).
+ *
+ *   trustb group -f FILE [-t THREADS] [-n COUNT]
+ *       THREADS threads, each COUNT x (pwrite + fsync) on its own
+ *       descriptor of FILE. "group: zero=Z calls=N"
+ *   trustb dup2fail -f FILE [-x]
+ *       FILE opened O_SYNC, a dup2 from a closed number onto it (fails
+ *       EBADF; -x: not made), then 20 writes. "dup2fail: ino=I dup2=R errno=E"
+ *   trustb reuse -d DIR
+ *       DIR/a.def written, fsynced, closed, its deferred sync flushed
+ *       (syncshim_flush), unlinked; then DIR/b.N.pass created until one
+ *       reuses a.def's inode number, written and fsynced 3 times.
+ *       "reuse: a=I b=I name=N fsync=E,E,E"
+ *   trustb dup2race -d DIR [-n ROUNDS]
+ *       two threads dup2 DIR/x.noop and DIR/y.pass onto one number at
+ *       once; then the number is written and fsynced.
+ *       "dup2race: pass_rounds=P noop_rounds=Q pass_ino=I"
+ *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S]
+ *       each thread COUNT x: open DIR/u.K (-S: all DIR/u.0), unlink it,
+ *       write + fsync, close.
+ *       "unlinked: failed=F calls=N first_errno=E"
+ *   trustb msyncmoved -d DIR
+ *       DIR/m.dat mapped shared, written through the mapping, renamed,
+ *       msync(MS_SYNC), unlinked, msync again, fsync.
+ *       "msyncmoved: msync=E,E fsync=E"
+ *   trustb forkpriv -f FILE
+ *       FILE written, fsynced (deferred), closed; fork: the child counts
+ *       its descriptors of FILE's inode. "forkpriv: child_fds=N"
+ *   trustb emfile -d DIR -L LIMIT -c CLOSES
+ *       RLIMIT_NOFILE LIMIT; CLOSES files written, fsynced and closed (each
+ *       owes a deferred sync); then as many opendir, epoll_create,
+ *       inotify_init1, timerfd_create, signalfd as succeed.
+ *       "emfile: opendir=A epoll=B inotify=C timerfd=D signalfd=E"
+ *   trustb closelease -f FILE
+ *       FILE written and fsynced (deferred); the close waits out the
+ *       background sync borrowing the number. "closelease: fd=N"
+ *   trustb rwfdsync -f FILE
+ *       one pwritev2(RWF_DSYNC) of 4096 bytes. "rwfdsync: ret=R"
+ *   trustb lognum -f FILE -l LOG
+ *       writes + fsyncs FILE (the log opens), then opens FILE.probe and
+ *       prints its number, and closes the log's number
+ *       (found by its inode). "lognum: fd=F probe=N logfd=L close=E"
+ *   trustb nofile -f FILE -L LIMIT [-l LOG]
+ *       RLIMIT_NOFILE LIMIT, FILE written and fsynced, then opened until
+ *       an open fails. "nofile: opens=N errno=E"
+ *
+ * Exit 0 unless a call the scenario depends on failed (1) or usage (2).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "progs.h"
+
+static const char *file, *dir, *logpath;
+static int nthreads = 16, count = 200, skip_dup2, limit = 16, closes = 4, shared_path;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "trustb: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static const char *ename(int r)
+{
+	return r == 0 ? "0" : strerrorname_np(errno);
+}
+
+/* The shim's drain (all owed syncs now), when it is loaded. */
+static void flush_shim(void)
+{
+	void (*fl)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "syncshim_flush");
+	if (fl)
+		fl();
+}
+
+/* ---- group ------------------------------------------------------------- */
+
+static atomic_int zero, calls;
+
+static void *group_worker(void *arg)
+{
+	(void)arg;
+	int fd = open(file, O_WRONLY);
+	if (fd < 0)
+		die("open");
+	for (int i = 0; i < count; i++) {
+		if (pwrite(fd, "g", 1, 0) != 1)
+			die("pwrite");
+		int r = fsync(fd);
+		atomic_fetch_add(&calls, 1);
+		if (r == 0)
+			atomic_fetch_add(&zero, 1);
+	}
+	close(fd);
+	return NULL;
+}
+
+static int do_group(void)
+{
+	pthread_t t[256];
+	if (nthreads > 256)
+		nthreads = 256;
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, group_worker, NULL);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	printf("group: zero=%d calls=%d\n", zero, calls);
+	return 0;
+}
+
+/* ---- dup2fail ------------------------------------------------------------ */
+
+static int do_dup2fail(void)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_SYNC, 0644);
+	if (fd < 0)
+		die("open");
+	struct stat st;
+	fstat(fd, &st);
+	int r = 0, e = 0;
+	if (!skip_dup2) {
+		int bad = 600;
+		while (fcntl(bad, F_GETFD) >= 0) /* a number nobody holds */
+			bad++;
+		r = dup2(bad, fd);
+		e = errno;
+	}
+	for (int i = 0; i < 20; i++)
+		if (write(fd, "0123456789abcde\n", 16) != 16)
+			die("write");
+	printf("dup2fail: ino=%llu dup2=%d errno=%s\n", (unsigned long long)st.st_ino, r,
+	       r ? strerrorname_np(e) : "0");
+	return 0;
+}
+
+/* ---- reuse --------------------------------------------------------------- */
+
+static int do_reuse(void)
+{
+	char a[4096], b[4096];
+	snprintf(a, sizeof(a), "%s/a.def", dir);
+	int fd = open(a, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open a");
+	struct stat sa, sb;
+	fstat(fd, &sa);
+	if (write(fd, "a", 1) != 1)
+		die("write a");
+	int r0 = fsync(fd), c0 = close(fd);
+	flush_shim(); /* its real sync fails beneath the shim: an error for nobody */
+	if (unlink(a) != 0)
+		die("unlink a");
+	int n;
+	for (n = 0; n < 200; n++) {
+		snprintf(b, sizeof(b), "%s/b.%d.pass", dir, n);
+		fd = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			die("open b");
+		fstat(fd, &sb);
+		if (sb.st_ino == sa.st_ino)
+			break;
+		close(fd);
+	}
+	char res[3][32];
+	for (int i = 0; i < 3; i++) {
+		if (n < 200 && write(fd, "b", 1) != 1)
+			die("write b");
+		snprintf(res[i], sizeof(res[i]), "%s", n < 200 ? ename(fsync(fd)) : "-");
+	}
+	printf("reuse: a=%llu b=%llu name=%d first=%s,%s fsync=%s,%s,%s\n", (unsigned long long)sa.st_ino,
+	       n < 200 ? (unsigned long long)sb.st_ino : 0ull, n, r0 ? "E" : "0", c0 ? "E" : "0", res[0], res[1],
+	       res[2]);
+	return 0;
+}
+
+/* ---- dup2race ------------------------------------------------------------ */
+
+static pthread_barrier_t bar;
+static int src[2], target;
+
+static void *racer(void *arg)
+{
+	int k = (int)(long)arg;
+	for (int i = 0; i < count; i++) {
+		pthread_barrier_wait(&bar);
+		dup2(src[k], target);
+		pthread_barrier_wait(&bar);
+		pthread_barrier_wait(&bar); /* main judges and syncs */
+	}
+	return NULL;
+}
+
+static int do_dup2race(void)
+{
+	char x[4096], y[4096];
+	snprintf(x, sizeof(x), "%s/x.noop", dir);
+	snprintf(y, sizeof(y), "%s/y.pass", dir);
+	src[0] = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	src[1] = open(y, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	target = open(x, O_RDONLY);
+	if (src[0] < 0 || src[1] < 0 || target < 0)
+		die("open");
+	struct stat sy;
+	fstat(src[1], &sy);
+	pthread_barrier_init(&bar, NULL, 3);
+	pthread_t t[2];
+	for (long k = 0; k < 2; k++)
+		pthread_create(&t[k], NULL, racer, (void *)k);
+	int pass = 0, noop = 0;
+	for (int i = 0; i < count; i++) {
+		pthread_barrier_wait(&bar);
+		pthread_barrier_wait(&bar);
+		struct stat st;
+		fstat(target, &st);
+		if (st.st_ino == sy.st_ino)
+			pass++;
+		else
+			noop++;
+		if (pwrite(target, "r", 1, 0) != 1 || fsync(target) != 0)
+			die("write+fsync");
+		pthread_barrier_wait(&bar);
+	}
+	for (int k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	printf("dup2race: pass_rounds=%d noop_rounds=%d pass_ino=%llu\n", pass, noop,
+	       (unsigned long long)sy.st_ino);
+	return 0;
+}
+
+/* ---- unlinked ------------------------------------------------------------ */
+
+static atomic_int failed, first_errno;
+
+static void *unlinked_worker(void *arg)
+{
+	int k = (int)(long)arg;
+	char p[4096], buf[512];
+	snprintf(p, sizeof(p), "%s/u.%d", dir, shared_path ? 0 : k);
+	memset(buf, 'u', sizeof(buf));
+	for (int i = 0; i < count; i++) {
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0)
+			die("open");
+		unlink(p);
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			die("write");
+		int rs[2] = { fsync(fd), 0 };
+		int es = errno;
+		rs[1] = close(fd);
+		int ec = errno;
+		atomic_fetch_add(&calls, 2);
+		for (int j = 0; j < 2; j++)
+			if (rs[j]) {
+				atomic_fetch_add(&failed, 1);
+				int none = 0;
+				atomic_compare_exchange_strong(&first_errno, &none, j ? ec : es);
+			}
+	}
+	return NULL;
+}
+
+static int do_unlinked(void)
+{
+	pthread_t t[64];
+	if (nthreads > 64)
+		nthreads = 64;
+	for (long i = 0; i < nthreads; i++)
+		pthread_create(&t[i], NULL, unlinked_worker, (void *)i);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(t[i], NULL);
+	printf("unlinked: failed=%d calls=%d first_errno=%s\n", failed, calls,
+	       first_errno ? strerrorname_np(first_errno) : "0");
+	return 0;
+}
+
+/* ---- msyncmoved ---------------------------------------------------------- */
+
+static int do_msyncmoved(void)
+{
+	char p[4096], q[4096];
+	snprintf(p, sizeof(p), "%s/m.dat", dir);
+	snprintf(q, sizeof(q), "%s/m.moved", dir);
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || ftruncate(fd, 4096) != 0)
+		die("open");
+	char *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		die("mmap");
+	m[0] = 'm';
+	if (rename(p, q) != 0)
+		die("rename");
+	int r1 = msync(m, 4096, MS_SYNC);
+	char e1[32];
+	snprintf(e1, sizeof(e1), "%s", ename(r1));
+	flush_shim();
+	m[1] = 'n';
+	unlink(q);
+	int r2 = msync(m, 4096, MS_SYNC);
+	char e2[32];
+	snprintf(e2, sizeof(e2), "%s", ename(r2));
+	flush_shim();
+	int r3 = fsync(fd);
+	printf("msyncmoved: msync=%s,%s fsync=%s\n", e1, e2, ename(r3));
+	return 0;
+}
+
+/* ---- forkpriv ------------------------------------------------------------ */
+
+static int fds_of(dev_t dev, ino_t ino)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		struct stat st;
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] != '.' && fd != dirfd(d) && fstat(fd, &st) == 0 && st.st_dev == dev &&
+		    st.st_ino == ino)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int do_forkpriv(void)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	struct stat st;
+	fstat(fd, &st);
+	if (write(fd, "f", 1) != 1 || fsync(fd) != 0 || close(fd) != 0)
+		die("write+fsync+close");
+	int parent = fds_of(st.st_dev, st.st_ino);
+	pid_t pid = fork();
+	if (pid == 0) {
+		printf("forkpriv: parent_fds=%d child_fds=%d\n", parent, fds_of(st.st_dev, st.st_ino));
+		fflush(stdout);
+		_exit(0);
+	}
+	int ws;
+	waitpid(pid, &ws, 0);
+	return 0;
+}
+
+/* ---- emfile -------------------------------------------------------------- */
+
+static int do_emfile(void)
+{
+	struct rlimit rl = { (rlim_t)limit, (rlim_t)limit };
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = (rlim_t)limit;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		die("setrlimit");
+	for (int i = 0; i < closes; i++) {
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/e.%d", dir, i);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, "e", 1) != 1 || fsync(fd) != 0 || close(fd) != 0)
+			die("open+write+fsync+close");
+	}
+	int n[5] = { 0 };
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGUSR1);
+	/* Each kind alone from the same start: every one should reach the limit. */
+	for (int kind = 0; kind < 5; kind++) {
+		int got[64], k = 0;
+		DIR *dirs[64];
+		for (;;) {
+			int r = -1;
+			if (kind == 0) {
+				DIR *d = opendir(dir);
+				dirs[k] = d;
+				r = d ? dirfd(d) : -1;
+			} else if (kind == 1) {
+				r = epoll_create(1);
+			} else if (kind == 2) {
+				r = inotify_init1(IN_CLOEXEC);
+			} else if (kind == 3) {
+				r = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+			} else {
+				r = signalfd(-1, &ss, SFD_CLOEXEC);
+			}
+			if (r < 0 || k == 63)
+				break;
+			got[k++] = r;
+		}
+		n[kind] = k;
+		for (int i = 0; i < k; i++) {
+			if (kind == 0)
+				closedir(dirs[i]);
+			else
+				close(got[i]);
+		}
+	}
+	printf("emfile: opendir=%d epoll=%d inotify=%d timerfd=%d signalfd=%d\n", n[0], n[1], n[2], n[3], n[4]);
+	return 0;
+}
+
+/* ---- closelease ---------------------------------------------------------- */
+
+static int do_closelease(void)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	char buf[4096];
+	memset(buf, 'c', sizeof(buf));
+	if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf) || fsync(fd) != 0)
+		die("write+fsync");
+	/* Close while the forced background sync (max_calls = 1) runs on fd:
+	 * the close must wait for it. Give the flusher the time to start. */
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	if (close(fd) != 0)
+		die("close");
+	printf("closelease: fd=%d\n", fd);
+	return 0;
+}
+
+/* ---- rwfdsync ------------------------------------------------------------ */
+
+static int do_rwfdsync(void)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	char buf[4096];
+	memset(buf, 'r', sizeof(buf));
+	struct iovec iov = { buf, sizeof(buf) };
+	ssize_t r = pwritev2(fd, &iov, 1, 0, RWF_DSYNC);
+	printf("rwfdsync: ret=%zd\n", r);
+	fflush(stdout);
+	return 0;
+}
+
+/* ---- wberr ----------------------------------------------------------------- */
+
+/* Two opens of DIR/w.dat; a write through the first (failfs fails its
+ * write-back); then fsync, fsync, close on each. Without the shim each
+ * open file description is told the write-back error once. */
+static int do_wberr(void)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/w.dat", dir);
+	int fd[2] = { open(p, O_RDWR | O_CREAT | O_TRUNC, 0644), open(p, O_RDWR) };
+	if (fd[0] < 0 || fd[1] < 0)
+		die("open");
+	if (write(fd[0], "cached\n", 7) != 7)
+		die("write");
+	char res[2][3][32];
+	for (int i = 0; i < 6; i++) {
+		/* -S: the opens take turns (a b a b a b), else a's three calls first */
+		int k = shared_path ? i % 2 : i / 3, c = shared_path ? i / 2 : i % 3;
+		if (i == 1 || i == 3 || i == 4)
+			flush_shim(); /* let the deferred syncs happen in between */
+		snprintf(res[k][c], sizeof(res[k][c]), "%s", ename(c < 2 ? fsync(fd[k]) : close(fd[k])));
+	}
+	int eio = 0;
+	for (int k = 0; k < 2; k++)
+		for (int c = 0; c < 3; c++)
+			eio += strcmp(res[k][c], "0") != 0;
+	printf("wberr: a=%s,%s,%s b=%s,%s,%s errors=%d\n", res[0][0], res[0][1], res[0][2], res[1][0], res[1][1],
+	       res[1][2], eio);
+	return 0;
+}
+
+/* ---- lognum, nofile -------------------------------------------------------- */
+
+/* The shim's log is opened by its thread after the first write or sync:
+ * wait (up to 5 s) until it exists, when the shim is loaded. */
+static void wait_for_log(void)
+{
+	if (!dlsym(RTLD_DEFAULT, "syncshim_version"))
+		return;
+	struct stat st;
+	for (int i = 0; i < 5000 && stat(logpath, &st) != 0; i++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* RLIMIT_NOFILE LIMIT; FILE written and fsynced (the log opens); then
+ * opens of FILE until one fails. "nofile: opens=N errno=E" */
+static int do_nofile(void)
+{
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = (rlim_t)limit;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		die("setrlimit");
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "n", 1) != 1 || fsync(fd) != 0)
+		die("open+write+fsync");
+	wait_for_log();
+	int n = 0, e = 0;
+	for (;;) {
+		int r = open(file, O_RDONLY);
+		if (r < 0) {
+			e = errno;
+			break;
+		}
+		n++;
+	}
+	printf("nofile: opens=%d errno=%s\n", n, strerrorname_np(e));
+	return 0;
+}
+
+static int do_lognum(void)
+{
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	if (write(fd, "l", 1) != 1 || fsync(fd) != 0)
+		die("write+fsync");
+	wait_for_log();
+	char probe[4096];
+	snprintf(probe, sizeof(probe), "%s.probe", file);
+	int p = open(probe, O_WRONLY | O_CREAT, 0644);
+	struct stat ls;
+	int logfd = -1;
+	if (stat(logpath, &ls) == 0) {
+		for (int k = 0; k < 1024; k++) {
+			struct stat st;
+			if (fstat(k, &st) == 0 && st.st_ino == ls.st_ino && st.st_dev == ls.st_dev)
+				logfd = k;
+		}
+	}
+	int c = logfd >= 0 ? close(logfd) : 0;
+	printf("lognum: fd=%d probe=%d logfd=%d close=%s\n", fd, p, logfd, logfd >= 0 ? ename(c) : "-");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	const char *cmd = argv[1];
+	const struct opt opts[] = {
+		{ 'f', OPT_STR, .p = &file }, { 'd', OPT_STR, .p = &dir },	  { 'l', OPT_STR, .p = &logpath },
+		{ 't', OPT_INT, .p = &nthreads }, { 'n', OPT_INT, .p = &count }, { 'x', OPT_FLAG, .p = &skip_dup2 },
+		{ 'L', OPT_INT, .p = &limit }, { 'S', OPT_FLAG, .p = &shared_path },	  { 'c', OPT_INT, .p = &closes },
+	};
+	optind = 2;
+	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(cmd, "group") && file)
+		return do_group();
+	if (!strcmp(cmd, "dup2fail") && file)
+		return do_dup2fail();
+	if (!strcmp(cmd, "reuse") && dir)
+		return do_reuse();
+	if (!strcmp(cmd, "dup2race") && dir)
+		return do_dup2race();
+	if (!strcmp(cmd, "unlinked") && dir)
+		return do_unlinked();
+	if (!strcmp(cmd, "msyncmoved") && dir)
+		return do_msyncmoved();
+	if (!strcmp(cmd, "forkpriv") && file)
+		return do_forkpriv();
+	if (!strcmp(cmd, "emfile") && dir)
+		return do_emfile();
+	if (!strcmp(cmd, "closelease") && file)
+		return do_closelease();
+	if (!strcmp(cmd, "rwfdsync") && file)
+		return do_rwfdsync();
+	if (!strcmp(cmd, "wberr") && dir)
+		return do_wberr();
+	if (!strcmp(cmd, "nofile") && file)
+		return do_nofile();
+	if (!strcmp(cmd, "lognum") && file && logpath)
+		return do_lognum();
+	return 2;
+}

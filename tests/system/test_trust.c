@@ -1,0 +1,391 @@
+/*
+ * test_trust.c - issue 17's ways a host lost a sync or got a wrong
+ * error, each a regression test (tests/progs/trustb.c runs the host's
+ * side), and the tests that kill the mutations the rest of the suite let
+ * survive. Effects are checked beneath the shim: the recording layer
+ * (tests/lib/reclayer.so), failfs (tests/lib/failfs.c), /proc/self/fd
+ * of the process, the program's own results.
+ */
+#include "harness.h"
+
+TestSuite(trust, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
+
+static char *tr_ini(const char *name, const char *text)
+{
+	char *path = h_path(name);
+	h_write_file(path, text);
+	return path;
+}
+
+/* A command with the shim (+ layers) and config ini, nothing else. */
+static void tr_cmd(struct h_cmd *c, unsigned layers, const char *ini)
+{
+	h_cmd_init(c, layers);
+	h_envf(c, "SYNCSHIM_CONFIG=%s", ini ? ini : "");
+}
+
+static int real_syncs(const struct h_log *log, unsigned long long ino)
+{
+	return h_count(log, "fsync", ino) + h_count(log, "fdatasync", ino);
+}
+
+static char *tr_mount(void)
+{
+	char *back = h_path("back"), *mnt = h_path("mnt");
+	cr_assert_eq(mkdir(back, 0755), 0);
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	h_failfs_mount(back, mnt);
+	return mnt;
+}
+
+/* ---- 2: a group waiter covered by a failed sync gets its error ------------- */
+
+/* Every real fsync fails; 16 threads' group fsyncs batch into few real
+ * syncs, and a waiter may wake many failed syncs after its own: each
+ * call must fail, as each does without the shim. */
+Test(trust, group_waiter_never_gets_zero_for_a_failed_sync)
+{
+	char *mnt = tr_mount();
+	char *file = h_fmt("%s/g.dat", mnt);
+	h_write_file(file, "");
+	h_failfs_ctl(mnt, "fsync EIO");
+	for (int run = 0; run < 2; run++) {
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM, NULL);
+		h_env(&c, "SYNCSHIM_POLICY=group");
+		h_args(&c, h_prog("trustb"), "group", "-f", file, "-t", run ? "64" : "16", "-n", run ? "100" : "200",
+		       NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb group");
+		cr_assert_gt(h_num_after(r.out, "calls=", 0), 0, "%s", r.out);
+		cr_assert_eq(h_num_after(r.out, "zero=", -1), 0,
+			     "group told callers their fsync succeeded while every real fsync failed: %s", r.out);
+	}
+	h_failfs_umount(mnt);
+}
+
+/* ---- 3: a failed dup2 onto an O_SYNC file keeps its binding ----------------- */
+
+static int dup2fail_syncs(bool skip)
+{
+	char *file = h_path(skip ? "s.dat" : "d.dat");
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, NULL);
+	h_env(&c, "SYNCSHIM_POLICY=defer");
+	h_args(&c, h_prog("trustb"), "dup2fail", "-f", file, skip ? "-x" : NULL, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb dup2fail");
+	if (!skip)
+		cr_assert(h_has(r.out, "dup2=-1 errno=EBADF"), "%s", r.out);
+	struct h_log log = h_log_load(&c);
+	return real_syncs(&log, (unsigned long long)h_num_after(r.out, "ino=", 0));
+}
+
+Test(trust, failed_dup2_onto_osync_file_keeps_its_syncs)
+{
+	cr_assert_geq(dup2fail_syncs(true), 1, "O_SYNC writes under defer got no real sync at all");
+	cr_assert_geq(dup2fail_syncs(false), 1,
+		      "after a failed dup2 onto it, the O_SYNC file's writes were never synced");
+}
+
+/* ---- 16: a fork child holds none of the parent's private descriptors ------- */
+
+Test(trust, fork_child_does_not_keep_the_private_descriptor)
+{
+	char *file = h_path("f.dat");
+	char *ini = tr_ini("f.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
+					  "max_delay_ms = 10000\n", file));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, ini);
+	h_args(&c, h_prog("trustb"), "forkpriv", "-f", file, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb forkpriv");
+	cr_assert_eq(h_num_after(r.out, "parent_fds=", -1), 1, "the parent should hold its dup: %s", r.out);
+	cr_assert_eq(h_num_after(r.out, "child_fds=", -1), 0, "the fork child holds the parent's private "
+		     "descriptor of a closed file: %s", r.out);
+}
+
+/* ---- 11: a file unlinked while open is synced through a descriptor ---------- */
+
+/* Four threads each open a file, unlink it, write, fsync (deferred) and
+ * close, over and over, on a healthy disk: no call may fail. */
+Test(trust, unlinked_open_files_get_no_spurious_eio)
+{
+	char *d = h_path("u");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("u.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
+					  "max_delay_ms = auto\n", d));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, ini);
+	h_args(&c, h_prog("trustb"), "unlinked", "-d", d, "-t", "4", "-n", h_ctx.asan ? "500" : "2500", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb unlinked");
+	cr_assert_gt(h_num_after(r.out, "calls=", 0), 0, "%s", r.out);
+	cr_assert_eq(h_num_after(r.out, "failed=", -1), 0, "fsync/close of files unlinked while open failed on a "
+		     "healthy disk: %s\nstderr:\n%s", r.out, r.err);
+	cr_assert_str_empty(r.err, "stderr:\n%s", r.err);
+}
+
+/* ---- 12: msync of a mapping whose file was renamed or unlinked ------------- */
+
+Test(trust, msync_of_moved_file_is_synced_through_its_descriptor)
+{
+	char *d = h_path("m");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, NULL);
+	h_env(&c, "SYNCSHIM_POLICY=defer");
+	h_args(&c, h_prog("trustb"), "msyncmoved", "-d", d, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb msyncmoved");
+	cr_assert(h_has(r.out, "msync=0,0 fsync=0"), "a deferred msync of a renamed/unlinked file failed "
+		  "(without the shim all succeed): %s\nstderr:\n%s", r.out, r.err);
+	cr_assert_str_empty(r.err, "stderr:\n%s", r.err);
+	struct h_log log = h_log_load(&c);
+	int n = 0;
+	for (size_t i = 0; i < log.n; i++)
+		n += (!strcmp(log.r[i].op, "fsync") || !strcmp(log.r[i].op, "fdatasync")) && log.r[i].ret == 0;
+	cr_assert_geq(n, 2, "the two msyncs were not made durable by real syncs (%d)", n);
+}
+
+/* ---- 15: EMFILE relief for every call that makes a descriptor ---------------- */
+
+/* RLIMIT_NOFILE 16, four closed files still owing deferred syncs (the
+ * shim holds a descriptor of each): every maker of descriptors gets as
+ * many as the same program without the shim. */
+static struct h_result emfile_run(unsigned layers, const char *ini, const char *d)
+{
+	struct h_cmd c;
+	tr_cmd(&c, layers, ini);
+	h_args(&c, h_prog("trustb"), "emfile", "-d", d, "-L", "16", "-c", "4", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb emfile");
+	return r;
+}
+
+Test(trust, emfile_relief_covers_every_descriptor_maker)
+{
+	char *d = h_path("e");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("e.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
+					  "max_delay_ms = 10000\n", d));
+	struct h_result plain = emfile_run(H_PLAIN, NULL, d), r = emfile_run(H_SHIM, ini, d);
+	static const char *const kinds[] = { "opendir=", "epoll=", "inotify=", "timerfd=", "signalfd=" };
+	for (int k = 0; k < 5; k++) {
+		long long want = h_num_after(plain.out, kinds[k], -1);
+		cr_assert_geq(want, 10, "%s", plain.out);
+		cr_assert_eq(h_num_after(r.out, kinds[k], -1), want, "%s descriptors short because of the shim: "
+			     "%s (without: %s)", kinds[k], r.out, plain.out);
+	}
+}
+
+/* ---- 5: two threads dup2 onto one number at once ---------------------------- */
+
+/* x.noop's rule is noop, y.pass's passthrough; two threads dup2 one each
+ * onto the same number, and the number is fsynced: whenever the kernel
+ * kept y.pass, the fsync must reach it. */
+Test(trust, racing_dup2s_never_give_a_number_the_other_files_rule)
+{
+	char *d = h_path("r");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("r.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, ini);
+	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
+	h_args(&c, h_prog("trustb"), "dup2race", "-d", d, "-n", h_ctx.asan ? "1000" : "3000", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb dup2race");
+	long long pass = h_num_after(r.out, "pass_rounds=", -1);
+	cr_assert_gt(pass, 0, "%s", r.out);
+	struct h_log log = h_log_load(&c);
+	int real = real_syncs(&log, (unsigned long long)h_num_after(r.out, "pass_ino=", 0));
+	cr_assert_eq(real, pass, "of %lld fsyncs of the passthrough file (reached through a number two dup2s "
+		     "raced for), %d reached it: the others got the noop file's rule", pass, real);
+}
+
+/* ---- 4: a new file never inherits a deleted file's error or rule ------------ */
+
+/* a.def (defer) gets a deferred sync that fails beneath the shim after
+ * its last close, so the error waits for the next opener; it is deleted,
+ * and a new file b.N.pass (passthrough) reuses its inode number. b's
+ * fsyncs are its own: real, and not failed with a's error. */
+Test(trust, new_file_on_a_reused_inode_number_is_a_new_file)
+{
+	char *d = h_path("i");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *ini = tr_ini("i.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*/*.def\nsync = defer\n"
+					  "max_delay_ms = 10000\n", d));
+	int reused = 0;
+	for (int run = 0; run < 3; run++) {
+		char *dr = h_fmt("%s/%d", d, run);
+		cr_assert_eq(mkdir(dr, 0755), 0);
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM_REC, ini);
+		h_env(&c, "RECLAYER_FAIL=sync:EIO:0:1");
+		h_args(&c, h_prog("trustb"), "reuse", "-d", dr, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb reuse");
+		long long a = h_num_after(r.out, "a=", 0), b = h_num_after(r.out, "b=", 0);
+		if (a != b) {
+			cr_log_warn("run %d: no new file reused the inode number: %s", run, r.out);
+			continue;
+		}
+		reused++;
+		cr_assert(h_has(r.out, "fsync=0,0,0"), "the new file's fsyncs failed with the deleted file's error: "
+			  "%s\nstderr:\n%s", r.out, r.err);
+		struct h_log log = h_log_load(&c);
+		cr_assert_eq(real_syncs(&log, (unsigned long long)b), 1 + 3, "the new passthrough file's 3 fsyncs "
+			     "did not all reach it (the deleted file's rule?): %s", r.out);
+	}
+	cr_assert_gt(reused, 0, "ext4 never reused the inode number here");
+}
+
+/* ==== mutations the rest of the suite let survive ============================== */
+
+/* defer: close waits for a background sync that borrowed the number
+ * (max_calls = 1 starts it at once; the recording layer makes it last
+ * 400 ms): the real close of the number comes after that sync ends, never
+ * while it runs on it. */
+Test(trust, defer_close_waits_for_the_sync_borrowing_its_number)
+{
+	char *file = h_path("cl.dat");
+	h_write_file(file, "");
+	unsigned long long ino = h_ino(file);
+	char *ini = tr_ini("cl.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
+					   "max_calls = 1\nmax_delay_ms = 10000\n", file));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, ini);
+	h_envf(&c, "RECLAYER_SLOW=%llu:400", ino);
+	h_args(&c, h_prog("trustb"), "closelease", "-f", file, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb closelease");
+	long fd = (long)h_num_after(r.out, "fd=", -1);
+	struct h_log log = h_log_load(&c);
+	const struct h_rec *cl = NULL;
+	for (size_t i = 0; i < log.n; i++)
+		if (!strcmp(log.r[i].op, "close") && log.r[i].fd == fd && log.r[i].ino == ino)
+			cl = &log.r[i];
+	cr_assert_not_null(cl, "no real close of fd %ld", fd);
+	int borrowed = 0;
+	for (size_t i = 0; i < log.n; i++) {
+		const struct h_rec *s = &log.r[i];
+		if ((strcmp(s->op, "fdatasync") && strcmp(s->op, "fsync")) || s->ino != ino || s->fd != fd)
+			continue;
+		borrowed++;
+		cr_assert(s->t1 <= cl->t0 || s->t0 >= cl->t1, "a real sync on fd %ld ran from %llu to %llu while the "
+			  "app's close of it ran (%llu..%llu): close did not wait", fd, s->t0, s->t1, cl->t0, cl->t1);
+	}
+	cr_assert_gt(borrowed, 0, "no background sync borrowed the app's descriptor (nothing was tested)");
+}
+
+/* osync = strip: a pwritev2(RWF_DSYNC) write whose flag the shim drops is
+ * acknowledged as durable and is not: the log counts it as at risk. */
+Test(trust, stripped_rwf_dsync_write_is_data_at_risk)
+{
+	char *file = h_path("rw.dat"), *log = h_path("rw.log");
+	char *ini = tr_ini("rw.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = passthrough\n"
+					   "osync = strip\n", file));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, ini);
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, h_prog("trustb"), "rwfdsync", "-f", file, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb rwfdsync");
+	cr_assert(h_has(r.out, "ret=4096"), "%s", r.out);
+	struct h_cmd s;
+	h_cmd_init(&s, H_PLAIN);
+	h_args(&s, h_fmt("%s/synclat", h_ctx.build), "report", log, NULL);
+	struct h_result rep = h_run(&s);
+	h_assert_ok(rep, "synclat report");
+	cr_assert(h_has(rep.out, "at risk: max 4.10 kB"), "the stripped RWF_DSYNC write is not counted as data at "
+		  "risk:\n%s", rep.out);
+}
+
+/* The log sits at 100 or above: the app's numbering is its own (its next
+ * open gets the next number), and a close() of the log's number is
+ * EBADF, as it would be without the shim. */
+Test(trust, log_descriptor_is_out_of_the_apps_way)
+{
+	char *file = h_path("ln.dat"), *log = h_path("ln.log");
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, NULL);
+	h_env(&c, "SYNCSHIM_POLICY=passthrough");
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, h_prog("trustb"), "lognum", "-f", file, "-l", log, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb lognum");
+	long long fd = h_num_after(r.out, "fd=", -1), logfd = h_num_after(r.out, "logfd=", -1);
+	cr_assert_geq(logfd, 100, "the log is not at 100 or above: %s", r.out);
+	cr_assert_eq(h_num_after(r.out, "probe=", -1), fd + 1, "the app's next open got another number than "
+		     "without the shim: %s", r.out);
+	cr_assert(h_has(r.out, "close=EBADF"), "close() of the shim's log descriptor did not fail EBADF: %s", r.out);
+}
+
+/* RLIMIT_NOFILE 32 under passthrough with a log: an open that hits the
+ * limit gets the log's descriptor back, so the app opens as many files as
+ * without the shim. */
+static long long nofile_opens(unsigned layers, const char *log)
+{
+	struct h_cmd c;
+	tr_cmd(&c, layers, NULL);
+	if (layers & H_SHIM) {
+		h_env(&c, "SYNCSHIM_POLICY=passthrough");
+		h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	}
+	h_args(&c, h_prog("trustb"), "nofile", "-f", h_path("nf.dat"), "-L", "32", "-l", log, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb nofile");
+	cr_assert(h_has(r.out, "errno=EMFILE"), "%s", r.out);
+	if (layers & H_SHIM)
+		cr_assert_eq(h_size(log) > 0, true, "the log was never written");
+	return h_num_after(r.out, "opens=", -1);
+}
+
+Test(trust, emfile_relief_under_passthrough_gives_back_the_log)
+{
+	char *log = h_path("nf.log");
+	long long plain = nofile_opens(H_PLAIN, log), shim = nofile_opens(H_SHIM, log);
+	cr_assert_gt(plain, 20);
+	cr_assert_eq(shim, plain, "with a log the app opened %lld files, without the shim %lld", shim, plain);
+}
+
+/* ---- 13: one write-back error, told once to each open file description ------ */
+
+static struct h_result wberr_run(const char *mnt, unsigned layers, const char *policy, bool turns)
+{
+	h_failfs_ctl(mnt, "reset");
+	h_failfs_ctl(mnt, "write EIO once");
+	struct h_cmd c;
+	tr_cmd(&c, layers, NULL);
+	if (policy)
+		h_envf(&c, "SYNCSHIM_POLICY=%s", policy);
+	h_args(&c, h_prog("trustb"), "wberr", "-d", mnt, turns ? "-S" : NULL, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb wberr");
+	return r;
+}
+
+/* Two opens of a file on failfs with the kernel's writeback cache, one
+ * write-back failure: each open file description is told it once (its
+ * next fsync), as without the shim, whichever opens' calls come first,
+ * and nothing is said on stderr (everyone was told). */
+Test(trust, writeback_error_told_once_to_each_open)
+{
+	char *back = h_path("back"), *mnt = h_path("wb");
+	cr_assert_eq(mkdir(back, 0755), 0);
+	h_failfs_mount_opts(back, mnt, "writeback_cache");
+	static const char *const pols[] = { "passthrough", "fdatasync", "defer", "group" };
+	for (int turns = 0; turns < 2; turns++) {
+		struct h_result plain = wberr_run(mnt, H_PLAIN, NULL, turns);
+		cr_assert_eq(h_num_after(plain.out, "errors=", -1), 2, "%s", plain.out);
+		for (int p = 0; p < 4; p++) {
+			struct h_result r = wberr_run(mnt, H_SHIM, pols[p], turns);
+			cr_expect_eq(h_num_after(r.out, "errors=", -1), 2, "%s%s: %s (without the shim: %s)", pols[p],
+				     turns ? " -S" : "", r.out, plain.out);
+			cr_expect(h_has(r.out, "a=EIO") || h_has(r.out, "a=0,EIO"), "%s: %s", pols[p], r.out);
+			cr_expect(h_has(r.out, "b=EIO") || h_has(r.out, "b=0,EIO"), "%s: %s", pols[p], r.out);
+			cr_expect_str_empty(r.err, "%s%s: stderr:\n%s", pols[p], turns ? " -S" : "", r.err);
+		}
+	}
+	h_failfs_umount(mnt);
+}
