@@ -5,12 +5,14 @@
 # invocation: configurations are interleaved round by round (A B C A B C
 # ...) so drift on a shared machine hits all of them, and each cell is the
 # median over the rounds. Sections: overhead syncwrites group latency
-# writeback kahadb pgbench exec window agreement crashtest (default: all). ROUNDS
+# writeback kahadb pgbench exec window manyfiles agreement crashtest (default: all). ROUNDS
 # overrides the rounds of every section. Other knobs, for trials:
 # ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
 # btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
 # PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
-# default 1000), WINDOW_SECONDS. A default run takes ~10 minutes on a
+# default 1000), WINDOW_SECONDS, MANY_FS (default "tmp shm"), MANY_BASELINE
+# (another build directory, e.g. main's: its shim runs side by side in the
+# manyfiles section). A default run takes ~10 minutes on a
 # 2-core VM.
 #
 # Everything that touches a disk runs on the file system of /tmp (WORK
@@ -21,7 +23,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: bench.sh BUILD_DIR [SECTION...]}" && pwd)
 shift
-SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window agreement crashtest}
+SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window manyfiles agreement crashtest}
 SHIM=$B/libsyncshim.so
 RUN=$B/syncshim
 EX=$B/examples
@@ -599,6 +601,106 @@ section_window() {
 	echo
 	echo "Target (issue 11): auto keeps the window near one sync's duration at no loss of throughput against the fixed windows, growing toward max_at_risk_ms only under load."
 	echo
+}
+
+# many_stats RETURNS RECLOG RESULT: each file's request (many_files -R:
+# inode, call, return) against the real syncs recorded beneath the shim:
+# how long after the last request the last real sync ended, and each
+# file's window (its fsync's return to the end of the first real sync
+# begun after the call); prints a result line.
+many_stats() {
+	python3 - "$@" <<'PY'
+import sys
+calls, rets = {}, {}
+with open(sys.argv[1]) as f:
+    for line in f:
+        ino, c, r = (int(x) for x in line.split())
+        calls[ino], rets[ino] = c, r
+last = max(rets.values())
+end, first = 0, {}
+with open(sys.argv[2]) as f:
+    for line in f:
+        kv = dict(x.split("=", 1) for x in line.split(" path=")[0].split() if "=" in x)
+        if kv.get("op") not in ("fsync", "fdatasync"):
+            continue
+        t0, t1, ino = int(kv["t0"]), int(kv["t1"]), int(kv.get("ino", -1))
+        end = max(end, t1)
+        if kv.get("ret") == "0" and ino in calls and t0 >= calls[ino] and (ino not in first or t1 < first[ino]):
+            first[ino] = t1
+w = sorted((first[i] - rets[i]) / 1e6 for i in first) or [float("nan")]
+print("result: last_sync_after_ms=%.1f window_p50_ms=%.1f window_p99_ms=%.1f window_max_ms=%.1f uncovered=%d"
+      % ((end - last) / 1e6, w[len(w) // 2], w[min(len(w) - 1, int(len(w) * 0.99))], w[-1], len(calls) - len(first)))
+PY
+}
+
+section_manyfiles() {
+	local rounds=${ROUNDS:-2} fss=${MANY_FS:-tmp shm} base=${MANY_BASELINE:-} r fs cfg shim
+	local cfgs=${MANY_CFGS:-10000:open 19000:open 100000:close}
+	echo "## Many deferred files: the flushers' schedule"
+	echo
+	echo "\`many_files -n N\` creates N files, each written once (512 bytes) and fsynced once, all kept open (\`open\`) or each closed right after its fsync (\`close\`), under a defer rule with \`max_delay_ms = 100\` (\`max_calls\`/\`max_bytes\` out of reach), then waits 2 s. The real syncs are recorded beneath the shim (tests/lib/reclayer.so, \`RECLAYER_OPS=fsync,fdatasync\`), the program writes down when each fsync was called and returned (\`-R\`); *last sync after* is the end of the last real sync minus the return of the last fsync (the target: within max_delay_ms plus 50 ms for 10,000 files, 200 ms for 19,000 open and 100,000 closed); a file's window is its fsync's return to the end of the first real sync begun after the call. The descriptor limit is $(ulimit -Hn) (hard). *fds* is the most descriptors the process held (sampled every 1,000 files and while waiting), *flushers* the most syncshim-flush threads at once, *shim KiB* the process's peak RSS less that of the same run without the shim. \`tmp\` is /tmp's file system (real syncs), \`shm\` /dev/shm (tmpfs: a sync costs nothing, what is left is the shim's own). ${base:+\`old\` is the shim of $base, run side by side.} $rounds rounds interleaved; medians."
+	echo
+	local shmdir
+	shmdir=$(mktemp -d /dev/shm/syncshim-many.XXXXXX)
+	push_cleanup "rm -rf '$shmdir'"
+	for fs in $fss; do
+		local d=$WORK/many-tmp
+		[ "$fs" = shm ] && d=$shmdir
+		printf '[rule many]\npath = %s/d/**\nsync = defer\nmax_delay_ms = 100\nmax_calls = 1000000000\nmax_bytes = 1024G\n' "$d" >"$WORK/many-$fs.ini"
+		echo "$d" >"$WORK/many-$fs.dir"
+	done
+	local shms="new"
+	[ -n "$base" ] && shms="old new"
+	for ((r = 1; r <= rounds; r++)); do
+		for fs in $fss; do
+			for cfg in $cfgs; do
+				local n=${cfg%%:*} mode=${cfg#*:} dir
+				for shim in none $shms; do
+					dir=$(cat "$WORK/many-$fs.dir")/d
+					rm -rf "$dir"
+					mkdir -p "$dir"
+					local pre="" name="many_${fs}_${n}_${mode}_$shim"
+					case $shim in
+					new) pre="$SHIM:$RECLAYER" ;;
+					old) pre="$base/libsyncshim.so:$RECLAYER" ;;
+					none) pre="$RECLAYER" ;;
+					esac
+					rm -f "$WORK/many-rec.log" "$WORK/many-ret.txt"
+					if LD_PRELOAD="$pre" SYNCSHIM_CONFIG="$WORK/many-$fs.ini" RECLAYER_LOG="$WORK/many-rec.log" \
+						RECLAYER_OPS=fsync,fdatasync "$EX/many_files" -d "$dir" -n "$n" \
+						$([ "$mode" = close ] && echo -c) -w 2000 -R "$WORK/many-ret.txt" 2>/dev/null |
+						grep '^result:' >"$WORK/many-res.txt"; then
+						{
+							cat "$WORK/many-res.txt"
+							many_stats "$WORK/many-ret.txt" "$WORK/many-rec.log"
+						} | tr '\n' ' ' >>"$WORK/$name.out"
+						echo >>"$WORK/$name.out"
+					else
+						echo "result: failed=1" >>"$WORK/$name.out"
+					fi
+					rm -rf "$dir"
+				done
+			done
+		done
+	done
+	echo "| fs | files | after fsync | shim | last sync after (ms) | window p50 (ms) | window p99 (ms) | window max (ms) | uncovered | requests (s) | fds | flushers | shim KiB |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	for fs in $fss; do
+		for cfg in $cfgs; do
+			local n=${cfg%%:*} mode=${cfg#*:} none_hwm
+			none_hwm=$(medall "many_${fs}_${n}_${mode}_none" hwm_kb)
+			for shim in $shms; do
+				local name="many_${fs}_${n}_${mode}_$shim" hwm
+				hwm=$(medall "$name" hwm_kb)
+				echo "| $fs | $n | $mode | $shim | $(medall "$name" last_sync_after_ms) | $(medall "$name" window_p50_ms) | $(medall "$name" window_p99_ms) | $(medall "$name" window_max_ms) | $(medall "$name" uncovered) | $(medall "$name" requests_s) | $(medall "$name" fds_max) | $(medall "$name" flushers_max) | $(awk -v a="$hwm" -v b="$none_hwm" 'BEGIN {printf "%.0f", a - b}') |"
+			done
+		done
+	done
+	echo
+	local c0=${cfgs%% *}
+	echo "Without the shim every fsync is real and synchronous: the same program took $(for fs in $fss; do printf '%s ' "$fs: $(medall "many_${fs}_${c0%%:*}_${c0#*:}_none" requests_s) s for ${c0%%:*} files (${c0#*:});"; done)that is the disk's own pace, against which a deferred run's backlog on \`tmp\` is to be read."
+	echo
+	pop_cleanup
 }
 
 section_agreement() {
