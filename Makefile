@@ -78,7 +78,7 @@ SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
 .PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench demo install uninstall deb deb-deps deb-check \
-	demo-activemq clean java fuzz fuzz-deps replay
+	demo-activemq clean java fuzz fuzz-deps replay mutate
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
 deps:
@@ -249,6 +249,17 @@ soak: deps
 	@$(MAKE) --no-print-directory test-deps $(B)/tests/test_chaos
 	SYNCSHIM_CHAOS_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
 	  $(B)/tests/test_chaos --jobs 1 --verbose
+	@if [ -n "$(SOAK_MUTATE)" ]; then $(MAKE) --no-print-directory mutate; fi
+
+# Mutation run: each one-line mutation of tests/mutations/mutations.txt
+# applied in turn to a scratch copy of the tree, built, and put to the
+# suites it names; reports killed/survived and the kill rate. Opt-in (about
+# 20 minutes on 2 cores), and from `make soak` with SOAK_MUTATE=1.
+# MUTATIONS="name ..." runs only those; MUTATE_SECONDS bounds each suite run.
+MUTATE_SECONDS ?= 600
+MUTATE_JOBS ?= 1
+mutate: deps
+	tools/mutate.sh -t $(MUTATE_SECONDS) -j $(MUTATE_JOBS) $(MUTATIONS)
 
 # ---- installing ---------------------------------------------------------
 # The shim goes to a directory of its own, $(PREFIX)/lib/syncshim/: it is a
