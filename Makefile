@@ -223,7 +223,7 @@ TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC -Ipolicy -Ish
 # (The writer side of the log format is built into it as objects: the
 # shim's copy of $(SYNCLOG_LIB) has to be instrumented too.)
 TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS) $(SYNCLOG_SHIM_SRCS))
-TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash
+TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_sched
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c $(wildcard shim/*.h policy/*.h)
 	@mkdir -p $(dir $@)
