@@ -78,7 +78,8 @@ parse
 
 log() { echo "$*" | tee -a "$SCRATCH/report.txt"; }
 
-# run_suite SPEC: 0 passed, 1 failed, 124 timed out
+# run_suite SPEC: 0 passed, 1 failed, 124 timed out, 3 no such suite in
+# this tree (another branch's, not landed yet: neither kills nor spares)
 run_suite() {
 	local spec=$1 bin filter
 	bin=${spec%%:*}
@@ -88,6 +89,7 @@ run_suite() {
 		timeout "$BOUND" make -C "$T" --no-print-directory test >"$SCRATCH/suite.log" 2>&1
 		return
 	fi
+	[ -n "$(find "$T/tests" -name "$bin.c" -print -quit)" ] || return 3
 	make -C "$T" --no-print-directory -j"$JOBS" "build/tests/$bin" >>"$SCRATCH/build.log" 2>&1 || return 1
 	local args=(--jobs "$JOBS")
 	[ -n "$filter" ] && args+=(--filter "$filter")
@@ -119,6 +121,12 @@ for i in "${!NAMES[@]}"; do
 	[ "$ONLY" != "  " ] && [[ $ONLY != *" $name "* ]] && continue
 	src=$T/$file
 	if [ ! -f "$src" ]; then
+		# Moved (the tree's layout changes): the one file of that name
+		# under the same top folder.
+		found=$(find "$T/${file%%/*}" -name "$(basename "$file")" 2>/dev/null)
+		[ -n "$found" ] && [ "$(echo "$found" | wc -l)" = 1 ] && src=$found
+	fi
+	if [ ! -f "$src" ]; then
 		log "BROKEN    $name: no file $file"
 		broken=$((broken + 1))
 		continue
@@ -136,10 +144,14 @@ for i in "${!NAMES[@]}"; do
 		log "BROKEN    $name: does not build ($(grep -m1 'error:' "$SCRATCH/build.log" || echo '?'))"
 		broken=$((broken + 1))
 	else
-		by="" maybe=""
+		by="" maybe="" missing=""
 		for s in ${SUITES[$i]:-none}; do
 			rc=0
 			run_suite "$s" || rc=$?
+			if [ "$rc" = 3 ]; then
+				missing="$missing ${s%%:*}"
+				continue
+			fi
 			if [ "$rc" != 0 ]; then
 				if [ "${SUSPECT[$s]:-0}" = 1 ]; then
 					maybe=$s
@@ -159,7 +171,7 @@ for i in "${!NAMES[@]}"; do
 			log "UNSURE    $name: only $maybe failed, and it fails unmutated too"
 			unsure=$((unsure + 1))
 		else
-			log "SURVIVED  $name: ${WHYS[$i]} (${secs}s; ran ${SUITES[$i]:-make test})"
+			log "SURVIVED  $name: ${WHYS[$i]} (${secs}s; ran ${SUITES[$i]:-make test}${missing:+; not in this tree:$missing})"
 			survived=$((survived + 1))
 			SURVIVORS+=("$name")
 		fi
