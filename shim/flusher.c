@@ -787,8 +787,18 @@ static void reset_in_child(struct shim_file *f, void *arg)
 	atomic_store(&fl->done_seq, seq);
 }
 
+/* The child's count of private descriptors is what it kept of them. */
+static void count_priv(struct shim_file *f, void *arg)
+{
+	(void)arg;
+	if (atomic_load(&f->fl.priv_fd) >= 0)
+		atomic_fetch_add(&privs_held, 1);
+}
+
 void flusher_atfork_child(void)
 {
 	workers_atfork_child();
 	registry_each(reset_in_child, NULL);
+	atomic_store(&privs_held, 0);
+	registry_each(count_priv, NULL);
 }
