@@ -12,7 +12,7 @@
 # PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
 # default 1000), WINDOW_SECONDS, MANY_FS (default "tmp shm"), MANY_BASELINE
 # (another build directory, e.g. main's: its shim runs side by side in the
-# manyfiles section). A default run takes ~10 minutes on a
+# manyfiles section, for up to MANY_OLD_MAX files, default 20000). A default run takes ~10 minutes on a
 # 2-core VM.
 #
 # Everything that touches a disk runs on the file system of /tmp (WORK
@@ -659,6 +659,8 @@ section_manyfiles() {
 				# is only for the memory baseline: on tmpfs, where it is quick.
 				local withs=$shms
 				[ "$fs" = shm ] && withs="none $shms"
+				# The old shim's quadratic schedule takes minutes beyond this.
+				[ "$n" -gt "${MANY_OLD_MAX:-20000}" ] && withs=${withs/old /}
 				for shim in $withs; do
 					dir=$(cat "$WORK/many-$fs.dir")/d
 					rm -rf "$dir"
@@ -696,6 +698,7 @@ section_manyfiles() {
 			[ -f "$WORK/many_shm_${n}_${mode}_none.out" ] && none_hwm=$(medall "many_shm_${n}_${mode}_none" hwm_kb)
 			for shim in $shms; do
 				local name="many_${fs}_${n}_${mode}_$shim" hwm
+				[ -f "$WORK/$name.out" ] || continue
 				hwm=$(medall "$name" hwm_kb)
 				echo "| $fs | $n | $mode | $shim | $(medall "$name" last_sync_after_ms) | $(medall "$name" window_p50_ms) | $(medall "$name" window_p99_ms) | $(medall "$name" window_max_ms) | $(medall "$name" uncovered) | $(medall "$name" requests_s) | $(medall "$name" fds_max) | $(medall "$name" flushers_max) | $(awk -v a="$hwm" -v b="$none_hwm" 'BEGIN {if (b == "nan") print "n/a"; else printf "%.0f", a - b}') |"
 			done
