@@ -5,57 +5,76 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 B       ?= build
 
+# The one place the version is written: syncshim_version() returns
+# "syncshim $(VERSION)" (shim/init.c), the Debian package is $(VERSION)-1.
+VERSION := 0.2
+
 WARN    := -Wall -Wextra -Werror
-BASE    := -std=gnu11 -g -D_GNU_SOURCE -pthread $(WARN)
+# -MMD -MP: each object depends on the headers it really includes ($(B)/**/*.d).
+BASE    := -std=gnu11 -g -D_GNU_SOURCE -pthread $(WARN) -MMD -MP -DSYNCSHIM_VERSION='"$(VERSION)"'
 OPT     ?= -O2
 SAN     ?=
-CFLAGS  := $(BASE) $(OPT) $(SAN) -fPIC -Ipolicy -Ishim
+# Sources include headers by name ("calls.h", "logread.h"): every folder
+# that holds a header is on the include path, so a file moves between
+# folders without its #include lines changing.
+SRC_INC := $(addprefix -I,$(sort $(patsubst %/,%,$(dir $(shell find shim policy tools -name '*.h')))))
+CFLAGS  := $(BASE) $(OPT) $(SAN) -fPIC $(SRC_INC)
 LDSAN   := $(SAN)
 # The tools, the tests, their programs and libraries: every function that
 # is not static is declared in a header first.
 TOOL_WARN := -Wmissing-prototypes
 TOOL_CFLAGS := $(CFLAGS) $(TOOL_WARN)
-TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itools
+TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itests/harness
 
 # Debian packages the build and the suite need; `make deps` installs the missing ones.
 BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config
 # ... and for the man pages, the Debian package, the systemd drop-in and the
-# ActiveMQ walkthrough (tests/test_install.c, make deb, make demo-activemq), and
-# sqlite3 for the crash tests' real program (examples/sqlite, tests/test_crashtest.c).
+# ActiveMQ walkthrough (tests/system/test_install.c, make deb, make demo-activemq), and
+# sqlite3 for the crash tests' real program (examples/sqlite, tests/system/test_crashtest.c).
 INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3
-# ... and for the live counters' readers (tests/test_live.c): promtool
+# ... and for the live counters' readers (tests/system/test_live.c): promtool
 # checks synclat metrics, tmux drives synclat top.
 LIVE_PKGS := prometheus tmux
 BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs
 
+# $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.
+define apt_install
+@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+endef
+
+# Each library is one folder (docs/ARCHITECTURE.md has the map); a .c
+# file added to a folder is built into its library with no line here.
 # Pure code shared by the shim, the tools and the unit tests (no interposition).
 PURE_SRCS := $(wildcard policy/*.c)
-# The log format, $(SYNCLOG_LIB): its writer side (histograms, block
-# encoders; the shim links these two, hidden inside it) and the strict
-# reader, for the tools and the tests.
-SYNCLOG_SHIM_SRCS := shim/hist.c shim/logfmt.c
-SYNCLOG_SRCS := $(SYNCLOG_SHIM_SRCS) tools/logread.c
+# The on-disk formats, $(SYNCLOG_LIB): shim/format/<format>/ holds each
+# format's writer-side encoding (the shim links these, hidden inside it:
+# the linker pulls no more than it calls) and its strict reader, for the
+# tools and the tests: the latency log (log/), the live counters (live/),
+# the undo log of crash-test mode (undo/).
+FORMAT_SRCS := $(shell find shim/format -name '*.c' | sort)
+# The preloaded library: everything else under shim/, in any folder.
+SHIM_SRCS := $(filter-out shim/format/%,$(shell find shim -name '*.c' | sort))
 # What synclat computes and prints, $(SYNCLAT_LIB): report, compare, the
-# plots, the live counters' readers (live*.c: top, metrics) and the command
-# line itself (synclat_main); tools/synclat.c is only its main(), so the
-# tests and the fuzz targets run the same code.
-SYNCLAT_LIB_SRCS := tools/report.c tools/svg.c tools/synclat_cli.c \
-	tools/liveread.c tools/livescan.c tools/livesum.c tools/topview.c tools/toptext.c tools/topjson.c \
-	tools/top.c tools/topscreen.c tools/term.c tools/metrics.c tools/metrics_out.c
-# Crash-test mode's tool side, $(CRASH_LIB): the undo log's strict reader
-# and the rollback (docs/CRASHTEST.md), for syncshim crashtest and the tests.
-CRASH_LIB_SRCS := tools/undolog.c tools/rollback.c tools/rb_syncs.c tools/rb_index.c tools/rb_data.c \
-	tools/rb_names.c
-# The preloaded library: everything else under shim/.
-SHIM_SRCS := $(filter-out $(SYNCLOG_SHIM_SRCS),$(wildcard shim/*.c))
-SYNCSHIM_SRCS := tools/syncshim.c tools/ab.c tools/elfcheck.c tools/crashtest.c tools/ct_trial.c tools/ct_run.c \
-	tools/ct_scope.c tools/ct_copy.c tools/ct_report.c
+# plots, top/, metrics/ and the command line itself (synclat_main);
+# tools/synclat/synclat.c is only its main(), so the tests and the fuzz
+# targets run the same code.
+SYNCLAT_MAIN := tools/synclat/synclat.c
+SYNCLAT_LIB_SRCS := $(filter-out $(SYNCLAT_MAIN),$(shell find tools/synclat -name '*.c' | sort))
+# Crash-test mode's rollback, $(CRASH_LIB) (docs/CRASHTEST.md), for
+# syncshim crashtest and the tests.
+CRASH_LIB_SRCS := $(shell find tools/rollback -name '*.c' | sort)
+# What both programs share, $(COMMON_LIB).
+COMMON_LIB_SRCS := $(shell find tools/common -name '*.c' | sort)
+SYNCSHIM_SRCS := $(shell find tools/syncshim -name '*.c' | sort)
 
 PURE_OBJS := $(PURE_SRCS:%.c=$(B)/obj/%.o)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/obj/%.o)
 SYNCLOG_LIB := $(B)/libsynclog.a
 SYNCLAT_LIB := $(B)/libsynclat.a
 CRASH_LIB := $(B)/libcrash.a
+COMMON_LIB := $(B)/libtoolcommon.a
 
 EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/progs/*.c))
@@ -63,7 +82,15 @@ TEST_PROGS := $(patsubst tests/progs/%.c,$(B)/tests/progs/%,$(wildcard tests/pro
 # tests mount to get real I/O errors on demand (a program).
 TEST_FS   := $(B)/tests/lib/failfs
 TEST_LIBS := $(patsubst tests/lib/%.c,$(B)/tests/lib/%.so,$(filter-out tests/lib/failfs.c,$(wildcard tests/lib/*.c)))
-UNIT_TESTS := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/test_*.c))
+# The suites: tests/unit/ (in-process), tests/system/ (real programs under
+# the shim), tests/tree/ (the tree itself: docs, the map); each
+# tests/*/test_NAME.c is $(B)/tests/test_NAME. Those that include
+# harness.h link tests/harness/harness.c, compiled once. (A suite left at
+# tests/test_NAME.c still builds and runs; tests/tree/ fails until it moves.)
+TEST_SRCS := $(shell find tests -maxdepth 2 -name 'test_*.c' | sort)
+UNIT_TESTS := $(foreach t,$(TEST_SRCS),$(B)/tests/$(notdir $(t:.c=)))
+HARNESS_OBJ := $(B)/obj/tests/harness/harness.o
+HARNESS_USERS := $(shell grep -l '^\#include "harness.h"' $(TEST_SRCS))
 JAVA_SRCS := $(wildcard examples/java/*.java)
 
 LIBDIR := $(shell gcc -print-multiarch 2>/dev/null)
@@ -71,7 +98,7 @@ LIBDIR := /usr/lib/$(if $(LIBDIR),$(LIBDIR),x86_64-linux-gnu)
 # The shim's private allocator and ini parser are linked in statically and
 # kept hidden, so the host's malloc and symbols are never replaced.
 # The ThreadSanitizer build uses libc's allocator (TSan cannot see
-# jemalloc's own synchronisation): see shim/alloc.c.
+# jemalloc's own synchronisation): see shim/state/alloc.c.
 SHIM_ALLOC := $(if $(filter -DSYNCSHIM_TSAN,$(SAN)),,$(B)/jemalloc_private.a)
 SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
@@ -82,26 +109,30 @@ SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
 deps:
-	@missing=""; for p in $(BUILD_PKGS) $(INSTALL_PKGS) $(LIVE_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	$(call apt_install,$(BUILD_PKGS) $(INSTALL_PKGS) $(LIVE_PKGS))
 
 bench-deps: deps
-	@missing=""; for p in $(BENCH_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	$(call apt_install,$(BENCH_PKGS))
 
-$(B)/obj/%.o: %.c $(wildcard shim/*.h policy/*.h tools/*.h)
+# init.c returns the version: rebuilt when the Makefile changes it.
+$(B)/obj/shim/init.o $(TSAN_DIR)/tsan/obj/shim/init.o: Makefile
+
+# The shim's, the policy's and the formats' objects.
+$(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Wmissing-prototypes -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
 
 # The tools' objects (position-independent too, as everything in
 # $(SYNCLOG_LIB) must be: the shim links from it).
-$(B)/obj/tools/%.o: tools/%.c $(wildcard shim/*.h policy/*.h tools/*.h)
+$(B)/obj/tools/%.o: tools/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TOOL_CFLAGS) -c $< -o $@
 
-$(SYNCLOG_LIB): $(SYNCLOG_SRCS:%.c=$(B)/obj/%.o)
+$(HARNESS_OBJ): tests/harness/harness.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -c $< -o $@
+
+$(SYNCLOG_LIB): $(FORMAT_SRCS:%.c=$(B)/obj/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
@@ -113,23 +144,28 @@ $(CRASH_LIB): $(CRASH_LIB_SRCS:%.c=$(B)/obj/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+$(COMMON_LIB): $(COMMON_LIB_SRCS:%.c=$(B)/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
 # The shim takes only the writer side from $(SYNCLOG_LIB) (the linker pulls
 # no more than it calls); --exclude-libs keeps all of it hidden.
 $(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) $(SYNCLOG_LIB) $(B)/exports.map $(SHIM_ALLOC)
 	$(CC) $(LDSAN) -o $@ $(SHIM_OBJS) $(PURE_OBJS) $(SYNCLOG_LIB) $(SHIM_STATIC) $(SHIM_LDFLAGS)
 
 # The export map is made from the one list of interposed calls
-# (SHIM_CALLS in shim/calls.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
+# (SHIM_CALLS in shim/calls/calls.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
 # never be written and silently left unexported.
-$(B)/exports.map: shim/calls.h
+CALLS_H := shim/calls/calls.h
+$(B)/exports.map: $(CALLS_H)
 	@mkdir -p $(B)
 	@{ echo '{'; echo '  global:'; \
-	  sed -n 's/^[[:space:]]*X([^,]*, *\([A-Za-z0-9_]*\),.*/    \1;/p' shim/calls.h; \
-	  for s in $$(sed -n 's/^#define SHIM_EXTRA_EXPORTS //p' shim/calls.h); do echo "    $$s;"; done; \
+	  sed -n 's/^[[:space:]]*X([^,]*, *\([A-Za-z0-9_]*\),.*/    \1;/p' $(CALLS_H); \
+	  for s in $$(sed -n 's/^#define SHIM_EXTRA_EXPORTS //p' $(CALLS_H)); do echo "    $$s;"; done; \
 	  echo '  local: *;'; echo '};'; } > $@
 
 # The private allocator, deaf to the host's MALLOC_CONF and
-# /etc/malloc.conf, with its fork handlers ours to call (shim/alloc.c).
+# /etc/malloc.conf, with its fork handlers ours to call (shim/state/alloc.c).
 $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a Makefile
 	@mkdir -p $(B)
 	objcopy --redefine-sym secure_getenv=syncshim_je_secure_getenv \
@@ -145,37 +181,42 @@ $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a Makefile
 # has it already: SHIM_LDFLAGS).
 TOOL_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 
-$(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(CRASH_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
+$(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(CRASH_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
 	$(CC) -pthread $(LDSAN) $(TOOL_LDFLAGS) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
-$(B)/synclat: $(B)/obj/tools/synclat.o $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
+$(B)/synclat: $(SYNCLAT_MAIN:%.c=$(B)/obj/%.o) $(SYNCLAT_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
 	$(CC) -pthread $(LDSAN) $(TOOL_LDFLAGS) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
-$(B)/examples/%: examples/%.c $(wildcard examples/*.h)
+$(B)/examples/%: examples/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) -o $@ $< -lm
+	$(CC) $(BASE) $(OPT) -MF $@.d -o $@ $< -lm
 
-$(B)/tests/progs/%: tests/progs/%.c $(wildcard tests/progs/*.h)
+$(B)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -o $@ $< -lm
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -MF $@.d -o $@ $< -lm
 
 $(B)/tests/lib/%.so: tests/lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -fPIC -shared -ftls-model=initial-exec -o $@ $< -ldl
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -MF $@.d -fPIC -shared -ftls-model=initial-exec -o $@ $< -ldl
 
 # Deferred (=): pkg-config only answers once `make deps` installed libfuse3-dev.
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3)
 FUSE_LIBS = $(shell pkg-config --libs fuse3)
 $(TEST_FS): tests/lib/failfs.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE) $(OPT) $(TOOL_WARN) $(FUSE_CFLAGS) -o $@ $< $(FUSE_LIBS)
+	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -MF $@.d $(FUSE_CFLAGS) -o $@ $< $(FUSE_LIBS)
 
 # Unit tests link the libraries the tools link; none compiles a tool's .c.
-TEST_LINK = $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) $(LIBDIR)/libinih.a
-$(B)/tests/test_%: tests/test_%.c $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
-		$(wildcard tests/*.h tools/*.h shim/*.h policy/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(TEST_CFLAGS) -o $@ $< $(TEST_LINK) -lcriterion $(LDSAN) -lm
+TEST_LINK = $(CRASH_LIB) $(SYNCLAT_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) $(LIBDIR)/libinih.a
+# One rule per suite: $(B)/tests/test_NAME from tests/<kind>/test_NAME.c.
+define test_suite
+$(B)/tests/$(notdir $(1:.c=)): $(1) $(if $(filter $(1),$(HARNESS_USERS)),$(HARNESS_OBJ)) \
+		$(CRASH_LIB) $(SYNCLAT_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
+	@mkdir -p $$(dir $$@)
+	$(CC) $(TEST_CFLAGS) -MF $$@.d -o $$@ $$< $(if $(filter $(1),$(HARNESS_USERS)),$(HARNESS_OBJ)) \
+		$(TEST_LINK) -lcriterion $(LDSAN) -lm
+endef
+$(foreach t,$(TEST_SRCS),$(eval $(call test_suite,$(t))))
 
 $(B)/java/.stamp: $(JAVA_SRCS)
 	@mkdir -p $(B)/java
@@ -216,21 +257,26 @@ asan: deps
 # for a reason:
 #   report_signal_unsafe=0  the shim allocates inside signal handlers by
 #     design: it uses its allocator only with shim_busy raised, so a handler
-#     never re-enters it (shim/alloc.c); TSan's own malloc check cannot know.
+#     never re-enters it (shim/state/alloc.c); TSan's own malloc check cannot know.
 #   die_after_fork=0        the tests fork from threaded programs on purpose.
 TSAN_DIR := build-tsan
-TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC -Ipolicy -Ishim
-# (The writer side of the log format is built into it as objects: the
-# shim's copy of $(SYNCLOG_LIB) has to be instrumented too.)
-TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS) $(SYNCLOG_SHIM_SRCS))
+TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC $(SRC_INC)
+# (The formats are linked from an instrumented copy of $(SYNCLOG_LIB): the
+# shim's writer side has to be instrumented too.)
+TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS))
+TSAN_SYNCLOG := $(TSAN_DIR)/tsan/libsynclog.a
 TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_sched
 
-$(TSAN_DIR)/tsan/obj/%.o: %.c $(wildcard shim/*.h policy/*.h)
+$(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(TSAN_CFLAGS) -ftls-model=initial-exec -fvisibility=hidden -c $< -o $@
 
-$(TSAN_DIR)/tsan/libsyncshim.so: $(TSAN_OBJS) $(TSAN_DIR)/exports.map
-	$(CC) -fsanitize=thread -o $@ $(TSAN_OBJS) $(LIBDIR)/libinih.a \
+$(TSAN_SYNCLOG): $(FORMAT_SRCS:%.c=$(TSAN_DIR)/tsan/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(TSAN_DIR)/tsan/libsyncshim.so: $(TSAN_OBJS) $(TSAN_SYNCLOG) $(TSAN_DIR)/exports.map
+	$(CC) -fsanitize=thread -o $@ $(TSAN_OBJS) $(TSAN_SYNCLOG) $(LIBDIR)/libinih.a \
 	  $(subst $(B)/exports.map,$(TSAN_DIR)/exports.map,$(SHIM_LDFLAGS))
 
 tsan: deps
@@ -242,7 +288,7 @@ tsan: deps
 	  SYNCSHIM_PRELOAD_PREFIX=$$($(CC) -print-file-name=libtsan.so) SYNCSHIM_ASAN=1 \
 	  $(TSAN_DIR)/tests/$$t --jobs 2 || fail=1; done; exit $$fail
 
-# Soak: the chaos stress (tests/test_chaos.c) going round for SOAK_SECONDS,
+# Soak: the chaos stress (tests/system/test_chaos.c) going round for SOAK_SECONDS,
 # each run longer than in `make test`. Not part of `make test`.
 SOAK_SECONDS ?= 600
 soak: deps
@@ -259,13 +305,13 @@ soak: deps
 MUTATE_SECONDS ?= 600
 MUTATE_JOBS ?= 1
 mutate: deps
-	tools/mutate.sh -t $(MUTATE_SECONDS) -j $(MUTATE_JOBS) $(MUTATIONS)
+	tools/scripts/mutate.sh -t $(MUTATE_SECONDS) -j $(MUTATE_JOBS) $(MUTATIONS)
 
 # ---- installing ---------------------------------------------------------
 # The shim goes to a directory of its own, $(PREFIX)/lib/syncshim/: it is a
 # preload object, not a library to link against. An installed syncshim
 # finds it there relative to itself (bin/../lib/syncshim/, see
-# launcher_library_path() in tools/syncshim.c), so a tree installed under
+# launcher_library_path() in tools/syncshim/syncshim.c), so a tree installed under
 # any PREFIX or DESTDIR works without SYNCSHIM_LIB.
 BINDIR  := $(PREFIX)/bin
 SHIMDIR := $(PREFIX)/lib/syncshim
@@ -310,15 +356,12 @@ uninstall:
 # `make deb-check`: the round trip on this machine: dpkg -i, run, man -w,
 # dpkg -r, and no file of the package left (root; it changes the system).
 DEB_PKGS := dpkg-dev lintian man-db
-DEB_UPSTREAM := $(shell sed -n 's/.*return "syncshim \([0-9][0-9.]*\)";.*/\1/p' shim/init.c)
-DEB_VERSION := $(DEB_UPSTREAM)-1
+DEB_VERSION := $(VERSION)-1
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_FILE := $(B)/syncshim_$(DEB_VERSION)_$(DEB_ARCH).deb
 
 deb-deps:
-	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	$(call apt_install,$(DEB_PKGS))
 
 deb: deb-deps $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
 	@rm -rf $(B)/deb
@@ -352,7 +395,7 @@ demo-activemq: deps all
 # Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
 # The window section records real syncs with the tests' recording layer.
 bench: bench-deps all $(B)/tests/lib/reclayer.so
-	tools/bench.sh $(B) $(SECTIONS)
+	tools/scripts/bench.sh $(B) $(SECTIONS)
 
 # ---- fuzzing (see tests/fuzz/) ------------------------------------------
 # libFuzzer targets built with clang: the ini parser and rule loader, the
@@ -368,26 +411,24 @@ FUZZ_TARGETS := ini glob log undo live
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_PKGS := clang libclang-rt-dev
-FUZZ_CFLAGS := $(BASE) -O1 -fno-omit-frame-pointer -Ipolicy -Ishim -Itools -Itests/fuzz
+FUZZ_CFLAGS := $(BASE) -O1 -fno-omit-frame-pointer $(SRC_INC) -Itests/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 REPLAYS := $(FUZZ_TARGETS:%=$(B)/fuzz/replay_%)
 # The targets link the same libraries as the tools: built with clang and
 # instrumented for libFuzzer into $(B)/fuzz/ (make fuzz), the plain
 # $(CRASH_LIB), $(SYNCLAT_LIB) and $(SYNCLOG_LIB) for the replay (make test).
 FUZZ_POLICY_OBJS := $(PURE_SRCS:%.c=$(B)/fuzz/obj/%.o)
-FUZZ_LIBS := $(B)/fuzz/libcrash.a $(B)/fuzz/libsynclat.a $(B)/fuzz/libsynclog.a
+FUZZ_LIBS := $(B)/fuzz/libcrash.a $(B)/fuzz/libsynclat.a $(B)/fuzz/libtoolcommon.a $(B)/fuzz/libsynclog.a
 
 fuzz-deps:
-	@command -v $(FUZZ_CC) >/dev/null 2>&1 && dpkg -s libclang-rt-dev >/dev/null 2>&1 || { \
-	  echo "installing: $(FUZZ_PKGS)"; apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(FUZZ_PKGS) >/dev/null; }
+	$(call apt_install,$(FUZZ_PKGS))
 
-$(B)/fuzz/obj/%.o: %.c tests/fuzz/coverage-ignore.txt $(wildcard shim/*.h policy/*.h tools/*.h)
+$(B)/fuzz/obj/%.o: %.c tests/fuzz/coverage-ignore.txt
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(FUZZ_SAN) \
 		-fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt -c $< -o $@
 
-$(B)/fuzz/libsynclog.a: $(SYNCLOG_SRCS:%.c=$(B)/fuzz/obj/%.o)
+$(B)/fuzz/libsynclog.a: $(FORMAT_SRCS:%.c=$(B)/fuzz/obj/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
@@ -399,15 +440,18 @@ $(B)/fuzz/libcrash.a: $(CRASH_LIB_SRCS:%.c=$(B)/fuzz/obj/%.o)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIBS) $(FUZZ_POLICY_OBJS) tests/fuzz/coverage-ignore.txt \
-		$(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
+$(B)/fuzz/libtoolcommon.a: $(COMMON_LIB_SRCS:%.c=$(B)/fuzz/obj/%.o)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIBS) $(FUZZ_POLICY_OBJS) tests/fuzz/coverage-ignore.txt
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(TOOL_WARN) -fsanitize=fuzzer $(FUZZ_SAN) \
 		-fsanitize-coverage-ignorelist=tests/fuzz/coverage-ignore.txt \
 		-o $@ $< $(FUZZ_LIBS) $(FUZZ_POLICY_OBJS) $(LIBDIR)/libinih.a -lm
 
-$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CRASH_LIB) $(SYNCLAT_LIB) $(SYNCLOG_LIB) $(PURE_OBJS) \
-		$(wildcard tests/fuzz/*.h shim/*.h policy/*.h tools/*.h)
+$(B)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CRASH_LIB) $(SYNCLAT_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) \
+		$(PURE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -Itests/fuzz -DREPLAY_TARGET='"$*"' -o $@ $< tests/fuzz/replay.c \
 		$(TEST_LINK) $(LDSAN) -lm
@@ -426,3 +470,6 @@ fuzz: fuzz-deps $(FUZZ_TARGETS:%=$(B)/fuzz/fuzz_%)
 	    -dict=tests/fuzz/$$t.dict -artifact_prefix=tests/fuzz/crashes/$$t/ \
 	    $(B)/fuzz/corpus-$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
+
+# The header dependencies -MMD -MP wrote beside each object.
+-include $(shell find $(B) build-asan build-tsan -type f -name '*.d' 2>/dev/null)

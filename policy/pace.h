@@ -5,7 +5,7 @@
  * Pure functions of what the flusher has observed (how long the file's
  * real syncs take, how far apart its sync requests arrive, how many
  * callers a linger gathered), so they are unit-tested on their own; the
- * shim keeps the observations per file (shim/flusher.c) and asks here.
+ * shim keeps the observations per file (shim/defer/flusher.c) and asks here.
  */
 #ifndef SYNCSHIM_PACE_H
 #define SYNCSHIM_PACE_H

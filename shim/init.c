@@ -280,7 +280,7 @@ __attribute__((destructor)) static void shim_fini(void)
 
 SHIM_API const char *syncshim_version(void)
 {
-	return "syncshim 0.2";
+	return "syncshim " SYNCSHIM_VERSION;
 }
 
 SHIM_API void syncshim_flush(void)

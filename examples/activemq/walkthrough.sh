@@ -31,7 +31,7 @@
 # of this tree), else from PATH (an installed syncshim).
 #
 # `make demo-activemq` runs it; the test suite runs it with fewer messages
-# (tests/test_install.c).
+# (tests/system/test_install.c).
 set -euo pipefail
 
 AMQ_HOME=${AMQ_HOME:-/usr/share/activemq}

@@ -7,7 +7,7 @@
 # package is already installed (it would remove it), or when the files the
 # package would install exist already (a `make install PREFIX=/usr`).
 # The test suite does the same round trip under `dpkg --root` in a temp
-# directory instead (tests/test_install.c); this is the real one.
+# directory instead (tests/system/test_install.c); this is the real one.
 set -euo pipefail
 
 deb=${1:?usage: roundtrip.sh PACKAGE.deb}

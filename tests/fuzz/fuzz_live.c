@@ -1,6 +1,6 @@
 /*
  * fuzz_live.c - libFuzzer target: the live counters reader
- * (tools/liveread.c, live_read_at) and the views built on it: synclat
+ * (shim/format/live/liveread.c, live_read_at) and the views built on it: synclat
  * top's text (--once and the screen's cut lines) and JSON (topview.c,
  * toptext.c, topjson.c) and synclat metrics (metrics.c).
  *

@@ -1,8 +1,8 @@
 /*
  * fuzz_undo.c - libFuzzer target: crash-test mode's undo log reader
- * (tools/undolog.c), its follower (undo_follow_*), and the one part of the
+ * (shim/format/undo/undolog.c), its follower (undo_follow_*), and the one part of the
  * rollback that needs no files: the durable points computed from the
- * log's sync records (tools/rb_syncs.c).
+ * log's sync records (tools/rollback/rb_syncs.c).
  *
  * Input: one flags byte, two bytes (LE) choosing a cut point, then the
  * bytes of an undo.log. Unless flag RAW is set, the log is fixed up first

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_docs.sh BUILD [MANDIR] - the man pages name everything the code accepts.
 #
-# MANDIR defaults to docs/man; tests/test_install.c runs it. Extracts,
+# MANDIR defaults to docs/man; tests/system/test_install.c runs it. Extracts,
 # mechanically, from the code and from the built tools:
 #   - the ini keys of the key table in policy/policy.c, and every value of
 #     its name tables (policies, osync, real_sync, on_close, log_mode,
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for f in policy/policy.c tools/syncshim.c tools/ab.c tools/crashtest.c tools/synclat_cli.c tools/top.c tools/metrics_out.c \
+for f in policy/policy.c tools/syncshim/syncshim.c tools/syncshim/ab.c tools/syncshim/crashtest.c tools/synclat/synclat_cli.c tools/synclat/top/top.c tools/synclat/metrics/metrics_out.c \
 	"$build/syncshim" "$build/synclat" "$man/syncshim.1" "$man/synclat.1" "$man/syncshim.ini.5"; do
 	[ -e "$f" ] || { echo "check_docs: $f is missing (run make first)"; exit 2; }
 done
@@ -88,7 +88,7 @@ fi
 while read -r v; do want syncshim.ini.5 value Cm "$v" "policy/policy.c name tables"; done < "$tmp/values"
 
 # ---- environment: every getenv("NAME") of the shim and the tools --------
-grep -ohE 'getenv\("[A-Za-z_][A-Za-z0-9_]*"\)' shim/*.c tools/*.c | sed 's/getenv("\(.*\)")/\1/' | sort -u > "$tmp/env"
+grep -rohE --include='*.c' 'getenv\("[A-Za-z_][A-Za-z0-9_]*"\)' shim tools | sed 's/getenv("\(.*\)")/\1/' | sort -u > "$tmp/env"
 [ -s "$tmp/env" ] || { echo "check_docs: no getenv() found in shim/ and tools/; fix the extraction"; exit 2; }
 while read -r e; do want syncshim.1 variable Ev "$e" "getenv() in shim/, tools/"; done < "$tmp/env"
 
@@ -137,14 +137,14 @@ source_terms() { # FILE...
 	grep -ohE 'strcmp\((sub|cmd), *"[^"]*"\)' "$@" | sed 's/.*"\(.*\)")/\1/' |
 		sed '/^-/s/^/Fl /; /^Fl /!s/^/Cm /'
 }
-source_terms tools/syncshim.c tools/ab.c tools/crashtest.c | sort -u > "$tmp/syncshim.src"
-source_terms tools/synclat_cli.c tools/top.c tools/metrics_out.c | sort -u > "$tmp/synclat.src"
+source_terms tools/syncshim/syncshim.c tools/syncshim/ab.c tools/syncshim/crashtest.c | sort -u > "$tmp/syncshim.src"
+source_terms tools/synclat/synclat_cli.c tools/synclat/top/top.c tools/synclat/metrics/metrics_out.c | sort -u > "$tmp/synclat.src"
 for tool in syncshim synclat; do
 	grep -q '^Cm ' "$tmp/$tool.src" && grep -q '^Fl ' "$tmp/$tool.src" ||
 		{ echo "check_docs: no subcommands or options found in $tool's source; fix the extraction"; exit 2; }
 done
-check_terms syncshim.1 "tools/syncshim.c, tools/ab.c, tools/crashtest.c" < "$tmp/syncshim.src"
-check_terms synclat.1 "tools/synclat_cli.c, tools/top.c, tools/metrics_out.c" < "$tmp/synclat.src"
+check_terms syncshim.1 "tools/syncshim/syncshim.c, tools/syncshim/ab.c, tools/syncshim/crashtest.c" < "$tmp/syncshim.src"
+check_terms synclat.1 "tools/synclat/synclat_cli.c, tools/synclat/top/top.c, tools/synclat/metrics/metrics_out.c" < "$tmp/synclat.src"
 
 if [ "${CHECK_DOCS_SHOW:-}" = 1 ]; then
 	for f in keys values env syncshim.src synclat.src; do echo "== $f"; tr '\n' ' ' < "$tmp/$f"; echo; done

@@ -1,12 +1,12 @@
 /*
  * chaos - writers that sync, while everything a careless host does
- * happens around them (tests/test_chaos.c checks the outcome).
+ * happens around them (tests/system/test_chaos.c checks the outcome).
  *
  *   chaos -d DIR -T MILLIS [-t WRITERS] [-a ACKS] [-F] [-V] [-G] [-X] [-N]
  *
  * Writers (default 4): writer T owns DIR/w.T.dat and one descriptor of it
  * that nothing else touches. It pwrites 512-byte records of the pattern of
- * tests/harness.h at offsets 0, 512, ... and after each one calls fsync or
+ * tests/harness/harness.c at offsets 0, 512, ... and after each one calls fsync or
  * fdatasync (alternating). A sync that returns 0 is an acknowledgement:
  * "the record, and all before it, are durable"; ACKS gets one line per ack,
  * "ino=I rec=K tw=NS tr=NS" (tw: the write returned, tr: the sync returned,

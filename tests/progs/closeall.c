@@ -17,7 +17,7 @@
  *    each + fsync. With -l, rounds go on until LOG has grown twice since
  *    step 2 (the logger wrote after the close-all), for at most 10 s.
  * Prints "closeall: ok rounds=R" (every file b.K holds R records of the
- * 16-byte pattern of tests/harness.h) or errors; exit 1 on any failure.
+ * 16-byte pattern of tests/harness/harness.c) or errors; exit 1 on any failure.
  */
 #include <errno.h>
 #include <fcntl.h>

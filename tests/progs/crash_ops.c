@@ -1,6 +1,6 @@
 /*
  * crash_ops - one of each change crash-test mode must log, in a known
- * order, for tests/test_crash.c.
+ * order, for tests/system/test_crash.c.
  *
  *   crash_ops DIR
  *

@@ -1,8 +1,8 @@
 /*
- * fl_barrier - ordering points for deferred syncs (tests/test_flusher.c):
+ * fl_barrier - ordering points for deferred syncs (tests/system/test_flusher.c):
  * write + fsync, then the barrier, with CLOCK_MONOTONIC times (ns) on
  * stdout so the test can order them against the recording layer's log.
- * Data is the 16-byte record pattern of tests/harness.h, SIZE bytes per
+ * Data is the 16-byte record pattern of tests/harness/harness.c, SIZE bytes per
  * file (default 65536). Every call must succeed (else stderr, exit 1).
  *
  *   fl_barrier rename -d DIR [-s SIZE]

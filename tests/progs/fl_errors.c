@@ -1,6 +1,6 @@
 /*
  * fl_errors - how a failed background sync is reported, errseq style, on
- * each descriptor of the file (tests/test_flusher.c). Run it with the
+ * each descriptor of the file (tests/system/test_flusher.c). Run it with the
  * recording layer injecting the failure (RECLAYER_FAIL=fdatasync:EIO:0:1).
  *
  *   fl_errors -f FILE [-m fsync|fdatasync] [-F | -w WAIT_MS]
@@ -18,7 +18,7 @@
  *   s5 close(fd2)
  *   write(fd1, 4096); s6 sync(fd1); settle; s7 sync(fd1)
  *   s8 close(fd3)  s9 close(fd1)
- * Data: 8192 bytes of the 16-byte record pattern (tests/harness.h).
+ * Data: 8192 bytes of the 16-byte record pattern (tests/harness/harness.c).
  * Last line "fl_errors: done pid=P".
  */
 #include <dlfcn.h>

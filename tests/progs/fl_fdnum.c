@@ -2,7 +2,7 @@
  * fl_fdnum - an application that puts a descriptor at a number of its
  * choosing, as shells do for "exec 4>file" (open, then dup2 to 4 and
  * close the original), while a file with a deferred policy is open
- * (tests/test_flusher.c).
+ * (tests/system/test_flusher.c).
  *
  *   fl_fdnum -a AFILE -b BFILE [-n NUM] [-S]
  *

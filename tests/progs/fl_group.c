@@ -1,13 +1,13 @@
 /*
  * fl_group - THREADS threads x COUNT (pwrite SIZE bytes + sync) on one
  * shared file, every sync call timed, for the group-commit test
- * (tests/test_flusher.c).
+ * (tests/system/test_flusher.c).
  *
  *   fl_group -f FILE -o TIMES [-t THREADS] [-n COUNT] [-s SIZE] [-m fsync|fdatasync]
  *
  * Each thread opens FILE on its own descriptor; they start together
  * (pthread barrier). Iteration i of thread t writes the 16-byte record
- * pattern (tests/harness.h) at offset (i*THREADS + t)*SIZE, so the file
+ * pattern (tests/harness/harness.c) at offset (i*THREADS + t)*SIZE, so the file
  * ends up THREADS*COUNT*SIZE bytes of pattern. For every sync call the
  * thread notes t0 (CLOCK_MONOTONIC ns just before the call) and t1 (just
  * after it returned); TIMES gets one line "t0 t1 tid" per call.

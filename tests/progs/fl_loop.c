@@ -1,7 +1,7 @@
 /*
  * fl_loop - one thread: COUNT x (write SIZE bytes [+ a sync call every
  * EVERY writes]) on one file, recording CLOCK_MONOTONIC times, for the
- * flusher tests (tests/test_flusher.c).
+ * flusher tests (tests/system/test_flusher.c).
  *
  *   fl_loop -f FILE [-n COUNT] [-s SIZE] [-m fsync|fdatasync|none] [-e EVERY]
  *           [-p PAUSE_US] [-w WAIT_MS] [-O] [-F] [-S STOPFILE [-I]] [-T MAX_MS]
@@ -22,7 +22,7 @@
  *       other call meanwhile)
  *   -T  stop after MAX_MS in any case (a bound, default 20000)
  *
- * Data: the 16-byte record pattern of tests/harness.h (each record is its
+ * Data: the 16-byte record pattern of tests/harness/harness.c (each record is its
  * own file offset in 15 hex digits and '\n'), written with write() at
  * increasing offsets, so the file is COUNT*SIZE bytes of pattern.
  * Every sync call must return 0 (else the error goes to stderr, exit 1).

@@ -1,7 +1,7 @@
 /*
  * fl_reopen - an error of a deferred sync that fails after the app closed
  * its last descriptor must reach the next opener, as the kernel reports a
- * write-back error nobody has seen to a new open file (tests/test_flusher.c).
+ * write-back error nobody has seen to a new open file (tests/system/test_flusher.c).
  *
  *   fl_reopen -f FILE
  *

@@ -1,12 +1,12 @@
 /*
  * fl_stress - many threads writing and syncing shared and private files
  * while the main thread forks short-lived children, for the flusher stress
- * test (tests/test_flusher.c; the test rewrites the shim's ini file under
+ * test (tests/system/test_flusher.c; the test rewrites the shim's ini file under
  * it meanwhile).
  *
  *   fl_stress -d DIR [-t THREADS] [-T DURATION_MS] [-k SHARED] [-c CHILD_MS] [-s SIZE]
  *
- * Files (all SIZE-byte records of the 16-byte pattern of tests/harness.h,
+ * Files (all SIZE-byte records of the 16-byte pattern of tests/harness/harness.c,
  * each record at its own offset, so any record in the wrong place or torn
  * shows):
  *   DIR/shared.K.dat  K < SHARED: every thread reserves the next record with

@@ -1,6 +1,6 @@
 /*
  * fl_two - one deferred sync on each of two files, then a drain
- * (tests/test_flusher.c: a slow file must not hold up another's syncs).
+ * (tests/system/test_flusher.c: a slow file must not hold up another's syncs).
  *
  *   fl_two SLOW_FILE FAST_FILE
  *

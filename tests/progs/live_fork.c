@@ -1,6 +1,6 @@
 /*
  * live_fork - a parent and a forked child, each with its own file, both
- * alive at once, for the live counters' fork test (tests/test_livepub.c).
+ * alive at once, for the live counters' fork test (tests/system/test_livepub.c).
  *
  *   live_fork -d DIR -S STOPFILE
  *

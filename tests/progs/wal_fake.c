@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "../../examples/wal.h"
-#include "../../shim/undofmt.h"
+#include "../../shim/format/undo/undofmt.h"
 
 #define SIZE 128
 

@@ -9,7 +9,7 @@
  * noop" means nothing unless the same run without the shim makes 200).
  *
  * Run one test with
- *   SYNCSHIM_BUILD=$PWD/build build/tests/test_shim --filter 'errors/injected*' --verbose
+ *   SYNCSHIM_BUILD=$PWD/build build/tests/test_shim --filter 'call_errors/injected*' --verbose
  * and keep its temp directory with SYNCSHIM_TEST_KEEP=1.
  */
 #include <sys/mman.h>
@@ -390,7 +390,7 @@ Test(sync, defer_group_work)
 }
 
 /* ======================================================================== */
-TestSuite(errors, .init = h_setup, .fini = h_teardown, .timeout = 60);
+TestSuite(call_errors, .init = h_setup, .fini = h_teardown, .timeout = 60);
 
 static void errno_check_under(const char *policy)
 {
@@ -404,13 +404,13 @@ static void errno_check_under(const char *policy)
 		  "errno_check under %s: exit %d\n%s%s", mode_name(policy), r.code, r.out, r.err);
 }
 
-Test(errors, errno_exact_without_shim_and_passthrough)
+Test(call_errors, errno_exact_without_shim_and_passthrough)
 {
 	errno_check_under(NULL);
 	errno_check_under("passthrough");
 }
 
-Test(errors, errno_exact_fdatasync)
+Test(call_errors, errno_exact_fdatasync)
 {
 	errno_check_under("fdatasync");
 }
@@ -421,7 +421,7 @@ Test(errors, errno_exact_fdatasync)
  * and msync(MS_SYNC|MS_ASYNC) must reach the kernel and get its EINVAL
  * instead of being rewritten to MS_ASYNC and succeeding.
  */
-Test(errors, errno_exact_noop)
+Test(call_errors, errno_exact_noop)
 {
 	errno_check_under("noop");
 }
@@ -433,7 +433,7 @@ Test(errors, errno_exact_noop)
  * of the O_PATH fd as the file's private descriptor, so every background
  * sync failed and the data were never synced.
  */
-Test(errors, errno_exact_defer_group)
+Test(call_errors, errno_exact_defer_group)
 {
 	errno_check_under("defer");
 	errno_check_under("group");
@@ -441,7 +441,7 @@ Test(errors, errno_exact_defer_group)
 
 /* A failing real call's errno reaches the app unchanged, through any
  * policy's rewrite; calls the policy drops cannot fail. */
-Test(errors, injected_failures_propagate)
+Test(call_errors, injected_failures_propagate)
 {
 	static const struct {
 		const char *policy, *method, *fail, *want; /* want NULL: must succeed */
@@ -982,8 +982,8 @@ static int str_cmp(const void *a, const void *b)
 
 static char *listed_exports(void)
 {
-	char *text = h_read_file("shim/calls.h"), *names[256];
-	cr_assert(h_has(text, "SHIM_CALLS"), "shim/calls.h not found (tests run from the top of the tree)");
+	char *text = h_read_file("shim/calls/calls.h"), *names[256];
+	cr_assert(h_has(text, "SHIM_CALLS"), "shim/calls/calls.h not found (tests run from the top of the tree)");
 	size_t n = 0;
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line && n < 250; line = strtok_r(NULL, "\n", &save)) {

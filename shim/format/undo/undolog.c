@@ -120,7 +120,7 @@ static int check_head(const struct undo_rec *h, uint64_t at, char *err, size_t e
 	if (h->reserved != 0)
 		return fail(err, errlen, at + AT_RESERVED, "%s record at byte %llu: reserved 0x%x, want 0",
 			    undo_type_name(h->type), (unsigned long long)at, h->reserved);
-	uint64_t max;
+	uint64_t max = 0; /* plen_bound sets it; gcc -O1 -fsanitize=thread cannot tell */
 	if (plen_bound(h, at, &max, err, errlen) < 0)
 		return -1;
 	if (h->plen > max || h->plen > UNDO_PLEN_MAX)

@@ -1,5 +1,5 @@
 /*
- * crashcalls.c - calls the shim stands in front of only for crash-test
+ * unlink_truncate.c - calls the shim stands in front of only for crash-test
  * mode (crash.h): unlink and unlinkat (the victim is kept, so a rollback
  * can bring it back), ftruncate, truncate and fallocate (a size change is
  * logged before it is made). Outside crash-test mode each is one load and

@@ -989,7 +989,7 @@ Test(barrier, app_descriptor_numbers_are_the_apps)
 /* ======================================================================== */
 /* 5: sticky errors                                                         */
 /* ======================================================================== */
-TestSuite(errors, .init = fl_setup, .fini = h_teardown, .timeout = 60);
+TestSuite(flush_errors, .init = fl_setup, .fini = h_teardown, .timeout = 60);
 
 /* The errseq sequence of fl_errors for a failed background sync. */
 static void expect_sticky(const char *what, const char *out, const char *err, const char *sync)
@@ -1040,7 +1040,7 @@ static void sticky_run(const char *errname, const char *settle, const char *knob
  * time: by fd1's next fsync (then fd1 is clean again) and fd2's close;
  * fd3, opened after fd1 reported it, does not see it. Settled with
  * syncshim_flush(). */
-Test(errors, sticky_eio_enospc_edquot_after_flush)
+Test(flush_errors, sticky_eio_enospc_edquot_after_flush)
 {
 	sticky_run("EIO", "flush", B_LONG);
 	sticky_run("ENOSPC", "flush", B_LONG);
@@ -1049,7 +1049,7 @@ Test(errors, sticky_eio_enospc_edquot_after_flush)
 
 /* The same when the flusher thread's deadline (max_delay_ms=50) made the
  * failing sync while the app did nothing for 400 ms. */
-Test(errors, sticky_eio_after_deadline)
+Test(flush_errors, sticky_eio_after_deadline)
 {
 	sticky_run("EIO", "wait", "max_delay_ms = 50\n");
 }
@@ -1059,7 +1059,7 @@ Test(errors, sticky_eio_after_deadline)
  * (the app must call fdatasync: the spec only fails fdatasync) returns
  * EIO directly. Group + sync:EIO:0:1: the caller waits for the shared
  * real sync, so it gets that sync's error itself. */
-Test(errors, direct_error_without_deferral)
+Test(flush_errors, direct_error_without_deferral)
 {
 	struct h_cmd c;
 	fl_cmd(&c, H_SHIM_REC, NULL);
@@ -1097,7 +1097,7 @@ Test(errors, direct_error_without_deferral)
  * is a documented rename(2) error); the barrier fails the rename with the
  * sync's errno and leaves FILE alone.
  */
-Test(errors, rename_barrier_failure_is_reported)
+Test(flush_errors, rename_barrier_failure_is_reported)
 {
 	char *file = h_path("rp.dat");
 	char *ini = fl_ini_write("shim.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s*\nsync = defer\n%s",
@@ -1125,7 +1125,7 @@ Test(errors, rename_barrier_failure_is_reported)
  * error nobody has seen (the shim keeps the file known until then). The
  * control run without an injected failure shows 0 there.
  */
-Test(errors, failure_after_last_close_reaches_next_opener)
+Test(flush_errors, failure_after_last_close_reaches_next_opener)
 {
 	for (int inject = 0; inject < 2; inject++) {
 		char *file = h_path(h_fmt("ro%d.dat", inject));
@@ -1473,7 +1473,7 @@ Test(stress, threads_forks_and_reloads)
 /* Pacing: max_delay_ms = auto, max_at_risk_ms, group_wait_us = auto        */
 /* (the arithmetic itself is unit-tested in test_pace.c)                    */
 /* ======================================================================== */
-TestSuite(pace, .init = fl_setup, .fini = h_teardown, .timeout = 60);
+TestSuite(flush_pace, .init = fl_setup, .fini = h_teardown, .timeout = 60);
 
 /* Wait (polling, bounded) until path exists. */
 static bool appears(const char *path, double timeout_s)
@@ -1502,7 +1502,7 @@ static int syncs_before(const struct syncs *s, unsigned long long t)
  * window to wait out. (Read as a fixed window, or not at all, the sync
  * would come only from the exit drain, or from the app's own thread.)
  */
-Test(pace, auto_window_syncs_without_waiting_out_a_window)
+Test(flush_pace, auto_window_syncs_without_waiting_out_a_window)
 {
 	char *file = h_path("a.dat"), *stop = h_path("stop");
 	char *ini = fl_ini_rule("shim.ini", file, "defer", "max_delay_ms = auto\nmax_calls = 1000000\nmax_bytes = 1G\n");
@@ -1541,7 +1541,7 @@ Test(pace, auto_window_syncs_without_waiting_out_a_window)
  * before the call returns. The third is deferred again (what was at risk
  * is durable now), so while the app idles exactly one real sync exists.
  */
-Test(pace, at_risk_ceiling_makes_the_app_sync_wait)
+Test(flush_pace, at_risk_ceiling_makes_the_app_sync_wait)
 {
 	char *file = h_path("c.dat"), *stop = h_path("stop");
 	char *ini = fl_ini_rule("shim.ini", file, "defer",
@@ -1569,7 +1569,7 @@ Test(pace, at_risk_ceiling_makes_the_app_sync_wait)
 
 /* The sync the ceiling made the app wait for fails: the app gets EIO from
  * that very call (it was told nothing was deferred this time). */
-Test(pace, at_risk_ceiling_wait_reports_the_device_error)
+Test(flush_pace, at_risk_ceiling_wait_reports_the_device_error)
 {
 	char *file = h_path("e.dat");
 	char *ini = fl_ini_rule("shim.ini", file, "defer",
@@ -1585,7 +1585,7 @@ Test(pace, at_risk_ceiling_wait_reports_the_device_error)
 
 /* group_wait_us = auto keeps group's promise: every fsync contains a
  * whole real sync that began after it, and callers still share syncs. */
-Test(pace, auto_linger_keeps_every_group_call_durable)
+Test(flush_pace, auto_linger_keeps_every_group_call_durable)
 {
 	char *ini = fl_ini_rule("shim.ini", h_path("ga.dat"), "group", "group_wait_us = auto\n");
 	struct syncs s;

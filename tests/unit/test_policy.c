@@ -1307,21 +1307,6 @@ Test(threads, parallel_loads_agree)
 	}
 }
 
-/* README's table of what each policy does to each call is the decision
- * table itself, printed. */
-Test(decide, readme_shows_the_decision_table)
-{
-	char table[8192];
-	policy_decisions_markdown(table, sizeof(table));
-	FILE *f = fopen("README.md", "r");
-	cr_assert_not_null(f, "README.md: %s (tests run from the top of the tree)", strerror(errno));
-	static char readme[1 << 17];
-	size_t n = fread(readme, 1, sizeof(readme) - 1, f);
-	fclose(f);
-	readme[n] = '\0';
-	cr_assert_not_null(strstr(readme, table), "README's policy table is not policy/decide.c's:\n%s", table);
-}
-
 /* A few answers that are the product's promises, spelled out. */
 Test(decide, promises)
 {
@@ -1338,73 +1323,4 @@ Test(decide, promises)
 			     "%s: rename/link must wait for pending syncs", sync_policy_name((enum sync_policy)s));
 		cr_assert_eq(policy_decide((enum sync_policy)s, OSYNC_AUTO, ON_CLOSE_ASYNC, CALL_EXIT), ACT_BARRIER);
 	}
-}
-
-/* docs/ARCHITECTURE.md stays true to the tree: every file it names in
- * backquotes exists. */
-Test(docs, architecture_names_only_files_that_exist)
-{
-	FILE *f = fopen("docs/ARCHITECTURE.md", "r");
-	cr_assert_not_null(f, "docs/ARCHITECTURE.md: %s (tests run from the top of the tree)", strerror(errno));
-	char line[1024];
-	int named = 0;
-	while (fgets(line, sizeof(line), f)) {
-		for (char *p = strchr(line, '`'); p; p = strchr(p + 1, '`')) {
-			char *end = strchr(p + 1, '`');
-			if (!end)
-				break;
-			char path[512];
-			snprintf(path, sizeof(path), "%.*s", (int)(end - p - 1), p + 1);
-			p = end;
-			if (!strchr(path, '/') || strchr(path, ' ') || strchr(path, '('))
-				continue; /* not a path */
-			named++;
-			cr_expect_eq(access(path, F_OK), 0, "docs/ARCHITECTURE.md names %s, which does not exist", path);
-		}
-	}
-	fclose(f);
-	cr_assert_gt(named, 20, "only %d paths found: the test no longer reads the file right", named);
-}
-
-/* The length of each function body in a source file, as the tree writes
- * them: a function's body opens with "{" and closes with "}", both at
- * column 0. Reports the longest; its first line goes to name. */
-static int longest_function(const char *path, char *name, size_t cap)
-{
-	FILE *f = fopen(path, "r");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	char line[1024], prev[1024] = "", head[1024] = "";
-	int start = 0, longest = 0;
-	for (int no = 1; fgets(line, sizeof(line), f); no++) {
-		if (line[0] == '{') {
-			start = no;
-			snprintf(head, sizeof(head), "%s", prev);
-		} else if (line[0] == '}' && start) {
-			if (no - start - 1 > longest) {
-				longest = no - start - 1;
-				snprintf(name, cap, "%s", head);
-			}
-			start = 0;
-		}
-		snprintf(prev, sizeof(prev), "%s", line);
-	}
-	fclose(f);
-	return longest;
-}
-
-/* Small functions stay small: none in the shim, the policy or the tools
- * over 60 lines (issue 12). */
-Test(docs, no_function_over_60_lines)
-{
-	glob_t g;
-	cr_assert_eq(glob("shim/*.c", 0, NULL, &g), 0);
-	cr_assert_eq(glob("policy/*.c", GLOB_APPEND, NULL, &g), 0);
-	cr_assert_eq(glob("tools/*.c", GLOB_APPEND, NULL, &g), 0);
-	cr_assert_gt(g.gl_pathc, 40, "only %zu sources: run from the top of the tree", g.gl_pathc);
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		char name[1024] = "";
-		int n = longest_function(g.gl_pathv[i], name, sizeof(name));
-		cr_expect_leq(n, 60, "%s: a function of %d lines: %s", g.gl_pathv[i], n, name);
-	}
-	globfree(&g);
 }

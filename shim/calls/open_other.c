@@ -1,5 +1,5 @@
 /*
- * fdnew.c - calls that hand the app a new descriptor without an open():
+ * open_other.c - calls that hand the app a new descriptor without an open():
  * sockets, pipes, eventfd, epoll, memfd, open_by_handle_at, the mkstemp
  * family, and stdio's fopen/freopen/tmpfile (whose open happens inside
  * libc, out of our reach); and the two libc calls that close or replace

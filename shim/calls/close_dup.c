@@ -1,5 +1,5 @@
 /*
- * fdops.c - descriptor lifecycle: close, close_range, closefrom, fclose,
+ * close_dup.c - descriptor lifecycle: close, close_range, closefrom, fclose,
  * dup, dup2, dup3, fcntl(F_DUPFD).
  *
  * A slot is cleared before the real close, so a descriptor number the

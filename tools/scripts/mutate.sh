@@ -19,7 +19,7 @@
 # rebuilds one object and relinks.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIST=$ROOT/tests/mutations/mutations.txt
 BOUND=600
 JOBS=1
