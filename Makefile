@@ -111,7 +111,7 @@ SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
 .PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench crash-campaign demo install uninstall deb deb-deps deb-check \
-	demo-activemq clean java fuzz fuzz-deps replay
+	demo-activemq clean java fuzz fuzz-deps replay mutate
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
 deps:
@@ -281,7 +281,7 @@ TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC $(SRC_INC)
 # shim's writer side has to be instrumented too.)
 TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS))
 TSAN_SYNCLOG := $(TSAN_DIR)/tsan/libsynclog.a
-TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_endings test_order
+TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_endings test_order test_sched
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -313,6 +313,7 @@ soak: deps
 	SYNCSHIM_CHAOS_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
 	  $(B)/tests/test_chaos --jobs 1 --verbose
 	@$(MAKE) --no-print-directory oracle ORACLE_SECONDS=$(SOAK_SECONDS)
+	@if [ -n "$(SOAK_MUTATE)" ]; then $(MAKE) --no-print-directory mutate; fi
 
 # The durability oracle: `make oracle` generates and checks random cases
 # for ORACLE_SECONDS (every class in turn; ORACLE_CLASS= one of them,
@@ -337,6 +338,16 @@ oracle-test: $(ORACLE_RUNNER) $(B)/tests/lib/reclayer.so $(B)/libsyncshim.so $(B
 CAMPAIGN_PROGRAMS ?=
 crash-campaign: deps all
 	tools/scripts/crash_campaign.sh $(B) $(CAMPAIGN_PROGRAMS)
+
+# Mutation run: each one-line mutation of tests/mutations/mutations.txt
+# applied in turn to a scratch copy of the tree, built, and put to the
+# suites it names; reports killed/survived and the kill rate. Opt-in (about
+# 20 minutes on 2 cores), and from `make soak` with SOAK_MUTATE=1.
+# MUTATIONS="name ..." runs only those; MUTATE_SECONDS bounds each suite run.
+MUTATE_SECONDS ?= 600
+MUTATE_JOBS ?= 1
+mutate: deps
+	tools/scripts/mutate.sh -t $(MUTATE_SECONDS) -j $(MUTATE_JOBS) $(MUTATIONS)
 
 # ---- installing ---------------------------------------------------------
 # The shim goes to a directory of its own, $(PREFIX)/lib/syncshim/: it is a

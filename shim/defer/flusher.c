@@ -32,6 +32,7 @@
 #include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -169,19 +170,54 @@ static bool is_file(int fd, const struct shim_file *f)
 	return fd >= 0 && fd_identity(fd, &dev, &ino, NULL) == 0 && dev == f->dev && ino == f->ino;
 }
 
+/*
+ * Private descriptors of closed files, over all files: bounded, so a
+ * program that writes, syncs and closes files in turn (100,000 of them) is
+ * not left with one descriptor per file it closed. Past half the bound a
+ * closed file's sync is made at once in the background (its descriptor
+ * goes as soon as it lands); at the bound the closer makes it itself.
+ * The bound: PRIVS_MAX, at most a quarter of the descriptor limit.
+ */
+#define PRIVS_MAX 1024
+static _Atomic int privs_held;
+static _Atomic int privs_cap_cached;
+
+static int privs_cap(void)
+{
+	int cap = atomic_load_explicit(&privs_cap_cached, memory_order_relaxed);
+	if (cap)
+		return cap;
+	struct rlimit rl;
+	cap = PRIVS_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 4 < PRIVS_MAX)
+		cap = rl.rlim_cur / 4 > 0 ? (int)(rl.rlim_cur / 4) : 1;
+	atomic_store_explicit(&privs_cap_cached, cap, memory_order_relaxed);
+	return cap;
+}
+
+/* Our private descriptor of f is gone (closed, lost or replaced by none). */
+static int priv_take(struct shim_file *f)
+{
+	int p = atomic_exchange(&f->fl.priv_fd, -1);
+	if (p >= 0)
+		atomic_fetch_sub(&privs_held, 1);
+	return p;
+}
+
 /* mu held: close our private descriptor once nothing is owed. */
 static void drop_priv_if_idle(struct shim_file *f)
 {
 	int p = atomic_load(&f->fl.priv_fd);
 	if (p < 0 || flusher_owes(f) || (f->fl.in_flight && f->fl.lease_fd == p))
 		return;
-	atomic_store(&f->fl.priv_fd, -1);
-	shimfd_close(p);
+	p = priv_take(f);
+	if (p >= 0)
+		shimfd_close(p);
 }
 
 void flusher_release_file(struct shim_file *f)
 {
-	int p = atomic_exchange(&f->fl.priv_fd, -1);
+	int p = priv_take(f);
 	if (p >= 0)
 		shimfd_close(p);
 }
@@ -771,17 +807,23 @@ void flusher_before_close(struct shim_file *f, int fd)
 		wait_locked(f);
 	int r = fd;
 	atomic_compare_exchange_strong(&f->fl.req_fd, &r, -1);
-	bool inline_sync = false;
+	bool inline_sync = false, early = false;
 	if (flusher_owes(f) && atomic_load(&f->fl.priv_fd) < 0) {
-		int d = shimfd_dup(fd, OWN_FILE, f);
+		int cap = privs_cap(), held = atomic_fetch_add(&privs_held, 1); /* a place reserved */
+		int d = held < cap ? shimfd_dup(fd, OWN_FILE, f) : -1;
 		if (d >= 0) {
 			fd_inherit_kernel_owes(fd, d);
 			atomic_store(&f->fl.priv_fd, d);
-		} else
-			inline_sync = true; /* out of descriptors: make it durable now */
+			early = held >= cap / 2 && workers_force(f);
+		} else {
+			atomic_fetch_sub(&privs_held, 1);
+			inline_sync = true; /* at the bound or out of descriptors: make it durable now */
+		}
 	}
 	unlock_fl(f);
 	shim_leave();
+	if (early)
+		workers_schedule(f, true);
 	if (inline_sync)
 		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
 }
@@ -794,8 +836,12 @@ void flusher_vacate(struct shim_file *f, int fd)
 		wait_locked(f);
 	if (atomic_load(&f->fl.priv_fd) == fd) {
 		int d = flusher_owes(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
-		fd_inherit_kernel_owes(fd, d);
-		atomic_store(&f->fl.priv_fd, d);
+		priv_take(f);
+		if (d >= 0) {
+			fd_inherit_kernel_owes(fd, d);
+			atomic_fetch_add(&privs_held, 1);
+			atomic_store(&f->fl.priv_fd, d);
+		}
 	}
 	shimfd_forget(fd); /* the app's dup2 closes it */
 	unlock_fl(f);
@@ -805,7 +851,8 @@ void flusher_vacate(struct shim_file *f, int fd)
 void flusher_priv_lost(struct shim_file *f, int fd)
 {
 	int p = fd;
-	atomic_compare_exchange_strong(&f->fl.priv_fd, &p, -1);
+	if (atomic_compare_exchange_strong(&f->fl.priv_fd, &p, -1))
+		atomic_fetch_sub(&privs_held, 1);
 }
 
 static bool has_priv(struct shim_file *f)
@@ -856,9 +903,19 @@ static void reset_in_child(struct shim_file *f, void *arg)
 	atomic_store(&fl->done_seq, seq);
 }
 
+/* The child's count of private descriptors is what it kept of them. */
+static void count_priv(struct shim_file *f, void *arg)
+{
+	(void)arg;
+	if (atomic_load(&f->fl.priv_fd) >= 0)
+		atomic_fetch_add(&privs_held, 1);
+}
+
 void flusher_atfork_child(void)
 {
 	order_atfork_child(); /* before the reset below unmarks the files */
 	workers_atfork_child();
 	registry_each(reset_in_child, NULL);
+	atomic_store(&privs_held, 0);
+	registry_each(count_priv, NULL);
 }

@@ -5,14 +5,16 @@
 # invocation: configurations are interleaved round by round (A B C A B C
 # ...) so drift on a shared machine hits all of them, and each cell is the
 # median over the rounds. Sections: overhead syncwrites group latency
-# writeback kahadb pgbench exec window agreement crashtest syscall uring
+# writeback kahadb pgbench exec window manyfiles agreement crashtest syscall uring
 # ordered (default: all). ROUNDS
 # overrides the rounds of every section (ordered: ORDER_SECONDS, ORDER_REDIS_N). Other knobs, for trials:
 # ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
 # btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
 # PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
 # default 1000), WINDOW_SECONDS, CT_FILES (the crashtest rollback of many
-# files, default 20000). A default run takes ~10 minutes on a
+# files, default 20000), MANY_FS (default "tmp shm"), MANY_BASELINE
+# (another build directory, e.g. main's: its shim runs side by side in the
+# manyfiles section, for up to MANY_OLD_MAX files, default 20000). A default run takes ~10 minutes on a
 # 2-core VM.
 #
 # Everything that touches a disk runs on the file system of /tmp (WORK
@@ -23,7 +25,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: bench.sh BUILD_DIR [SECTION...]}" && pwd)
 shift
-SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window agreement crashtest syscall uring ordered}
+SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window manyfiles agreement crashtest syscall uring ordered}
 SHIM=$B/libsyncshim.so
 RUN=$B/syncshim
 EX=$B/examples
@@ -601,6 +603,113 @@ section_window() {
 	echo
 	echo "Target (issue 11): auto keeps the window near one sync's duration at no loss of throughput against the fixed windows, growing toward max_at_risk_ms only under load."
 	echo
+}
+
+# many_stats RETURNS RECLOG RESULT: each file's request (many_files -R:
+# inode, call, return) against the real syncs recorded beneath the shim:
+# how long after the last request the last real sync ended, and each
+# file's window (its fsync's return to the end of the first real sync
+# begun after the call); prints a result line.
+many_stats() {
+	python3 - "$@" <<'PY'
+import sys
+calls, rets = {}, {}
+with open(sys.argv[1]) as f:
+    for line in f:
+        ino, c, r = (int(x) for x in line.split())
+        calls[ino], rets[ino] = c, r
+last = max(rets.values())
+end, first = 0, {}
+with open(sys.argv[2]) as f:
+    for line in f:
+        kv = dict(x.split("=", 1) for x in line.split(" path=")[0].split() if "=" in x)
+        if kv.get("op") not in ("fsync", "fdatasync"):
+            continue
+        t0, t1, ino = int(kv["t0"]), int(kv["t1"]), int(kv.get("ino", -1))
+        end = max(end, t1)
+        if kv.get("ret") == "0" and ino in calls and t0 >= calls[ino] and (ino not in first or t1 < first[ino]):
+            first[ino] = t1
+w = sorted((first[i] - rets[i]) / 1e6 for i in first) or [float("nan")]
+print("result: last_sync_after_ms=%.1f window_p50_ms=%.1f window_p99_ms=%.1f window_max_ms=%.1f uncovered=%d"
+      % ((end - last) / 1e6, w[len(w) // 2], w[min(len(w) - 1, int(len(w) * 0.99))], w[-1], len(calls) - len(first)))
+PY
+}
+
+section_manyfiles() {
+	local rounds=${ROUNDS:-2} fss=${MANY_FS:-tmp shm} base=${MANY_BASELINE:-} r fs cfg shim
+	local cfgs=${MANY_CFGS:-10000:open 19000:open 100000:close}
+	echo "## Many deferred files: the flushers' schedule"
+	echo
+	echo "\`many_files -n N\` creates N files, each written once (512 bytes) and fsynced once, all kept open (\`open\`) or each closed right after its fsync (\`close\`), under a defer rule with \`max_delay_ms = 100\` (\`max_calls\`/\`max_bytes\` out of reach), then waits 2 s. The real syncs are recorded beneath the shim (tests/lib/reclayer.so, \`RECLAYER_OPS=fsync,fdatasync\`), the program writes down when each fsync was called and returned (\`-R\`); *last sync after* is the end of the last real sync minus the return of the last fsync (the target: within max_delay_ms plus 50 ms for 10,000 files, 200 ms for 19,000 open and 100,000 closed); a file's window is its fsync's return to the end of the first real sync begun after the call. The descriptor limit is $(ulimit -Hn) (hard). *fds* is the most descriptors the process held (sampled every 1,000 files and while waiting), *flushers* the most syncshim-flush threads at once, *shim KiB* the process's peak RSS less that of the same run without the shim. \`tmp\` is /tmp's file system (real syncs), \`shm\` /dev/shm (tmpfs: a sync costs nothing, what is left is the shim's own). ${base:+\`old\` is the shim of $base, run side by side.} $rounds rounds interleaved; medians."
+	echo
+	local shmdir
+	shmdir=$(mktemp -d /dev/shm/syncshim-many.XXXXXX)
+	push_cleanup "rm -rf '$shmdir'"
+	for fs in $fss; do
+		local d=$WORK/many-tmp
+		[ "$fs" = shm ] && d=$shmdir
+		printf '[rule many]\npath = %s/d/**\nsync = defer\nmax_delay_ms = 100\nmax_calls = 1000000000\nmax_bytes = 1024G\n' "$d" >"$WORK/many-$fs.ini"
+		echo "$d" >"$WORK/many-$fs.dir"
+	done
+	local shms="new"
+	[ -n "$base" ] && shms="old new"
+	for ((r = 1; r <= rounds; r++)); do
+		for fs in $fss; do
+			for cfg in $cfgs; do
+				local n=${cfg%%:*} mode=${cfg#*:} dir
+				# The run without the shim (each fsync real and synchronous)
+				# is only for the memory baseline: on tmpfs, where it is quick.
+				local withs=$shms
+				[ "$fs" = shm ] && withs="none $shms"
+				# The old shim's quadratic schedule takes minutes beyond this.
+				[ "$n" -gt "${MANY_OLD_MAX:-20000}" ] && withs=${withs/old /}
+				for shim in $withs; do
+					dir=$(cat "$WORK/many-$fs.dir")/d
+					rm -rf "$dir"
+					mkdir -p "$dir"
+					local pre="" name="many_${fs}_${n}_${mode}_$shim"
+					case $shim in
+					new) pre="$SHIM:$RECLAYER" ;;
+					old) pre="$base/libsyncshim.so:$RECLAYER" ;;
+					none) pre="$RECLAYER" ;;
+					esac
+					rm -f "$WORK/many-rec.log" "$WORK/many-ret.txt"
+					if LD_PRELOAD="$pre" SYNCSHIM_CONFIG="$WORK/many-$fs.ini" RECLAYER_LOG="$WORK/many-rec.log" \
+						RECLAYER_OPS=fsync,fdatasync "$EX/many_files" -d "$dir" -n "$n" \
+						$([ "$mode" = close ] && echo -c) -w 2000 -R "$WORK/many-ret.txt" 2>/dev/null |
+						grep '^result:' >"$WORK/many-res.txt"; then
+						{
+							cat "$WORK/many-res.txt"
+							many_stats "$WORK/many-ret.txt" "$WORK/many-rec.log"
+						} | tr '\n' ' ' >>"$WORK/$name.out"
+						echo >>"$WORK/$name.out"
+					else
+						echo "result: failed=1" >>"$WORK/$name.out"
+					fi
+					rm -rf "$dir"
+				done
+			done
+		done
+	done
+	echo "| fs | files | after fsync | shim | last sync after (ms) | window p50 (ms) | window p99 (ms) | window max (ms) | uncovered | requests (s) | fds | flushers | shim KiB |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	for fs in $fss; do
+		for cfg in $cfgs; do
+			local n=${cfg%%:*} mode=${cfg#*:} none_hwm
+			none_hwm=nan
+			[ -f "$WORK/many_shm_${n}_${mode}_none.out" ] && none_hwm=$(medall "many_shm_${n}_${mode}_none" hwm_kb)
+			for shim in $shms; do
+				local name="many_${fs}_${n}_${mode}_$shim" hwm
+				[ -f "$WORK/$name.out" ] || continue
+				hwm=$(medall "$name" hwm_kb)
+				echo "| $fs | $n | $mode | $shim | $(medall "$name" last_sync_after_ms) | $(medall "$name" window_p50_ms) | $(medall "$name" window_p99_ms) | $(medall "$name" window_max_ms) | $(medall "$name" uncovered) | $(medall "$name" requests_s) | $(medall "$name" fds_max) | $(medall "$name" flushers_max) | $(awk -v a="$hwm" -v b="$none_hwm" 'BEGIN {if (b == "nan") print "n/a"; else printf "%.0f", a - b}') |"
+			done
+		done
+	done
+	echo
+	echo "On \`tmp\` the real syncs are the disk's: when the program asks for them faster than the disk makes them (16 flushers at once), the backlog at the end is the disk's, whatever the schedule; \`shm\` shows what the shim itself adds. *requests (s)* is how long the program took to make its N requests."
+	echo
+	pop_cleanup
 }
 
 section_agreement() {
