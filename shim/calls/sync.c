@@ -122,8 +122,17 @@ static int sync_call(int fd, enum shim_op op)
 	uint32_t state = 0;
 	struct shim_file *f = fd_get(fd, &state);
 	errno = e0;
-	if (!f)
+	if (!f) {
+		/* A number the shim holds for itself (its log, the live
+		 * counters' file for a moment) is one the app closed: the app
+		 * gets the EBADF it would get without the shim, never a sync of
+		 * the shim's file. */
+		if (fd_shim_owner(fd, NULL) != OWN_NONE) {
+			errno = EBADF;
+			return -1;
+		}
 		return crash_on() ? untracked_sync(fd, op) : real_sync_call(fd, op);
+	}
 	chores();
 	struct knobs k;
 	knobs_of(f, &k);
