@@ -140,7 +140,14 @@ Test(endings, pthread_exit_from_main_ends_with_the_last_app_thread)
 	r = run_endings(&c, "pthread_exit", 0);
 	cr_assert(!r.timed_out, "main's pthread_exit: the process never ended");
 	cr_assert_eq(r.code, 74, "exit %d\n%s", r.code, r.err);
-	cr_assert(h_has(r.err, failed_line("t.3.def")), "%s", r.err);
+	/* Which files' errors reach nobody depends on when their syncs ran:
+	 * under ordered defer a thread's later writes make the other files'
+	 * syncs earlier, and a thread's own close may then be told its error.
+	 * Some file's must be said (the 74 above is for it). */
+	bool said = h_has(r.err, failed_line("b.def"));
+	for (int i = 0; i < 4; i++)
+		said |= h_has(r.err, failed_line(h_fmt("t.%d.def", i)));
+	cr_assert(said, "%s", r.err);
 }
 
 /* ---- 6: _exit from a handler inside a shim section ------------------------------- */
