@@ -38,10 +38,12 @@ static long raw_call(long nr, long a, long b, long c, long d)
 	long ret;
 	register long r10 __asm__("r10") = d;
 	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	if (ret < 0 && ret > -4096)
+		errno = (int)-ret; /* so fail() names the kernel's error */
 	return ret;
 #else
 	long r = syscall(nr, a, b, c, d);
-	return r < 0 ? -errno : r;
+	return r < 0 ? -errno : r; /* errno is set too */
 #endif
 }
 
