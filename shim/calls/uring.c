@@ -268,8 +268,8 @@ static void ring_raw_ready(struct ring *r)
 	r->entries = *(unsigned *)(b + r->sq_off.ring_entries);
 	r->array = (r->setup_flags & IORING_SETUP_NO_SQARRAY) ? NULL : (unsigned *)(b + r->sq_off.array);
 	r->ktail = (unsigned *)(b + r->sq_off.tail);
-	atomic_thread_fence(memory_order_release);
-	r->khead = (unsigned *)(b + r->sq_off.head);
+	/* khead last, published with release: a reader that sees it sees the rest */
+	__atomic_store_n(&r->khead, (unsigned *)(b + r->sq_off.head), __ATOMIC_RELEASE);
 }
 
 void uring_mapped(void *addr, size_t len, int fd, off_t off)
@@ -765,8 +765,7 @@ static struct ring *lib_ring_learn(struct io_uring *ring, bool fresh)
 		r->ktail = ring->sq.ktail;
 		r->mask = *ring->sq.kring_mask;
 		r->entries = *ring->sq.kring_entries;
-		atomic_thread_fence(memory_order_release);
-		r->khead = ring->sq.khead;
+		__atomic_store_n(&r->khead, ring->sq.khead, __ATOMIC_RELEASE); /* last: publishes the rest */
 	}
 	return r;
 }
