@@ -272,6 +272,10 @@ SHIM_API int syncfs(int fd)
 {
 	if (shim_bypass())
 		return LIBC(syncfs)(fd);
+	if (fd_shim_owner(fd, NULL) != OWN_NONE) { /* the app's closed number, the shim's now: as fsync */
+		errno = EBADF;
+		return -1;
+	}
 	int e0 = errno;
 	uint32_t state = 0;
 	struct shim_file *f = fd_get(fd, &state);
