@@ -17,12 +17,18 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
 #include "live.h"
 #include "log.h"
+#include "mmap_track.h"
 #include "reload.h"
 #include "risk.h"
 #include "shim.h"
+#include "snapshot.h"
+#include "syncerr.h"
 #include "trace.h"
 
 #define SFR_VALID_FLAGS (SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)

@@ -36,8 +36,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
 #include "pace.h"
+#include "snapshot.h"
 #include "trace.h"
 #include "workers.h"
 

@@ -19,9 +19,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "glob.h"
 #include "logfmt.h"
+#include "paths.h"
+#include "shimfd.h"
 #include "trace.h"
 #include "undofmt.h"
 

@@ -26,10 +26,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "decide.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "live.h"
+#include "procself.h"
 #include "risk.h"
+#include "shimfd.h"
+#include "snapshot.h"
 #include "trace.h"
 
 #define INTERVAL_MS 1000

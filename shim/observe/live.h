@@ -11,7 +11,7 @@
 #define SYNCSHIM_LIVE_H
 
 #include "livefmt.h"
-#include "shim.h"
+#include "files.h"
 
 /* writes_packed: calls in the high bits, bytes in the low ones. The
  * publisher takes differences once a second, which stay exact while a

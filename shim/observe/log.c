@@ -49,10 +49,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
+#include "fdtable.h"
+#include "files.h"
+#include "knobs.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "logfmt.h"
+#include "procself.h"
 #include "risk.h"
 #include "shim.h"
+#include "shimfd.h"
+#include "snapshot.h"
 #include "trace.h"
 #include <sys/stat.h>
 

@@ -24,9 +24,12 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "log.h"
 #include "shim.h"
+#include "shimfd.h"
 
 #define HIGH_BASE 100
 
