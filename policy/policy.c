@@ -81,9 +81,7 @@ int sync_policy_parse(const char *name) { return name_parse(sync_names, SYNC_POL
 int osync_mode_parse(const char *name) { return name_parse(osync_names, OSYNC_MODE_COUNT, name); }
 int real_sync_parse(const char *name) { return name_parse(real_sync_names, REAL_SYNC_COUNT, name); }
 int on_close_parse(const char *name) { return name_parse(on_close_names, ON_CLOSE_COUNT, name); }
-int order_mode_parse(const char *name) { return name_parse(order_names, ORDER_MODE_COUNT, name); }
 int log_mode_parse(const char *name) { return name_parse(log_mode_names, LOG_MODE_COUNT, name); }
-int unreported_errors_parse(const char *name) { return name_parse(unreported_names, UNREPORTED_COUNT, name); }
 
 const char *sync_policy_name(enum sync_policy s) { return name_of(sync_names, SYNC_POLICY_COUNT, s); }
 const char *osync_mode_name(enum osync_mode m) { return name_of(osync_names, OSYNC_MODE_COUNT, m); }

@@ -848,7 +848,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 			atomic_store(&f->fl.priv_fd, d);
 		}
 	}
-	shimfd_forget(fd); /* the app's dup2 closes it */
+	fd_unmark_shim(fd); /* the app's dup2 closes it */
 	unlock_fl(f);
 	shim_leave();
 }

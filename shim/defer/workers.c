@@ -90,11 +90,6 @@ uint64_t workers_disarm(struct shim_file *f)
 	return atomic_exchange(&f->sched.first_req_ns, 0);
 }
 
-uint64_t workers_first_request(struct shim_file *f)
-{
-	return atomic_load_explicit(&f->sched.first_req_ns, memory_order_relaxed);
-}
-
 bool workers_force(struct shim_file *f)
 {
 	return atomic_exchange(&f->sched.force, 1) == 0;

@@ -42,8 +42,6 @@ bool workers_armed(struct shim_file *f);
 /* A real sync of f begins: nothing is waiting for a deadline any more.
  * Returns when the oldest request it covers came (0: none deferred). */
 uint64_t workers_disarm(struct shim_file *f);
-/* When the oldest deferred request not yet taken by a sync came, 0 none. */
-uint64_t workers_first_request(struct shim_file *f);
 /* Sync f now (a threshold): true if it was not already asked to. */
 bool workers_force(struct shim_file *f);
 /* Start writing f back now (lock-free). */

@@ -298,7 +298,7 @@ static int move_high(int fd)
 	int hi = fcntl(fd, F_DUPFD_CLOEXEC, shimfd_high_base());
 	if (hi < 0)
 		return fd; /* no room up there: keep the low one */
-	shimfd_claim(hi, OWN_TEMP, NULL);
+	fd_mark_shim(hi, OWN_TEMP, NULL);
 	shimfd_close(fd);
 	return hi;
 }
@@ -417,7 +417,7 @@ static int create_tmp(int dirfd, const char *tmp)
 	    S_ISREG(st.st_mode) && unlinkat(dirfd, tmp, 0) == 0)
 		fd = openat(dirfd, tmp, flags, 0600);
 	if (fd >= 0)
-		shimfd_claim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
+		fd_mark_shim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
 	return move_high(fd);
 }
 
@@ -502,11 +502,6 @@ void live_start(const struct policy *p)
 		snprintf(V.dir, sizeof(V.dir), "/tmp/syncshim-%u", (unsigned)getuid());
 	snprintf(V.config, sizeof(V.config), "%s", p->source);
 	snprintf(V.default_policy, sizeof(V.default_policy), "%s", sync_policy_name(p->deflt.sync));
-}
-
-bool live_configured(void)
-{
-	return V.configured;
 }
 
 void live_maybe_start(void)

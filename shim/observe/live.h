@@ -32,7 +32,6 @@ struct live_stats {
 
 /* At load: remember whether and where to publish (nothing starts yet). */
 void live_start(const struct policy *p);
-bool live_configured(void);
 /* The first call worth publishing starts the publisher thread. */
 void live_maybe_start(void);
 /* Exit or exec: the file says so and goes. */

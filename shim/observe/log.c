@@ -1037,7 +1037,7 @@ static bool log_fd_usable(void)
 		return false;
 	if (L.fd >= 0 && shimfd_is_ours(L.fd))
 		return true;
-	shimfd_forget(L.fd); /* if it was taken, it is someone else's now */
+	fd_unmark_shim(L.fd); /* if it was taken, it is someone else's now */
 	L.fd = -1;
 	int fd = shimfd_open(L.path, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_LOG);
 	dev_t dev, want_dev;
@@ -1067,7 +1067,7 @@ void log_vacate(int fd)
 	pthread_mutex_lock(&L.mu);
 	if (L.fd == fd)
 		L.fd = shimfd_dup(fd, OWN_LOG, NULL); /* -1: reopened at the next tick */
-	shimfd_forget(fd);
+	fd_unmark_shim(fd);
 	pthread_mutex_unlock(&L.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
@@ -1321,7 +1321,7 @@ void log_atfork_child(void)
 	if (L.open)
 		shimfd_close(L.fd); /* the parent's log is the parent's */
 	else
-		shimfd_forget(L.fd);
+		fd_unmark_shim(L.fd);
 	L.fd = -1;
 	L.open = false;
 	L.thread_started = false;

@@ -10,10 +10,8 @@
 
 struct shim_file;
 
-/* Mark fd as the shim's (owner, and the file for OWN_FILE). */
-void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f);
-/* Drop the mark without closing: the number is about to be the app's. */
-void shimfd_forget(int fd);
+/* Marking a number the shim's, and dropping the mark without closing it:
+ * fd_mark_shim, fd_unmark_shim (fdtable.h). */
 /* Forget the mark and close fd if it is still ours. */
 void shimfd_close(int fd);
 /* open()/dup by the shim for itself: O_CLOEXEC, marked, never on a number
@@ -23,6 +21,7 @@ int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
 /* close()/close_range() by the app of a number we hold: 1 = it is ours
  * (the app gets EBADF), 0 = not (a stale mark, now cleared). */
 int shimfd_app_close(int fd);
+/* fd is marked ours and still refers to what its owner opened. */
 bool shimfd_is_ours(int fd);
 /* The app is about to dup2 onto fd: move ours out of the way. */
 void shimfd_vacate(int fd);

@@ -38,8 +38,6 @@ enum live_status {
 	LIVE_NSTATUS
 };
 
-const char *live_status_name(enum live_status s);
-
 /* One process, as read. */
 struct live_proc {
 	struct live_header h;       /* validated, strings NUL-terminated; busy: zero but h.pid */
