@@ -72,7 +72,8 @@ struct flusher {
 	_Atomic uint32_t leads;          /* syncs led so far (paces the probes) */
 };
 
-/* A new object's mutex and condition variable: once per allocation. */
+/* A new object's mutex: once per allocation, and again in a fork child
+ * (waiters sleep on a futex, fl.wake, which needs no initialising). */
 void flusher_init_locks(struct shim_file *f);
 /* A (recycled) object starting life as a new file. */
 void flusher_reset(struct shim_file *f);

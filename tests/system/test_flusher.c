@@ -930,7 +930,7 @@ Test(barrier, sync_from_late_destructor_is_made)
  * flusher's private number moves the dup away first, and the shim only
  * ever closes a number it still owns).
  * The flusher's private dup of a defer file takes the lowest free number
- * (PRIVATE_FD_MIN 3 in shim/flusher.c), i.e. the number the app's next
+ * (PRIVATE_FD_MIN 3 in shim/defer/flusher.c), i.e. the number the app's next
  * open would have got without the shim. An app that puts a descriptor at
  * a number of its choosing, as shells do for "exec 4>file" (open, dup2 to
  * 4, close), silently replaces the private dup; fd_copy() rebinds the
@@ -1576,7 +1576,7 @@ Test(flush_pace, auto_linger_keeps_every_group_call_durable)
 }
 
 /* ======================================================================== */
-/* Data at risk (shim/risk.c), as the log reports it, against what the     */
+/* Data at risk (shim/defer/risk.c), as the log reports it, against what the     */
 /* recording layer beneath the shim saw really happen                      */
 /* ======================================================================== */
 TestSuite(risk, .init = fl_setup, .fini = h_teardown, .timeout = 60);

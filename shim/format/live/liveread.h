@@ -1,6 +1,6 @@
 /*
  * liveread.h - the reader side of the live counters (docs/LIVEFORMAT.md,
- * shim/livefmt.h): where the files are, reading one without ever blocking
+ * shim/format/live/livefmt.h): where the files are, reading one without ever blocking
  * or slowing its writer, telling stale files from live ones, and summing
  * entries. `synclat top` (top.c) and `synclat metrics` (metrics.c) build
  * on this and on nothing else of the format.
