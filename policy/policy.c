@@ -49,6 +49,7 @@ static const char *const on_close_names[ON_CLOSE_COUNT] = { "async", "sync" };
 static const char *const order_names[ORDER_MODE_COUNT] = { "domain", "file" };
 static const char *const log_mode_names[LOG_MODE_COUNT] = { "off", "summary", "calls" };
 static const char *const unreported_names[UNREPORTED_COUNT] = { "warn", "exit" };
+static const char *const inline_syscalls_names[] = { "off", "trap" }; /* inline_trap false, true */
 
 static int ascii_lower(int c)
 {
@@ -151,7 +152,7 @@ const struct rule *policy_match(const struct policy *p, const char *abspath)
 
 enum key_id {
 	K_POLICY, K_LOG, K_LOG_MODE, K_MAX_FLUSHERS, K_RING_RECORDS, K_RELOAD, K_UNREPORTED_ERRORS,
-	K_LIVE, K_LIVE_DIR,
+	K_LIVE, K_LIVE_DIR, K_INLINE_SYSCALLS,
 	K_PATH, K_SYNC,
 	K_OSYNC, K_REAL_SYNC, K_ON_CLOSE, K_ORDER, K_MAX_DELAY_MS, K_MAX_BYTES, K_MAX_CALLS,
 	K_WRITEBACK_BYTES, K_GROUP_WAIT_US, K_MAX_AT_RISK_MS,
@@ -166,6 +167,7 @@ enum key_kind {
 	KIND_U32,      /* a number in ranges[k] */
 	KIND_U64,
 	KIND_BOOL,
+	KIND_SWITCH,   /* one of two names[]: a bool field, true for the second */
 	KIND_LIVE,     /* "auto" or a boolean (set_live) */
 	KIND_DIR,      /* an absolute directory, or "" (a POLICY_PATH_MAX field) */
 	KIND_LOG_PATH, /* set_log_path */
@@ -185,7 +187,7 @@ static const struct key_def {
 	enum key_kind kind;
 	enum key_home home;
 	size_t offset;
-	const char *const *names; /* KIND_ENUM */
+	const char *const *names; /* KIND_ENUM, KIND_SWITCH */
 	int count;
 } keys[KEY_COUNT] = {
 	[K_POLICY] = { "policy", IN_SHIM, KIND_ENUM, RULE_FIELD(sync), NAMES(sync_names) },
@@ -198,6 +200,8 @@ static const struct key_def {
 				  NAMES(unreported_names) },
 	[K_LIVE] = { "live", IN_SHIM, KIND_LIVE, POLICY_FIELD(live) },
 	[K_LIVE_DIR] = { "live_dir", IN_SHIM, KIND_DIR, POLICY_FIELD(live_dir) },
+	[K_INLINE_SYSCALLS] = { "inline_syscalls", IN_SHIM, KIND_SWITCH, POLICY_FIELD(inline_trap),
+				NAMES(inline_syscalls_names) },
 	[K_PATH] = { "path", IN_RULE, KIND_GLOB, RULE_FIELD(glob) },
 	[K_SYNC] = { "sync", IN_RULE, KIND_ENUM, RULE_FIELD(sync), NAMES(sync_names) },
 	[K_OSYNC] = { "osync", IN_BOTH, KIND_ENUM, RULE_FIELD(osync), NAMES(osync_names) },
@@ -512,6 +516,13 @@ static bool set_key(struct parser *ps, int k, const char *v)
 		return true;
 	case KIND_BOOL:
 		return set_bool(ps, k, v, (bool *)field);
+	case KIND_SWITCH: {
+		int e;
+		if (!set_enum(ps, k, v, d->names, d->count, &e))
+			return false;
+		*(bool *)field = e == 1;
+		return true;
+	}
 	case KIND_LIVE:
 		return set_live(ps, k, v, ps->p);
 	case KIND_DIR:
@@ -562,6 +573,9 @@ int policy_apply_env(struct policy *p, const struct policy_env *env, char *err, 
 	if (env_one(p, "SYNCSHIM_LIVE", env->live, K_LIVE, bad ? NULL : first, sizeof(first)) < 0)
 		bad = -1;
 	if (env_one(p, "SYNCSHIM_LIVE_DIR", env->live_dir, K_LIVE_DIR, bad ? NULL : first, sizeof(first)) < 0)
+		bad = -1;
+	if (env_one(p, "SYNCSHIM_INLINE_SYSCALLS", env->inline_syscalls, K_INLINE_SYSCALLS, bad ? NULL : first,
+		    sizeof(first)) < 0)
 		bad = -1;
 	if (bad && err && errlen)
 		snprintf(err, errlen, "%s", first);
@@ -1102,6 +1116,7 @@ size_t policy_format(const struct policy *p, char *buf, size_t len)
 	put(&o, "unreported_errors = %s\n", unreported_errors_name(p->unreported_errors));
 	put(&o, "live = %s\n", !p->live_set ? "auto" : p->live ? "true" : "false");
 	put_str(&o, "live_dir", p->live_dir);
+	put(&o, "inline_syscalls = %s\n", p->inline_trap ? "trap" : "off");
 	put_knobs(&o, &p->deflt);
 	for (int i = 0; i < p->nrules && i < POLICY_MAX_RULES; i++) {
 		const struct rule *r = &p->rules[i];

@@ -36,6 +36,7 @@
 
 #include "alloc.h"
 #include "flusher.h"
+#include "inline_trap.h"
 #include "lastgasp.h"
 #include "lifecycle.h"
 #include "live.h"
@@ -168,6 +169,7 @@ __attribute__((no_sanitize("address", "thread"))) static void *app_thread_start(
 	struct app_start *s = p;
 	my_start = s;
 	pthread_setspecific(end_key, (void *)(uintptr_t)THREAD_END_APP);
+	inline_trap_thread_start(); /* dispatch is per thread */
 	return s->fn(s->arg);
 }
 
