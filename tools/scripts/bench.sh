@@ -981,7 +981,9 @@ section_uring() {
 		t=-
 		[ -f "$WORK/fio_io_uring_trap_$h.out" ] && t=$(medall "fio_io_uring_trap_$h" iops)
 		o=$(medall "ur_ring_$h" rounds_per_sec); ol=$(medall "ur_libc_$h" rounds_per_sec)
-		echo "| $h | $p | $l | $u | $(ratio "$u" "$p") | $t | $(ratio "$t" "$p") | $o | $ol | $(ratio "$o" "$ol") |"
+		local tr=-
+		[ "$t" != - ] && tr=$(ratio "$t" "$p")
+		echo "| $h | $p | $l | $u | $(ratio "$u" "$p") | $t | $tr | $o | $ol | $(ratio "$o" "$ol") |"
 	done
 	echo
 	echo "fio enters its ring by inline system calls (\`objdump -d /usr/bin/fio\`: \`mov \$0x1aa,%eax; syscall\`, io_uring_enter), so by default its ring syncs are out of the shim's sight whatever the policy; the shim says so in one line at the ring's unmap. With \`inline_syscalls = trap\` (syscall user dispatch on the program's own text, shim/calls/inline_trap.c) every inline call costs one SIGSYS and is carried out by the shim, so the ring's syncs follow the policy. A program that submits through liburing's exported functions or libc's \`syscall()\` (\`uring_ops\`, QEMU) gets the policy without it."
