@@ -775,6 +775,11 @@ void flusher_flush_all(void)
 
 int flusher_before_publish(int dirfd, const char *path, int at_flags)
 {
+	return flusher_before_publish_file(dirfd, path, at_flags, NULL);
+}
+
+int flusher_before_publish_file(int dirfd, const char *path, int at_flags, struct shim_file **published)
+{
 	struct statx sx;
 	int e = errno, err = 0;
 	if (path && statx(dirfd, path, at_flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0 &&
@@ -787,7 +792,10 @@ int flusher_before_publish(int dirfd, const char *path, int at_flags)
 			if (flusher_owes(f))
 				flusher_drain(f);
 			err = syncerr_take_unseen(f);
-			file_put(f);
+			if (published)
+				*published = f;
+			else
+				file_put(f);
 		}
 	}
 	errno = e;

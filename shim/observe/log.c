@@ -312,6 +312,12 @@ static bool ring_push(struct ring *g, const struct logfmt_record *r)
 void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
 		  int64_t bytes, int64_t r, int err)
 {
+	trace_record_flags(op, f, s0, s1, bytes, r, err, 0);
+}
+
+void trace_record_flags(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
+			int64_t bytes, int64_t r, int err, uint8_t flags)
+{
 	if (!atomic_load_explicit(&trace_on, memory_order_acquire))
 		return;
 	int ri = f ? file_rule_index(f) : -1;
@@ -347,6 +353,7 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		.file_id = f ? f->id : 0,
 		.tid = my_tid,
 		.op = (uint8_t)op,
+		.flags = flags,
 		.rule = (uint16_t)rule,
 	};
 	struct ring *g = &L.rings[t - L.threads];
