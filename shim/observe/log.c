@@ -326,13 +326,14 @@ void trace_record_flags(enum shim_op op, const struct shim_file *f, uint64_t s0,
 		calibrate_first();
 	uint64_t ns = ticks_to_ns(s1 > s0 ? s1 - s0 : 0);
 	uint64_t b = bytes > 0 ? (uint64_t)bytes : 0;
+	uint64_t tb = op == OP_RENAME ? 0 : b; /* a rename's bytes field is an inode number */
 	if (op != OP_OPEN && op != OP_CLOSE &&
 	    unlikely(!atomic_load_explicit(&L.activity, memory_order_relaxed)))
 		atomic_store_explicit(&L.activity, 1, memory_order_relaxed);
 	struct thread_log *t = my_log ? my_log : claim_thread();
 	if (!t) { /* more threads than the pool: shared counters, no record */
 		hist_record(shared_hist(op, rule), ns);
-		tally_add(&L.shared_tally[op], ns, b);
+		tally_add(&L.shared_tally[op], ns, tb);
 		if (L.mode == LOG_CALLS)
 			atomic_fetch_add_explicit(&L.ringless_drops, 1, memory_order_relaxed);
 		return;
@@ -342,7 +343,7 @@ void trace_record_flags(enum shim_op op, const struct shim_file *f, uint64_t s0,
 		hist_record_local(h, ns);
 	else
 		hist_record(shared_hist(op, rule), ns);
-	tally_add_local(&thread_tally(t, s0)[op], ns, b);
+	tally_add_local(&thread_tally(t, s0)[op], ns, tb);
 	if (L.mode != LOG_CALLS)
 		return;
 	struct logfmt_record rec = {
