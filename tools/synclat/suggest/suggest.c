@@ -79,7 +79,9 @@ struct sgroup {
 	size_t first;                 /* a file of it, for the rule's name */
 	uint64_t opens, osync_opens, append_opens, writes, pwrites, bytes;
 	uint64_t syncs, renames, concurrent;
+	uint64_t busiest;             /* syncs of its busiest file (O_(D)SYNC writes too) */
 	unsigned threads;
+	bool needed;                  /* a passthrough group written only to shadow a broader rule */
 	struct hist lat;
 	int policy;                   /* enum sync_policy, or -1: no rule */
 	unsigned delay_ms;
@@ -470,6 +472,12 @@ static void decide(struct sgroup *g, double secs)
 	fmt_ns(p50, sizeof(p50), (double)hist_percentile(&g->lat, 50));
 	fmt_ns(p99, sizeof(p99), (double)hist_percentile(&g->lat, 99));
 	const char *kind = write_kind(g->writes, g->pwrites, g->append_opens);
+	/* Hot: its busiest file is synced often (a log synced per commit),
+	 * not many files once each (data files at a checkpoint). */
+	double busiest_rate = secs > 0 ? (double)g->busiest / secs : 0;
+	bool hot = busiest_rate >= HOT_RATE && g->busiest >= HOT_MIN_SYNCS;
+	char times[48];
+	snprintf(times, sizeof(times), rate >= 10 ? "%.0f times a second" : "%.1f times a second", rate);
 	if (g->renames) {
 		g->policy = SYNC_PASSTHROUGH;
 		snprintf(g->reason, sizeof(g->reason),
@@ -477,26 +485,27 @@ static void decide(struct sgroup *g, double secs)
 			 "new name safe to publish, and the rename barrier would complete a deferred one anyway; "
 			 "keep it durable",
 			 g->renames, g->renames == 1 ? "" : "s");
-	} else if (rate >= HOT_RATE && syncs >= HOT_MIN_SYNCS && g->concurrent * 10 >= g->syncs && g->syncs) {
+	} else if (hot && g->concurrent * 10 >= g->syncs && g->syncs) {
 		g->policy = SYNC_GROUP;
 		snprintf(g->reason, sizeof(g->reason),
-			 "%s synced %.0f times a second (p50 %s, p99 %s, %s between syncs) by %u threads, "
+			 "%s synced %s (p50 %s, p99 %s, %s between syncs) by %u threads, "
 			 "%" PRIu64 " syncs overlapping another: group commit answers overlapping callers with one "
 			 "real sync and loses nothing; defer (max_delay_ms = %u) would return at once at the price "
 			 "of that window",
-			 kind, rate, p50, p99, between, g->threads, g->concurrent, delay_for(rate));
-	} else if (rate >= HOT_RATE && syncs >= HOT_MIN_SYNCS) {
+			 kind, times, p50, p99, between, g->threads, g->concurrent, delay_for(rate));
+	} else if (hot) {
 		g->policy = SYNC_DEFER;
 		g->delay_ms = delay_for(rate);
 		char risk[32];
 		fmt_bytes(risk, sizeof(risk), (uint64_t)((double)g->bytes / secs * g->delay_ms / 1000.0));
 		snprintf(g->reason, sizeof(g->reason),
-			 "%s%s synced %.0f times a second (p50 %s, p99 %s, %s between syncs): a log synced per "
+			 "%s%s synced %s (p50 %s, p99 %s, %s between syncs): a log synced per "
 			 "commit. defer returns at once and syncs within max_delay_ms, about %d syncs' worth at "
 			 "this rate; a crash can lose what was acknowledged in that window (about %s here). "
 			 "group keeps every sync durable instead, but gains only when syncs overlap (%" PRIu64
 			 " did)",
-			 g->osync_opens ? "opened O_SYNC/O_DSYNC, " : "", kind, rate, p50, p99, between,
+			 g->osync_opens ? "opened O_SYNC/O_DSYNC (each write a sync), " : "", kind, times, p50, p99,
+			 between,
 			 (int)ceil(rate * g->delay_ms / 1000.0), risk, g->concurrent);
 	} else {
 		g->policy = SYNC_PASSTHROUGH;
@@ -543,6 +552,8 @@ static struct sgroup *make_groups(struct profile *p, size_t *ngroups, double sec
 		s->renames += f->renames;
 		s->concurrent += f->concurrent;
 		s->threads = s->threads > f->nth ? s->threads : f->nth;
+		uint64_t fs = f->syncs + (f->osync_opens ? f->writes : 0);
+		s->busiest = s->busiest > fs ? s->busiest : fs;
 		if (f->lat)
 			hist_merge(&s->lat, f->lat);
 	}
@@ -592,6 +603,15 @@ static bool rule_fits(const struct sgroup *g)
 	return g->policy >= 0 && strlen(g->pattern) <= GLOB_MAX && g->pattern[0] == '/';
 }
 
+/* A rule is written for a relaxed group, a file renamed into place (to
+ * say it stays durable), and a rarely synced group only when a broader
+ * relaxed rule would otherwise catch its files (needed); the rest are
+ * passthrough anyway, as the default. */
+static bool rule_written(const struct sgroup *g)
+{
+	return rule_fits(g) && (g->policy != SYNC_PASSTHROUGH || g->renames || g->needed);
+}
+
 static void write_ini(FILE *out, const struct profile *p, const struct sgroup *g, size_t n, double secs)
 {
 	char buf[512];
@@ -607,9 +627,12 @@ static void write_ini(FILE *out, const struct profile *p, const struct sgroup *g
 		     "; `syncshim ab passthrough FILE ... -- SERVER`.\n\n");
 	fprintf(out, "[shim]\n; Every file no rule names keeps its syncs.\npolicy = passthrough\n");
 	int rules = 0;
+	size_t rare = 0;
 	for (size_t k = 0; k < n; k++) {
-		if (!rule_fits(&g[k]))
+		if (!rule_written(&g[k])) {
+			rare += rule_fits(&g[k]);
 			continue;
+		}
 		if (rules == MAX_RULES) {
 			fprintf(out, "\n; (more groups left out: the shim takes at most 64 rules, and the rest are "
 				     "passthrough, as the default)\n");
@@ -626,6 +649,9 @@ static void write_ini(FILE *out, const struct profile *p, const struct sgroup *g
 			fprintf(out, "max_delay_ms = %u\n", g[k].delay_ms);
 		rules++;
 	}
+	if (rare)
+		fprintf(out, "\n; %zu more group%s of files synced rarely keep the default, passthrough\n"
+			     "; (synclat suggest lists them).\n", rare, rare == 1 ? "" : "s");
 	if (p->dir_syncs)
 		fprintf(out, "\n; %" PRIu64 " directory sync%s (%.2f a second): directories always pass through "
 			     "the shim,\n; so no rule is needed (or possible) for them.\n",
@@ -718,6 +744,27 @@ static void print_report(FILE *out, const struct profile *p, struct sgroup *g, s
 	free(list);
 }
 
+/* Rarely synced groups whose files a relaxed rule of the proposal would
+ * catch: they need their own passthrough rule. Their count. */
+static size_t mark_shadowed(const char *text, const struct profile *p, struct sgroup *g)
+{
+	static struct policy pol;
+	char why[POLICY_ERR_MAX];
+	size_t n = 0;
+	if (policy_load_string(text, "proposal", &pol, why, sizeof(why)) < 0)
+		return 0; /* verify() says so */
+	for (size_t i = 0; i < p->nfiles; i++) {
+		const struct sfile *f = &p->files[i];
+		if (!f->pattern || g[f->group].needed || rule_written(&g[f->group]) || !rule_fits(&g[f->group]))
+			continue;
+		if (policy_match(&pol, f->path)->sync != SYNC_PASSTHROUGH) {
+			g[f->group].needed = true;
+			n++;
+		}
+	}
+	return n;
+}
+
 /* The ini read back by the shim's parser, and each profiled file matched:
  * 0, or -1 after saying what is wrong. */
 static int verify(const char *text, const struct profile *p, const struct sgroup *g, FILE *out, FILE *err)
@@ -733,6 +780,7 @@ static int verify(const char *text, const struct profile *p, const struct sgroup
 		const struct sfile *f = &p->files[i];
 		if (!f->pattern || !rule_fits(&g[f->group]))
 			continue;
+		/* A file of an unwritten group must get the default's passthrough. */
 		const struct rule *r = policy_match(&pol, f->path);
 		if ((int)r->sync != g[f->group].policy && off++ < 5) {
 			fprintf(out, "note: ");
@@ -831,6 +879,14 @@ int suggest_main(int argc, char **argv, FILE *out, FILE *err)
 		goto done;
 	write_ini(mem, &p, g, ng, secs);
 	fclose(mem);
+	if (mark_shadowed(text, &p, g) > 0) { /* again, with the rules that keep them durable */
+		free(text);
+		text = NULL;
+		if (!(mem = open_memstream(&text, &tlen)))
+			goto done;
+		write_ini(mem, &p, g, ng, secs);
+		fclose(mem);
+	}
 	print_report(out, &p, g, ng, secs);
 	if (verify(text, &p, g, out, err) < 0) {
 		free(text);
