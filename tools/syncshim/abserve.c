@@ -41,6 +41,9 @@
 
 /* The process groups running now, for the signal handler. */
 static volatile sig_atomic_t server_pgid, child_pgid, got_signal;
+/* The server's pid while the load runs: the load gets it in
+ * SYNCSHIM_AB_SERVER_PID (say, for synclat top -p). */
+static pid_t load_server_pid;
 
 static void on_signal(int sig)
 {
@@ -81,6 +84,10 @@ static void round_env(const struct ab_round *r)
 	setenv("SYNCSHIM_AB_ROUND", n, 1);
 	setenv("SYNCSHIM_AB_SIDE", r->side, 1);
 	setenv("SYNCSHIM_AB_DIR", r->dir, 1);
+	if (load_server_pid > 0) {
+		snprintf(n, sizeof(n), "%d", (int)load_server_pid);
+		setenv("SYNCSHIM_AB_SERVER_PID", n, 1);
+	}
 }
 
 /* In a child: stdout and stderr to path, stdin from /dev/null. */
@@ -308,7 +315,9 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 		return -1;
 	}
 	double t0 = mono_s();
+	load_server_pid = pid;
 	int lrc = run_helper(r, svc->load, load_out);
+	load_server_pid = 0;
 	double secs = mono_s() - t0;
 	died = server_exited(pid, &status);
 	stop_server(pid, died, status);

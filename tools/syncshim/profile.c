@@ -173,7 +173,15 @@ static int collect(const char *dir, char **args, int n, int max)
 
 enum { O_SETUP = 256, O_READY, O_LOAD, O_TIMEOUT, O_DURATION };
 
-int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
+struct profile_opts {
+	struct ab_service svc;
+	const char *ini, *keep;
+	double duration;
+	bool service;
+};
+
+/* The options: 0, else the exit status (after -h, or one line). */
+static int parse(int argc, char **argv, struct profile_opts *o, FILE *out, FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "setup", required_argument, NULL, O_SETUP },	   { "ready", required_argument, NULL, O_READY },
@@ -181,22 +189,19 @@ int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
 		{ "duration", required_argument, NULL, O_DURATION }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ab_service svc = { .ready_timeout_s = 30 };
-	const char *ini = NULL, *keep = NULL;
-	double duration = 0;
 	int c;
 	optind = 0;
 	opterr = 1;
 	while ((c = getopt_long(argc, argv, "+o:d:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o': ini = optarg; break;
-		case 'd': keep = optarg; break;
-		case O_SETUP: svc.setup = optarg; break;
-		case O_READY: svc.ready = optarg; break;
-		case O_LOAD: svc.load = optarg; break;
-		case O_TIMEOUT: svc.ready_timeout_s = atof(optarg); break;
-		case O_DURATION: duration = atof(optarg); break;
-		case 'h': return usage(out, 0);
+		case 'o': o->ini = optarg; break;
+		case 'd': o->keep = optarg; break;
+		case O_SETUP: o->svc.setup = optarg; break;
+		case O_READY: o->svc.ready = optarg; break;
+		case O_LOAD: o->svc.load = optarg; break;
+		case O_TIMEOUT: o->svc.ready_timeout_s = atof(optarg); break;
+		case O_DURATION: o->duration = atof(optarg); break;
+		case 'h': usage(out, 0); return -1;
 		default: return usage(err, EXIT_USAGE);
 		}
 	}
@@ -204,20 +209,28 @@ int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
 		optind++;
 	if (optind >= argc)
 		return usage(err, EXIT_USAGE);
-	bool service = svc.ready || svc.load || svc.setup;
-	if (service && (!svc.ready || !svc.load)) {
+	o->service = o->svc.ready || o->svc.load || o->svc.setup;
+	if (o->service && (!o->svc.ready || !o->svc.load)) {
 		fprintf(err, "syncshim profile: a service needs both --ready PROBE and --load CMD\n");
 		return EXIT_USAGE;
 	}
-	if (service && duration > 0) {
+	if (o->service && o->duration > 0) {
 		fprintf(err, "syncshim profile: --duration is for a program; a service runs for its --load\n");
 		return EXIT_USAGE;
 	}
-	if ((svc.ready && ab_probe_valid(svc.ready) < 0) || svc.ready_timeout_s <= 0 || duration < 0) {
+	if ((o->svc.ready && ab_probe_valid(o->svc.ready) < 0) || o->svc.ready_timeout_s <= 0 || o->duration < 0) {
 		fprintf(err, "syncshim profile: bad --ready, --timeout or --duration\n");
 		return EXIT_USAGE;
 	}
-	char dir[PATH_MAX], absdir[PATH_MAX];
+	return 0;
+}
+
+/* The run's directory (absolute, in absdir) and its settings file: 0, or
+ * EXIT_INPUT after one line. Passthrough everywhere, every call logged,
+ * no live counters, no reload: nothing but the log changes. */
+static int make_run_dir(const char *keep, char *absdir, char *config, size_t len, FILE *err)
+{
+	char dir[PATH_MAX];
 	if (keep) {
 		snprintf(dir, sizeof(dir), "%s", keep);
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
@@ -236,26 +249,63 @@ int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(err, "syncshim profile: %s: %s\n", dir, strerror(errno));
 		return EXIT_INPUT;
 	}
-	/* The run's own settings: passthrough everywhere, every call logged,
-	 * no live counters, no reload: nothing but the log changes. */
-	char config[PATH_MAX + 32], log[PATH_MAX + 32];
-	snprintf(config, sizeof(config), "%s/profile.ini", absdir);
-	snprintf(log, sizeof(log), "%s/profile.%%p.log", absdir);
+	snprintf(config, len, "%s/profile.ini", absdir);
 	FILE *f = fopen(config, "w");
-	if (!f || fprintf(f, "; written by syncshim profile\n[shim]\npolicy = passthrough\nlog_mode = calls\n"
-			     "ring_records = %s\nlive = false\nreload = false\n", PROFILE_RING) < 0 ||
-	    fclose(f) != 0) {
+	bool ok = f && fprintf(f, "; written by syncshim profile\n[shim]\npolicy = passthrough\nlog_mode = calls\n"
+				  "ring_records = %s\nlive = false\nreload = false\n", PROFILE_RING) > 0;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok) {
 		fprintf(err, "syncshim profile: cannot write %s\n", config);
 		if (!keep)
 			remove_tree(absdir);
 		return EXIT_INPUT;
 	}
-	int rc = 0;
-	if (service) {
+	return 0;
+}
+
+/* synclat suggest over the run's logs. */
+static int suggest_logs(const char *absdir, const char *ini, FILE *out, FILE *err)
+{
+	static char *args[MAX_LOGS + 8];
+	int n = 0;
+	args[n++] = "suggest";
+	args[n++] = "--salvage"; /* a server killed at the end leaves a log without its trailer */
+	if (ini) {
+		args[n++] = "-o";
+		args[n++] = (char *)ini;
+	}
+	int first = n, rc;
+	n = collect(absdir, args, n, MAX_LOGS + 4);
+	args[n] = NULL;
+	if (n == first) {
+		fprintf(err, "syncshim profile: no latency log in %s: the program touched no file the shim "
+			     "tracks, or could not be run under it\n", absdir);
+		rc = EXIT_INPUT;
+	} else {
+		fflush(out);
+		rc = suggest_main(n, args, out, err);
+	}
+	for (int i = first; i < n; i++)
+		free(args[i]);
+	return rc;
+}
+
+int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
+{
+	struct profile_opts o = { .svc = { .ready_timeout_s = 30 } };
+	int rc = parse(argc, argv, &o, out, err);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	char absdir[PATH_MAX], config[PATH_MAX + 32], log[PATH_MAX + 32];
+	if ((rc = make_run_dir(o.keep, absdir, config, sizeof(config), err)))
+		return rc;
+	snprintf(log, sizeof(log), "%s/profile.%%p.log", absdir);
+	if (o.service) {
 		ab_service_signals();
 		struct ab_round round = { .round = 1, .side = "profile", .dir = absdir };
 		double figure;
-		if (ab_service_round(&svc, &round, argv + optind, config, NULL, log, "calls", &figure) < 0)
+		if (ab_service_round(&o.svc, &round, argv + optind, config, NULL, log, "calls", &figure) < 0)
 			rc = 1;
 		got_signal = ab_service_signalled();
 	} else {
@@ -264,37 +314,16 @@ int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
-		if (run_program(argv + optind, config, log, duration) < 0)
+		if (run_program(argv + optind, config, log, o.duration) < 0)
 			rc = 1;
 	}
 	if (got_signal) {
 		fprintf(err, "syncshim profile: stopped by signal %d; everything it started is stopped\n", got_signal);
 		rc = 128 + got_signal;
 	}
-	if (!rc) {
-		static char *args[MAX_LOGS + 8];
-		int n = 0;
-		args[n++] = "suggest";
-		args[n++] = "--salvage"; /* a server killed at the end leaves a log without its trailer */
-		if (ini) {
-			args[n++] = "-o";
-			args[n++] = (char *)ini;
-		}
-		int first = n;
-		n = collect(absdir, args, n, MAX_LOGS + 4);
-		args[n] = NULL;
-		if (n == first) {
-			fprintf(err, "syncshim profile: no latency log in %s: the program touched no file the shim "
-				     "tracks, or could not be run under it\n", absdir);
-			rc = EXIT_INPUT;
-		} else {
-			fflush(out);
-			rc = suggest_main(n, args, out, err);
-		}
-		for (int i = first; i < n; i++)
-			free(args[i]);
-	}
-	if (keep)
+	if (!rc)
+		rc = suggest_logs(absdir, o.ini, out, err);
+	if (o.keep)
 		fprintf(out, "logs and outputs kept in %s\n", absdir);
 	else if (rc && !got_signal)
 		fprintf(err, "syncshim profile: outputs kept in %s\n", absdir); /* to see what went wrong */

@@ -245,6 +245,28 @@ static void file_record(struct sfile *f, const struct lr_log *log, const struct 
 	count_thread(f->th, &f->nth, &f->more_threads, log->pid, r->tid);
 }
 
+/* The index into log->files of the file a record is about, or -1; a
+ * directory's sync is counted here. */
+static long record_file(struct profile *p, const struct lr_log *log, const struct logfmt_record *r,
+			const bool *seen)
+{
+	if (r->file_id)
+		return lr_file_index(log, r->file_id);
+	if (r->op == LOGOP_RENAME && r->bytes && log->minor >= 2) {
+		/* A file closed before its rename: by its inode number, the
+		 * latest file of that inode seen so far. */
+		for (size_t k = log->nfiles; k-- > 0;)
+			if (log->files[k].ino == r->bytes && seen[k])
+				return (long)k;
+		return -1;
+	}
+	if ((r->flags & LOGREC_DIRECTORY) && is_sync_op(r->op) && r->result >= 0) {
+		p->dir_syncs++;
+		count_thread(p->dir_th, &p->dir_nth, NULL, log->pid, r->tid);
+	}
+	return -1;
+}
+
 static int add_log(struct profile *p, const struct lr_log *log, FILE *err)
 {
 	p->nlogs++;
@@ -258,59 +280,28 @@ static int add_log(struct profile *p, const struct lr_log *log, FILE *err)
 	p->drops += log->drops;
 	const struct logfmt_record **order = malloc((log->nrecs ? log->nrecs : 1) * sizeof(*order));
 	struct sfile **by_file = calloc(log->nfiles ? log->nfiles : 1, sizeof(*by_file));
-	if (!order || !by_file) {
-		free(order);
-		free(by_file);
-		fprintf(err, "synclat suggest: out of memory\n");
-		return -1;
-	}
-	for (size_t i = 0; i < log->nrecs; i++)
-		order[i] = &log->recs[i];
-	qsort(order, log->nrecs, sizeof(*order), cmp_start);
 	bool *seen = calloc(log->nfiles ? log->nfiles : 1, sizeof(*seen));
-	if (!seen) {
-		free(order);
-		free(by_file);
-		fprintf(err, "synclat suggest: out of memory\n");
-		return -1;
-	}
-	for (size_t i = 0; i < log->nrecs; i++) {
-		const struct logfmt_record *r = order[i];
-		long fi = -1;
-		if (!r->file_id && r->op == LOGOP_RENAME && r->bytes && log->minor >= 2) {
-			/* A file closed before its rename: by its inode number,
-			 * the latest file of that inode seen so far. */
-			for (size_t k = log->nfiles; k-- > 0;)
-				if (log->files[k].ino == r->bytes && seen[k]) {
-					fi = (long)k;
-					break;
-				}
-			if (fi < 0)
-				continue;
-		} else if (!r->file_id) {
-			if ((r->flags & LOGREC_DIRECTORY) && is_sync_op(r->op) && r->result >= 0) {
-				p->dir_syncs++;
-				count_thread(p->dir_th, &p->dir_nth, NULL, log->pid, r->tid);
-			}
-			continue;
-		} else {
-			fi = lr_file_index(log, r->file_id);
-		}
+	int rc = order && by_file && seen ? 0 : -1;
+	for (size_t i = 0; !rc && i < log->nrecs; i++)
+		order[i] = &log->recs[i];
+	if (!rc)
+		qsort(order, log->nrecs, sizeof(*order), cmp_start);
+	for (size_t i = 0; !rc && i < log->nrecs; i++) {
+		long fi = record_file(p, log, order[i], seen);
 		if (fi < 0)
 			continue;
 		seen[fi] = true;
-		if (!by_file[fi] && !(by_file[fi] = file_of(p, log->files[fi].path))) {
-			free(order);
-			free(by_file);
-			fprintf(err, "synclat suggest: out of memory\n");
-			return -1;
-		}
-		file_record(by_file[fi], log, r);
+		if (!by_file[fi] && !(by_file[fi] = file_of(p, log->files[fi].path)))
+			rc = -1;
+		else
+			file_record(by_file[fi], log, order[i]);
 	}
+	if (rc)
+		fprintf(err, "synclat suggest: out of memory\n");
 	free(seen);
 	free(order);
 	free(by_file);
-	return 0;
+	return rc;
 }
 
 /* ---- globs and groups ------------------------------------------------------ */
@@ -795,8 +786,8 @@ static int verify(const char *text, const struct profile *p, const struct sgroup
 static int usage(FILE *to, int rc)
 {
 	fprintf(to, "usage: synclat suggest [-o INI] [--salvage] LOG...\n"
-		    "  LOG...     calls-mode logs of one run under passthrough (log_mode = calls;\n"
-		    "             syncshim profile makes them)\n"
+		    "  LOG...     calls-mode logs of one run under passthrough (log_mode = calls,\n"
+		    "             as the profile subcommand of syncshim makes them)\n"
 		    "  -o INI     write the proposed rules there (default: after the report)\n"
 		    "  --salvage  read the valid part of a damaged log\n");
 	return rc;
@@ -813,6 +804,66 @@ static void profile_free(struct profile *p, struct sgroup *g, size_t ng)
 	for (size_t k = 0; g && k < ng; k++)
 		free(g[k].pattern);
 	free(g);
+}
+
+/* The logs read and checked, added to the profile: 0, or EXIT_INPUT. */
+static int read_logs(struct lr_log *logs, char **paths, size_t n, bool salvage, struct profile *p, FILE *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct lr_error e;
+		if (lr_read_file(paths[i], &logs[i], &e) < 0 && !(salvage && lr_salvage(&logs[i], &e))) {
+			fprintf(err, "synclat: %s\n", e.msg);
+			return EXIT_INPUT;
+		}
+		if (logs[i].log_mode != LOG_CALLS) {
+			fprintf(err, "synclat suggest: %s has no call records (log_mode = %s); profile with log_mode = "
+				     "calls (syncshim profile does)\n", logs[i].path, report_mode_name(logs[i].log_mode));
+			return EXIT_INPUT;
+		}
+		if (logs[i].minor < 2)
+			fprintf(err, "synclat suggest: %s is a log of format 1.%u: it does not say which files were "
+				     "opened O_SYNC/O_DSYNC or renamed; profile with this version's shim\n",
+				logs[i].path, logs[i].minor);
+		if (add_log(p, &logs[i], err) < 0)
+			return EXIT_INPUT;
+	}
+	return 0;
+}
+
+/* The proposal as text (NULL when out of memory): written once, and
+ * again when rarely synced groups turn out to need their own rule. */
+static char *proposal(struct profile *p, struct sgroup *g, size_t ng, double secs)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		char *text = NULL;
+		size_t tlen = 0;
+		FILE *mem = open_memstream(&text, &tlen);
+		if (!mem)
+			return NULL;
+		write_ini(mem, p, g, ng, secs);
+		if (fclose(mem) != 0) {
+			free(text);
+			return NULL;
+		}
+		if (pass == 1 || mark_shadowed(text, p, g) == 0)
+			return text;
+		free(text);
+	}
+	return NULL;
+}
+
+static int write_text(const char *path, const char *text, FILE *out, FILE *err)
+{
+	FILE *f = fopen(path, "w");
+	bool ok = f && fputs(text, f) >= 0;
+	if (f && fclose(f) != 0)
+		ok = false;
+	if (!ok) {
+		fprintf(err, "synclat suggest: cannot write %s: %s\n", path, strerror(errno));
+		return EXIT_INPUT;
+	}
+	fprintf(out, "\nproposed rules written to %s\n", path);
+	return 0;
 }
 
 int suggest_main(int argc, char **argv, FILE *out, FILE *err)
@@ -841,72 +892,28 @@ int suggest_main(int argc, char **argv, FILE *out, FILE *err)
 		fprintf(err, "synclat suggest: no log given\n");
 		return usage(err, EXIT_USAGE);
 	}
-	size_t nlogs = (size_t)(argc - optind);
+	size_t nlogs = (size_t)(argc - optind), ng = 0;
 	struct lr_log *logs = calloc(nlogs, sizeof(*logs));
 	struct profile p = { 0 };
 	struct sgroup *g = NULL;
-	size_t ng = 0;
-	int rc = EXIT_INPUT;
-	if (!logs)
-		return EXIT_INPUT;
-	for (size_t i = 0; i < nlogs; i++) {
-		struct lr_error e;
-		if (lr_read_file(argv[optind + (int)i], &logs[i], &e) < 0 && !(salvage && lr_salvage(&logs[i], &e))) {
-			fprintf(err, "synclat: %s\n", e.msg);
-			goto done;
-		}
-		if (logs[i].log_mode != LOG_CALLS) {
-			fprintf(err, "synclat suggest: %s has no call records (log_mode = %s); profile with log_mode = "
-				     "calls (syncshim profile does)\n", logs[i].path, report_mode_name(logs[i].log_mode));
-			goto done;
-		}
-		if (logs[i].minor < 2)
-			fprintf(err, "synclat suggest: %s is a log of format 1.%u: it does not say which files were "
-				     "opened O_SYNC/O_DSYNC or renamed; profile with this version's shim\n",
-				logs[i].path, logs[i].minor);
-		if (add_log(&p, &logs[i], err) < 0)
-			goto done;
-	}
-	double secs = p.end_wall > p.start_wall ? (double)(p.end_wall - p.start_wall) / 1e9 : 0;
-	if (!(g = make_groups(&p, &ng, secs))) {
-		fprintf(err, "synclat suggest: out of memory\n");
-		goto done;
-	}
 	char *text = NULL;
-	size_t tlen = 0;
-	FILE *mem = open_memstream(&text, &tlen);
-	if (!mem)
-		goto done;
-	write_ini(mem, &p, g, ng, secs);
-	fclose(mem);
-	if (mark_shadowed(text, &p, g) > 0) { /* again, with the rules that keep them durable */
-		free(text);
-		text = NULL;
-		if (!(mem = open_memstream(&text, &tlen)))
-			goto done;
-		write_ini(mem, &p, g, ng, secs);
-		fclose(mem);
+	int rc = logs ? read_logs(logs, argv + optind, nlogs, salvage, &p, err) : EXIT_INPUT;
+	double secs = p.end_wall > p.start_wall ? (double)(p.end_wall - p.start_wall) / 1e9 : 0;
+	if (!rc && (!(g = make_groups(&p, &ng, secs)) || !(text = proposal(&p, g, ng, secs)))) {
+		fprintf(err, "synclat suggest: out of memory\n");
+		rc = EXIT_INPUT;
 	}
-	print_report(out, &p, g, ng, secs);
-	if (verify(text, &p, g, out, err) < 0) {
-		free(text);
-		goto done;
-	}
-	if (ini) {
-		FILE *f = fopen(ini, "w");
-		if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-			fprintf(err, "synclat suggest: cannot write %s: %s\n", ini, strerror(errno));
-			free(text);
-			goto done;
-		}
-		fprintf(out, "\nproposed rules written to %s\n", ini);
-	} else {
-		fprintf(out, "\n%s", text);
+	if (!rc) {
+		print_report(out, &p, g, ng, secs);
+		if (verify(text, &p, g, out, err) < 0)
+			rc = EXIT_INPUT;
+		else if (ini)
+			rc = write_text(ini, text, out, err);
+		else
+			fprintf(out, "\n%s", text);
 	}
 	free(text);
-	rc = 0;
-done:
-	for (size_t i = 0; i < nlogs; i++)
+	for (size_t i = 0; logs && i < nlogs; i++)
 		lr_free(&logs[i]);
 	free(logs);
 	profile_free(&p, g, ng);
