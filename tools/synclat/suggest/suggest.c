@@ -668,6 +668,34 @@ static void thread_list(char *buf, size_t len, const struct sfile *f)
 		snprintf(buf + o, len - o, " ...");
 }
 
+/* One row of the report's file table. */
+static void print_file(FILE *out, const struct sfile *f, double secs)
+{
+	uint64_t syncs = f->syncs + (f->osync_opens ? f->writes : 0);
+	char p50[32] = "-", p99[32] = "-", per[32], th[256];
+	if (f->lat) {
+		fmt_ns(p50, sizeof(p50), (double)hist_percentile(f->lat, 50));
+		fmt_ns(p99, sizeof(p99), (double)hist_percentile(f->lat, 99));
+	}
+	fmt_bytes(per, sizeof(per), syncs ? f->bytes / syncs : 0);
+	fprintf(out, "%9" PRIu64 " %8.1f %9s %9s %10s  ", syncs, secs > 0 ? (double)syncs / secs : 0, p50, p99, per);
+	put_clean(out, f->path);
+	fprintf(out, "; %s", write_kind(f->writes, f->pwrites, f->append_opens));
+	if (f->osync_opens)
+		fprintf(out, "; %" PRIu64 " O_SYNC/O_DSYNC open%s", f->osync_opens, f->osync_opens == 1 ? "" : "s");
+	if (f->trunc_opens)
+		fprintf(out, "; truncated at open");
+	if (f->renames)
+		fprintf(out, "; renamed into place (%" PRIu64 "x)", f->renames);
+	if (f->nth) {
+		thread_list(th, sizeof(th), f);
+		fprintf(out, "; synced by pid/tid %s", th);
+	}
+	if (f->concurrent)
+		fprintf(out, "; %" PRIu64 " overlapping syncs", f->concurrent);
+	fprintf(out, "\n");
+}
+
 static void print_report(FILE *out, const struct profile *p, struct sgroup *g, size_t n, double secs)
 {
 	fprintf(out, "profile of %zu log%s, %.1f s", p->nlogs, p->nlogs == 1 ? "" : "s", secs);
@@ -689,33 +717,8 @@ static void print_report(FILE *out, const struct profile *p, struct sgroup *g, s
 	qsort(list, nm, sizeof(*list), cmp_files);
 	fprintf(out, "\nfiles that sync, rename or open O_SYNC/O_DSYNC: %zu of %zu\n", nm, p->nfiles);
 	fprintf(out, "%9s %8s %9s %9s %10s  %-s\n", "syncs", "per s", "p50", "p99", "bytes/sync", "file; writes; notes");
-	for (size_t i = 0; i < nm && i < MAX_LISTED; i++) {
-		const struct sfile *f = list[i];
-		uint64_t syncs = f->syncs + (f->osync_opens ? f->writes : 0);
-		char p50[32] = "-", p99[32] = "-", per[32], th[256];
-		if (f->lat) {
-			fmt_ns(p50, sizeof(p50), (double)hist_percentile(f->lat, 50));
-			fmt_ns(p99, sizeof(p99), (double)hist_percentile(f->lat, 99));
-		}
-		fmt_bytes(per, sizeof(per), syncs ? f->bytes / syncs : 0);
-		fprintf(out, "%9" PRIu64 " %8.1f %9s %9s %10s  ", syncs, secs > 0 ? (double)syncs / secs : 0, p50, p99,
-			per);
-		put_clean(out, f->path);
-		fprintf(out, "; %s", write_kind(f->writes, f->pwrites, f->append_opens));
-		if (f->osync_opens)
-			fprintf(out, "; %" PRIu64 " O_SYNC/O_DSYNC open%s", f->osync_opens, f->osync_opens == 1 ? "" : "s");
-		if (f->trunc_opens)
-			fprintf(out, "; truncated at open");
-		if (f->renames)
-			fprintf(out, "; renamed into place (%" PRIu64 "x)", f->renames);
-		if (f->nth) {
-			thread_list(th, sizeof(th), f);
-			fprintf(out, "; synced by pid/tid %s", th);
-		}
-		if (f->concurrent)
-			fprintf(out, "; %" PRIu64 " overlapping syncs", f->concurrent);
-		fprintf(out, "\n");
-	}
+	for (size_t i = 0; i < nm && i < MAX_LISTED; i++)
+		print_file(out, list[i], secs);
 	if (nm > MAX_LISTED)
 		fprintf(out, "  ... and %zu more\n", nm - MAX_LISTED);
 	if (p->dir_syncs) {
