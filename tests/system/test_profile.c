@@ -192,3 +192,33 @@ Test(profile, failures_say_what)
 	cr_expect_eq(r.code, 2, "%s%s", r.out, r.err);
 	cr_expect(h_has(r.err, "no latency log"), "%s", r.err);
 }
+
+/* PostgreSQL under pgbench, profiled by examples/postgres/ab.sh -P: the
+ * WAL (pg_wal/) under a relaxed rule, the files it writes then renames
+ * (pg_stat/, pg_logical/, pg_internal.init) kept durable, a valid ini; no
+ * postgres and no work dir left. As root the server runs as postgres. */
+Test(profile, postgres_names_its_wal, .timeout = 240)
+{
+	if (access("/usr/lib/postgresql/15/bin/postgres", X_OK) != 0)
+		cr_skip_test("PostgreSQL 15 is not installed (make bench-deps installs it)");
+	cr_assert_eq(chmod(h_ctx.dir, 0755), 0); /* the server may run as postgres, in here */
+	char *work = h_path("pg"), *ini = h_path("pg.ini");
+	struct h_cmd c;
+	plain(&c);
+	c.timeout_s = 220;
+	char cwd[PATH_MAX];
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	h_args(&c, h_fmt("%s/examples/postgres/ab.sh", cwd), "-w", work, "-t", "2", "-c", "2", "-P", ini, NULL);
+	struct h_result r = h_run(&c);
+	struct h_result left = h_sh(h_fmt("pgrep -f -- '[-]D %s/' ; ls -d '%s' 2>/dev/null", work, work), 10);
+	cr_assert_eq(r.code, 0, "exit %d%s\n%s%s", r.code, r.timed_out ? " (timed out)" : "", r.out, r.err);
+	cr_expect_str_eq(left.out, "", "left behind:\n%s", left.out);
+	char *text = h_read_file(ini);
+	cr_assert_not_null(text);
+	cr_expect(h_has(text, h_fmt("path = %s/data/pg_wal/*\nsync = defer\n", work)), "%s\n%s", text, r.out);
+	cr_expect(h_has(r.out, "renamed into place"), "%s", r.out);
+	struct h_result chk = h_sh(h_fmt("'%s/syncshim' check '%s'", h_ctx.build, ini), 30);
+	cr_expect_eq(chk.code, 0, "%s%s", chk.out, chk.err);
+	cr_expect(h_has(check_line(ini, h_fmt("%s/data/pg_wal/000000010000000000000007", work)), "policy defer"));
+	cr_expect(h_has(check_line(ini, h_fmt("%s/data/global/pg_control", work)), "policy passthrough"));
+}
