@@ -129,11 +129,14 @@ if [ "$(id -u)" = 0 ]; then
 	as_user=(setpriv --reuid="$user" --regid="$group" --clear-groups --)
 fi
 
-# A free port on 127.0.0.1, above 20000 (others may take one meanwhile:
+# A free port on 127.0.0.1 from 20000 up to the kernel's ephemeral range,
+# where no outgoing connection takes it meanwhile (another program may:
 # then the broker fails to start and syncshim ab says so).
-port=""
+port="" low=32768
+read -r low _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+[ "$low" -gt 21000 ] || low=60000
 for _ in $(seq 1 50); do
-	p=$((20000 + RANDOM % 40000))
+	p=$((20000 + RANDOM % (low - 20000)))
 	ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { port=$p; break; }
 done
 [ -n "$port" ] || die "no free port found"

@@ -23,6 +23,7 @@
 #include <netdb.h>
 #include <regex.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,17 @@ static int run_helper(const struct ab_round *r, const char *cmd, const char *pat
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A connect to a local port nobody listens on, inside the ephemeral
+ * range, can pick that very port as its own and connect to itself (TCP
+ * simultaneous open): that is no server. */
+static bool self_connected(int fd)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+	return getsockname(fd, (struct sockaddr *)&a, &la) == 0 && getpeername(fd, (struct sockaddr *)&b, &lb) == 0 &&
+	       la == lb && memcmp(&a, &b, la) == 0;
+}
+
 /* The probe once: 0 ready, -1 not yet. */
 static int probe_once(const struct ab_round *r, const char *probe, const char *out)
 {
@@ -149,7 +161,7 @@ static int probe_once(const struct ab_round *r, const char *probe, const char *o
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 		if (port && (*port++ = '\0', getaddrinfo(host, port, &hints, &ai) == 0)) {
 			fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : -1;
+			ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 && !self_connected(fd) ? 0 : -1;
 			freeaddrinfo(ai);
 		}
 	}
