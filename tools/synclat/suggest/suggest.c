@@ -62,6 +62,7 @@ struct sfile {
 	uint64_t opens, osync_opens, append_opens, trunc_opens;
 	uint64_t writes, pwrites, bytes, write_ns;
 	uint64_t syncs, renames, syncs_after_rename, concurrent;
+	uint64_t first_sync_ns, last_sync_ns; /* CLOCK_MONOTONIC, one clock for every process */
 	struct hist *lat;             /* sync latency; O_(D)SYNC writes too */
 	struct thread_id th[MAX_THREADS];
 	unsigned nth;
@@ -80,6 +81,8 @@ struct sgroup {
 	uint64_t opens, osync_opens, append_opens, writes, pwrites, bytes;
 	uint64_t syncs, renames, concurrent;
 	uint64_t busiest;             /* syncs of its busiest file (O_(D)SYNC writes too) */
+	double busiest_rate;          /* ... per second while it was synced (first to last sync) */
+	uint64_t first_sync_ns, last_sync_ns;
 	unsigned threads;
 	bool needed;                  /* a passthrough group written only to shadow a broader rule */
 	struct hist lat;
@@ -180,8 +183,12 @@ static int cmp_start(const void *a, const void *b)
 	return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
 }
 
-static void record_latency(struct sfile *f, uint64_t ns)
+static void record_latency(struct sfile *f, uint64_t at, uint64_t ns)
 {
+	if (!f->first_sync_ns || at < f->first_sync_ns)
+		f->first_sync_ns = at;
+	if (at > f->last_sync_ns)
+		f->last_sync_ns = at;
 	if (!f->lat && (f->lat = malloc(sizeof(*f->lat))))
 		hist_init(f->lat);
 	if (f->lat)
@@ -223,7 +230,7 @@ static void file_record(struct sfile *f, const struct lr_log *log, const struct 
 		f->bytes += r->bytes;
 		f->write_ns += r->dur_ns;
 		if (f->osync_opens)
-			record_latency(f, r->dur_ns); /* each write is a sync */
+			record_latency(f, r->start_ns, r->dur_ns); /* each write is a sync */
 		return;
 	default:
 		break;
@@ -233,7 +240,7 @@ static void file_record(struct sfile *f, const struct lr_log *log, const struct 
 	f->syncs++;
 	if (f->renamed_at && r->start_ns > f->renamed_at)
 		f->syncs_after_rename++;
-	record_latency(f, r->dur_ns);
+	record_latency(f, r->start_ns, r->dur_ns);
 	/* Another thread's sync of it still running: group would have
 	 * answered both with one real sync. */
 	if (r->start_ns < f->busy_until && r->tid != f->busy_tid)
@@ -465,9 +472,12 @@ static void decide(struct sgroup *g, double secs)
 	const char *kind = write_kind(g->writes, g->pwrites, g->append_opens);
 	/* Hot: its busiest file is synced often (a log synced per commit),
 	 * not many files once each (data files at a checkpoint). */
-	double busiest_rate = secs > 0 ? (double)g->busiest / secs : 0;
-	bool hot = busiest_rate >= HOT_RATE && g->busiest >= HOT_MIN_SYNCS;
-	char times[48];
+	bool hot = g->busiest_rate >= HOT_RATE && g->busiest >= HOT_MIN_SYNCS;
+	char times[96];
+	if (hot) { /* the rate that matters: while the group was being synced */
+		double span = (double)(g->last_sync_ns - g->first_sync_ns) / 1e9;
+		rate = (double)syncs / (span > 1.0 ? span : 1.0);
+	}
 	snprintf(times, sizeof(times), rate >= 10 ? "%.0f times a second" : "%.1f times a second", rate);
 	if (g->renames) {
 		g->policy = SYNC_PASSTHROUGH;
@@ -544,7 +554,17 @@ static struct sgroup *make_groups(struct profile *p, size_t *ngroups, double sec
 		s->concurrent += f->concurrent;
 		s->threads = s->threads > f->nth ? s->threads : f->nth;
 		uint64_t fs = f->syncs + (f->osync_opens ? f->writes : 0);
-		s->busiest = s->busiest > fs ? s->busiest : fs;
+		if (f->first_sync_ns && (!s->first_sync_ns || f->first_sync_ns < s->first_sync_ns))
+			s->first_sync_ns = f->first_sync_ns;
+		if (f->last_sync_ns > s->last_sync_ns)
+			s->last_sync_ns = f->last_sync_ns;
+		if (fs > s->busiest) {
+			/* The rate while it was being synced, not over a run that
+			 * includes the server's start and stop: at least 1 s. */
+			double span = (double)(f->last_sync_ns - f->first_sync_ns) / 1e9;
+			s->busiest = fs;
+			s->busiest_rate = (double)fs / (span > 1.0 ? span : 1.0);
+		}
 		if (f->lat)
 			hist_merge(&s->lat, f->lat);
 	}
