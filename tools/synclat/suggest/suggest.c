@@ -517,6 +517,36 @@ static void decide(struct sgroup *g, double secs)
 	}
 }
 
+/* A file's figures into its group's. */
+static void group_add(struct sgroup *s, const struct sfile *f)
+{
+	s->nfiles++;
+	s->opens += f->opens;
+	s->osync_opens += f->osync_opens;
+	s->append_opens += f->append_opens;
+	s->writes += f->writes;
+	s->pwrites += f->pwrites;
+	s->bytes += f->bytes;
+	s->syncs += f->syncs;
+	s->renames += f->renames;
+	s->concurrent += f->concurrent;
+	s->threads = s->threads > f->nth ? s->threads : f->nth;
+	uint64_t fs = f->syncs + (f->osync_opens ? f->writes : 0);
+	if (f->first_sync_ns && (!s->first_sync_ns || f->first_sync_ns < s->first_sync_ns))
+		s->first_sync_ns = f->first_sync_ns;
+	if (f->last_sync_ns > s->last_sync_ns)
+		s->last_sync_ns = f->last_sync_ns;
+	if (fs > s->busiest) {
+		/* The rate while it was being synced, not over a run that
+		 * includes the server's start and stop: at least 1 s. */
+		double span = (double)(f->last_sync_ns - f->first_sync_ns) / 1e9;
+		s->busiest = fs;
+		s->busiest_rate = (double)fs / (span > 1.0 ? span : 1.0);
+	}
+	if (f->lat)
+		hist_merge(&s->lat, f->lat);
+}
+
 /* Files into groups by pattern (a file's group index in f->group). */
 static struct sgroup *make_groups(struct profile *p, size_t *ngroups, double secs)
 {
@@ -541,32 +571,7 @@ static struct sgroup *make_groups(struct profile *p, size_t *ngroups, double sec
 				return NULL;
 		}
 		f->pattern = g[k].pattern;
-		struct sgroup *s = &g[k];
-		s->nfiles++;
-		s->opens += f->opens;
-		s->osync_opens += f->osync_opens;
-		s->append_opens += f->append_opens;
-		s->writes += f->writes;
-		s->pwrites += f->pwrites;
-		s->bytes += f->bytes;
-		s->syncs += f->syncs;
-		s->renames += f->renames;
-		s->concurrent += f->concurrent;
-		s->threads = s->threads > f->nth ? s->threads : f->nth;
-		uint64_t fs = f->syncs + (f->osync_opens ? f->writes : 0);
-		if (f->first_sync_ns && (!s->first_sync_ns || f->first_sync_ns < s->first_sync_ns))
-			s->first_sync_ns = f->first_sync_ns;
-		if (f->last_sync_ns > s->last_sync_ns)
-			s->last_sync_ns = f->last_sync_ns;
-		if (fs > s->busiest) {
-			/* The rate while it was being synced, not over a run that
-			 * includes the server's start and stop: at least 1 s. */
-			double span = (double)(f->last_sync_ns - f->first_sync_ns) / 1e9;
-			s->busiest = fs;
-			s->busiest_rate = (double)fs / (span > 1.0 ? span : 1.0);
-		}
-		if (f->lat)
-			hist_merge(&s->lat, f->lat);
+		group_add(&g[k], f);
 	}
 	qsort(g, n, sizeof(*g), cmp_group);
 	for (size_t k = 0; k < n; k++) {
