@@ -187,7 +187,7 @@ $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a Makefile
 # has it already: SHIM_LDFLAGS).
 TOOL_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 
-$(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(CRASH_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
+$(B)/syncshim: $(SYNCSHIM_SRCS:%.c=$(B)/obj/%.o) $(CRASH_LIB) $(SYNCLAT_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)
 	$(CC) -pthread $(LDSAN) $(TOOL_LDFLAGS) -o $@ $^ $(LIBDIR)/libinih.a -lm
 
 $(B)/synclat: $(SYNCLAT_MAIN:%.c=$(B)/obj/%.o) $(SYNCLAT_LIB) $(COMMON_LIB) $(SYNCLOG_LIB) $(PURE_OBJS)

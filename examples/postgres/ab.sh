@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ab.sh - PostgreSQL 15 under pgbench, A/B under syncshim.
 #
-#   examples/postgres/ab.sh [-n ROUNDS] [-t SECONDS] [-c CLIENTS] [-o DIR] [A [B]]
+#   examples/postgres/ab.sh [-n ROUNDS] [-t SECONDS] [-c CLIENTS] [-o DIR] [-w DIR] [A [B]]
+#   examples/postgres/ab.sh -P INI [-t SECONDS] [-c CLIENTS] [-o DIR] [-w DIR]
 #
 # One `syncshim ab` command: per round, A B A B, a fresh cluster (a copy
 # of one initdb + pgbench -i made first, without the shim), postgres under
@@ -15,6 +16,14 @@
 # temp dir is theirs. The temp dir is removed at the end unless -o DIR keeps
 # the outputs. syncshim comes from $SYNCSHIM_BUILD (default: this tree's
 # build/), else from PATH.
+#
+# -P INI profiles instead: the same server and load once under `syncshim
+# profile`, which writes the rules it proposes to INI (outside the work
+# dir). -w DIR works in DIR (made if missing, removed at the end) instead
+# of a new temp dir, so that a profile and a later A/B with its INI see the
+# same paths:
+#   examples/postgres/ab.sh -w /tmp/pg-ab -P pg.ini
+#   examples/postgres/ab.sh -w /tmp/pg-ab passthrough pg.ini
 set -euo pipefail
 
 rounds=3 secs=10 clients=4 out=""
@@ -41,10 +50,14 @@ run_as=$(printf '%q ' "${as[@]}")
 	{ cat "$tmp/init.log" >&2; "${as[@]}" "$bin/pg_ctl" -D "$tmp/template" -w -s -m fast stop; exit 1; }
 "${as[@]}" "$bin/pg_ctl" -D "$tmp/template" -w -s -m fast stop
 
-"$syncshim" ab -n "$rounds" -o "$run" "$a" "$b" \
-	--setup "rm -rf '$data' && $run_as cp -a '$tmp/template' '$data'" \
-	--ready "cmd:$run_as '$bin/pg_isready' -q -h '$tmp' -p $port" \
-	--load "$run_as '$bin/pgbench' -h '$tmp' -p $port -U postgres -c $clients -T $secs postgres" \
-	--metric 'tps = ([0-9.]+)' \
-	-- "${as[@]}" "$bin/postgres" -D "$data" -k "$tmp" -p $port -c listen_addresses= \
-	-c shared_buffers=32MB -c max_wal_size=256MB
+service=(--setup "rm -rf '$data' && $run_as cp -a '$tmp/template' '$data'"
+	--ready "cmd:$run_as '$bin/pg_isready' -q -h '$tmp' -p $port"
+	--load "$run_as '$bin/pgbench' -h '$tmp' -p $port -U postgres -c $clients -T $secs postgres")
+server=("${as[@]}" "$bin/postgres" -D "$data" -k "$tmp" -p $port -c listen_addresses=
+	-c shared_buffers=32MB -c max_wal_size=256MB)
+if [ -n "$profile" ]; then
+	# The logs go to the run dir, which the server's user can write.
+	"$syncshim" profile -o "$profile" -d "$run" "${service[@]}" -- "${server[@]}"
+	exit
+fi
+"$syncshim" ab -n "$rounds" -o "$run" "$a" "$b" "${service[@]}" --metric 'tps = ([0-9.]+)' -- "${server[@]}"

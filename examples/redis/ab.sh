@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ab.sh - Redis with an always-fsync append-only file, A/B under syncshim.
 #
-#   examples/redis/ab.sh [-n ROUNDS] [-r REQUESTS] [-c CLIENTS] [-o DIR] [A [B]]
+#   examples/redis/ab.sh [-n ROUNDS] [-r REQUESTS] [-c CLIENTS] [-o DIR] [-w DIR] [A [B]]
+#   examples/redis/ab.sh -P INI [-r REQUESTS] [-c CLIENTS] [-o DIR] [-w DIR]
 #
 # One `syncshim ab` command: per round, A B A B, a fresh data directory,
 # redis-server --appendfsync always under the side's policy (default A
@@ -12,6 +13,14 @@
 # listens on a Unix socket in a temp dir only (no TCP port); the temp dir
 # is removed at the end unless -o DIR keeps the outputs. syncshim comes
 # from $SYNCSHIM_BUILD (default: this tree's build/), else from PATH.
+#
+# -P INI profiles instead: the same server and load once under `syncshim
+# profile`, which writes the rules it proposes to INI (outside the work
+# dir). -w DIR works in DIR (made if missing, removed at the end) instead
+# of a new temp dir, so that a profile and a later A/B with its INI see the
+# same paths:
+#   examples/redis/ab.sh -w /tmp/redis-ab -P redis.ini
+#   examples/redis/ab.sh -w /tmp/redis-ab passthrough redis.ini
 set -euo pipefail
 
 rounds=3 requests=20000 clients=8 out=""
@@ -20,10 +29,14 @@ ab_name=redis ab_opt=r ab_var=requests
 . "$here/../ab_common.sh"
 sock=$tmp/redis.sock
 
-"$syncshim" ab -n "$rounds" -o "$run" "$a" "$b" \
-	--setup "rm -rf '$tmp/data' && mkdir '$tmp/data'" \
-	--ready "unix:$sock" \
-	--load "redis-benchmark -s '$sock' -t set -n $requests -c $clients -q" \
-	--metric 'SET: ([0-9.]+) requests per second' \
-	-- redis-server --port 0 --unixsocket "$sock" --dir "$tmp/data" \
-	--appendonly yes --appendfsync always --save '' --daemonize no
+service=(--setup "rm -rf '$tmp/data' && mkdir '$tmp/data'"
+	--ready "unix:$sock"
+	--load "redis-benchmark -s '$sock' -t set -n $requests -c $clients -q")
+server=(redis-server --port 0 --unixsocket "$sock" --dir "$tmp/data"
+	--appendonly yes --appendfsync always --save '' --daemonize no)
+if [ -n "$profile" ]; then
+	"$syncshim" profile -o "$profile" ${out:+-d "$out"} "${service[@]}" -- "${server[@]}"
+	exit
+fi
+"$syncshim" ab -n "$rounds" -o "$run" "$a" "$b" "${service[@]}" \
+	--metric 'SET: ([0-9.]+) requests per second' -- "${server[@]}"

@@ -35,6 +35,7 @@
 struct open_req {
 	bool track;
 	int flags;
+	uint8_t log_flags;   /* LOGREC_OPEN_*: what the app asked for */
 	struct crash_open crash;
 	uint32_t slot_flags;
 	struct trace_start t;
@@ -97,6 +98,10 @@ static int open_begin(struct open_req *q, int dirfd, const char *path, int flags
 	q->t.t0 = 0;
 	if (shim_bypass() || !path || (flags & O_PATH))
 		return flags;
+	q->log_flags = (uint8_t)(((flags & O_SYNC) == O_SYNC ? LOGREC_OPEN_OSYNC
+				  : (flags & O_DSYNC) ? LOGREC_OPEN_ODSYNC : 0) |
+				 ((flags & O_APPEND) ? LOGREC_OPEN_APPEND : 0) |
+				 ((flags & O_TRUNC) ? LOGREC_OPEN_TRUNC : 0));
 	int e0 = errno;
 	if (path_absolute(dirfd, path, q->path, sizeof(q->path)) == 0) {
 		q->track = true;
@@ -155,7 +160,7 @@ static int open_end(struct open_req *q, int fd)
 		uint32_t st;
 		struct shim_file *f = fd >= 0 ? fd_peek(fd, &st) : NULL;
 		if (f || fd < 0)
-			trace_end(&q->t, OP_OPEN, f, fd, fd < 0 ? e : 0);
+			trace_end_flags(&q->t, OP_OPEN, f, fd, fd < 0 ? e : 0, q->log_flags);
 	}
 	errno = e;
 	return fd;

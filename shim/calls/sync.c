@@ -171,6 +171,25 @@ static struct shim_file *file_of_range(void *addr, size_t len)
 	return f;
 }
 
+/* A sync of a descriptor the shim does not track: the real call. A
+ * directory's is logged (file id 0, LOGREC_DIRECTORY) so a profile can
+ * say the program syncs directories; the fstat is paid only while a log
+ * is on, beside a real sync. */
+static int pass_sync(int fd, enum shim_op op)
+{
+	struct trace_start t;
+	trace_begin(&t);
+	int r = crash_on() ? untracked_sync(fd, op) : real_sync_call(fd, op);
+	if (t.t0) {
+		int e = errno;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+			trace_end_flags(&t, op, NULL, r, r == 0 ? 0 : e, LOGREC_DIRECTORY);
+		errno = e;
+	}
+	return r;
+}
+
 /* The slow-path chores every tracked call may do. */
 static void chores(void)
 {
@@ -219,7 +238,7 @@ static int untracked_sync_call(int fd, enum shim_op op)
 		errno = EBADF;
 		return -1;
 	}
-	return crash_on() ? untracked_sync(fd, op) : real_sync_call(fd, op);
+	return pass_sync(fd, op);
 }
 
 static int sync_call(int fd, enum shim_op op)

@@ -780,10 +780,18 @@ void flusher_flush_all(void)
 
 int flusher_before_publish(int dirfd, const char *path, int at_flags)
 {
+	return flusher_before_publish_file(dirfd, path, at_flags, NULL, NULL);
+}
+
+int flusher_before_publish_file(int dirfd, const char *path, int at_flags, struct shim_file **published,
+				uint64_t *ino)
+{
 	struct statx sx;
 	int e = errno, err = 0;
 	if (path && statx(dirfd, path, at_flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0 &&
 	    S_ISREG(sx.stx_mode)) {
+		if (ino)
+			*ino = sx.stx_ino;
 		uint64_t birth = (sx.stx_mask & STATX_BTIME)
 					 ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec
 					 : 0;
@@ -792,7 +800,10 @@ int flusher_before_publish(int dirfd, const char *path, int at_flags)
 			if (flusher_owes(f))
 				flusher_drain(f);
 			err = syncerr_take_unseen(f);
-			file_put(f);
+			if (published)
+				*published = f;
+			else
+				file_put(f);
 		}
 	}
 	errno = e;

@@ -103,6 +103,11 @@ void flusher_flush_all(void);
  * 0, or the errno of a sync of that file that failed and nobody has been
  * told about: the new name must not be made then. */
 int flusher_before_publish(int dirfd, const char *path, int at_flags);
+/* The same, and *published (when the shim tracks the file) gets it with a
+ * reference the caller puts, *ino (when not NULL) its inode number: so
+ * the rename's log record can name it, tracked or closed already. */
+int flusher_before_publish_file(int dirfd, const char *path, int at_flags, struct shim_file **published,
+				uint64_t *ino);
 /* The app is about to close fd (close, close_range, dup2 onto it, fclose):
  * wait for a sync that is using it, keep what the flusher still needs.
  * on_close=sync waits for the pending syncs first. */

@@ -321,6 +321,12 @@ static bool ring_push(struct ring *g, const struct logfmt_record *r)
 void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
 		  int64_t bytes, int64_t r, int err)
 {
+	trace_record_flags(op, f, s0, s1, bytes, r, err, 0);
+}
+
+void trace_record_flags(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
+			int64_t bytes, int64_t r, int err, uint8_t flags)
+{
 	if (!atomic_load_explicit(&trace_on, memory_order_acquire))
 		return;
 	int ri = f ? file_rule_index(f) : -1;
@@ -329,13 +335,14 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		calibrate_first();
 	uint64_t ns = ticks_to_ns(s1 > s0 ? s1 - s0 : 0);
 	uint64_t b = bytes > 0 ? (uint64_t)bytes : 0;
+	uint64_t tb = op == OP_RENAME ? 0 : b; /* a rename's bytes field is an inode number */
 	if (op != OP_OPEN && op != OP_CLOSE &&
 	    unlikely(!atomic_load_explicit(&log_state.activity, memory_order_relaxed)))
 		atomic_store_explicit(&log_state.activity, 1, memory_order_relaxed);
 	struct thread_log *t = my_log ? my_log : claim_thread();
 	if (!t) { /* more threads than the pool: shared counters, no record */
 		hist_record(shared_hist(op, rule), ns);
-		tally_add(&log_state.shared_tally[op], ns, b);
+		tally_add(&log_state.shared_tally[op], ns, tb);
 		if (log_state.mode == LOG_CALLS)
 			atomic_fetch_add_explicit(&log_state.ringless_drops, 1, memory_order_relaxed);
 		return;
@@ -345,7 +352,7 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		hist_record_local(h, ns);
 	else
 		hist_record(shared_hist(op, rule), ns);
-	tally_add_local(&thread_tally(t, s0)[op], ns, b);
+	tally_add_local(&thread_tally(t, s0)[op], ns, tb);
 	if (log_state.mode != LOG_CALLS)
 		return;
 	struct logfmt_record rec = {
@@ -356,6 +363,7 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		.file_id = f ? f->id : 0,
 		.tid = my_tid,
 		.op = (uint8_t)op,
+		.flags = flags,
 		.rule = (uint16_t)rule,
 	};
 	struct ring *g = &log_state.rings[t - log_state.threads];

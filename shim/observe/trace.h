@@ -69,12 +69,22 @@ static inline void trace_begin(struct trace_start *t)
  * err). Never touches errno; no lock, no allocation, no system call. */
 void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
 		  int64_t bytes, int64_t r, int err);
+/* The same with record flags (LOGREC_*: open flags, a directory's sync). */
+void trace_record_flags(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,
+			int64_t bytes, int64_t r, int err, uint8_t flags);
 
 static inline void trace_end(const struct trace_start *t, enum shim_op op,
 			     const struct shim_file *f, int64_t r, int err)
 {
 	if (t->t0)
 		trace_record(op, f, t->t0, trace_stamp(), r, r, err);
+}
+
+static inline void trace_end_flags(const struct trace_start *t, enum shim_op op,
+				   const struct shim_file *f, int64_t r, int err, uint8_t flags)
+{
+	if (t->t0)
+		trace_record_flags(op, f, t->t0, trace_stamp(), r, r, err, flags);
 }
 
 /* A real sync issued by the shim itself (flusher, group leader): logged

@@ -299,11 +299,12 @@ Test(install, systemd_dropin_verifies_against_the_activemq_unit)
 
 /* ---- the ActiveMQ walkthrough --------------------------------------------- */
 
-/* examples/activemq/walkthrough.sh with 300 messages: Debian's broker
- * under passthrough then with its journal under defer, as nobody, ending
- * with the comparison table; the journal's rows show the defer side's
- * flusher at work and the passthrough side without; nothing is left
- * behind (no broker, no directory). */
+/* examples/activemq/walkthrough.sh with 300 messages, one round of
+ * syncshim ab's service form: Debian's broker under passthrough then with
+ * its journal under defer, as nobody, the producer's messages/s per side
+ * and their ratio, ending with the comparison table; the journal's rows
+ * show the defer side's flusher at work and the passthrough side without;
+ * nothing is left behind (no broker, no directory). */
 Test(install, activemq_walkthrough_ends_with_the_comparison_table)
 {
 	skip_in_sanitizer_builds();
@@ -332,6 +333,8 @@ Test(install, activemq_walkthrough_ends_with_the_comparison_table)
 	cr_expect(h_has(r.out, "passthrough: broker on 127.0.0.1:") && h_has(r.out, "defer: broker on 127.0.0.1:") &&
 			  h_has(r.out, "1 x 300 persistent messages sent"),
 		  "%s", r.out);
+	cr_expect(h_has(r.out, "round 1 A (") && h_has(r.out, "round 1 B (") && h_has(r.out, "  B/A "),
+		  "no figures of the load per side:\n%s", r.out);
 
 	/* The journal's rows: "A  writes bytes syncs p50 p99 max flushes fs rule path". */
 	const char *a = strstr(r.out, "\nA "), *b = strstr(r.out, "\nB ");

@@ -173,3 +173,24 @@ Test(services, sigterm_stops_everything)
 	cr_expect(!alive(load_pid), "the load was left running");
 	cr_expect(!alive(srv_pid), "the server was left running");
 }
+
+/* A TCP probe of a port nobody listens on must not succeed by connecting
+ * to itself (simultaneous open, when the kernel picks that very port as
+ * the probe's own): in a network namespace whose only local port is the
+ * probed one every connect would, and the probe still waits, then fails. */
+Test(services, tcp_probe_is_not_fooled_by_a_self_connect)
+{
+	if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0)
+		cr_skip_test("needs root and unshare for a network namespace of its own");
+	struct h_result r = h_sh(h_fmt("unshare -n sh -c 'ip link set lo up && "
+				       "echo \"40001 40001\" > /proc/sys/net/ipv4/ip_local_port_range && "
+				       "exec %s/syncshim ab -n 1 -o %s passthrough defer --timeout 1 "
+				       "--ready tcp:127.0.0.1:40001 --load true -- sleep 30'",
+				       h_ctx.build, h_path("run")), 60);
+	if (h_has(r.err, "Operation not permitted") || h_has(r.err, "unshare failed"))
+		cr_skip_test("no network namespaces here: %s", r.err);
+	cr_expect_eq(r.code, 1, "exit %d\n%s%s", r.code, r.out, r.err);
+	cr_expect(h_has(r.err, "round 1 A: the readiness probe tcp:127.0.0.1:40001 did not succeed in 1 s"), "%s%s",
+		  r.out, r.err);
+	cr_expect(!h_has(r.out, "round 1 A (passthrough)"), "the load ran against no server:\n%s", r.out);
+}

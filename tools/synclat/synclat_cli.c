@@ -26,6 +26,7 @@
 
 #include "logread.h"
 #include "metrics.h"
+#include "suggest.h"
 #include "report.h"
 #include "svg.h"
 #include "tool.h"
@@ -313,6 +314,7 @@ static const struct tool_cmd commands[] = {
 				       "       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]" },
 	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]" },
 	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--dir DIR]" },
+	{ "suggest", suggest_main, "suggest [-o INI] [--salvage] LOG..." },
 };
 
 static const struct tool synclat_tool = {

@@ -23,6 +23,7 @@
 #include <netdb.h>
 #include <regex.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,9 @@
 
 /* The process groups running now, for the signal handler. */
 static volatile sig_atomic_t server_pgid, child_pgid, got_signal;
+/* The server's pid while the load runs: the load gets it in
+ * SYNCSHIM_AB_SERVER_PID (say, for synclat top -p). */
+static pid_t load_server_pid;
 
 static void on_signal(int sig)
 {
@@ -81,6 +85,10 @@ static void round_env(const struct ab_round *r)
 	setenv("SYNCSHIM_AB_ROUND", n, 1);
 	setenv("SYNCSHIM_AB_SIDE", r->side, 1);
 	setenv("SYNCSHIM_AB_DIR", r->dir, 1);
+	if (load_server_pid > 0) {
+		snprintf(n, sizeof(n), "%d", (int)load_server_pid);
+		setenv("SYNCSHIM_AB_SERVER_PID", n, 1);
+	}
 }
 
 /* In a child: stdout and stderr to path, stdin from /dev/null. */
@@ -122,6 +130,17 @@ static int run_helper(const struct ab_round *r, const char *cmd, const char *pat
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A connect to a local port nobody listens on, inside the ephemeral
+ * range, can pick that very port as its own and connect to itself (TCP
+ * simultaneous open): that is no server. */
+static bool self_connected(int fd)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+	return getsockname(fd, (struct sockaddr *)&a, &la) == 0 && getpeername(fd, (struct sockaddr *)&b, &lb) == 0 &&
+	       la == lb && memcmp(&a, &b, la) == 0;
+}
+
 /* The probe once: 0 ready, -1 not yet. */
 static int probe_once(const struct ab_round *r, const char *probe, const char *out)
 {
@@ -142,7 +161,7 @@ static int probe_once(const struct ab_round *r, const char *probe, const char *o
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
 		if (port && (*port++ = '\0', getaddrinfo(host, port, &hints, &ai) == 0)) {
 			fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-			ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : -1;
+			ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 && !self_connected(fd) ? 0 : -1;
 			freeaddrinfo(ai);
 		}
 	}
@@ -308,7 +327,9 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 		return -1;
 	}
 	double t0 = mono_s();
+	load_server_pid = pid;
 	int lrc = run_helper(r, svc->load, load_out);
+	load_server_pid = 0;
 	double secs = mono_s() - t0;
 	died = server_exited(pid, &status);
 	stop_server(pid, died, status);

@@ -253,6 +253,7 @@ static const struct tool_cmd commands[] = {
 	{ "run", cmd_run, RUN_SYNOPSIS },
 	{ "check", cmd_check, CHECK_SYNOPSIS },
 	{ "ab", cmd_ab, AB_SYNOPSIS },
+	{ "profile", cmd_profile, PROFILE_SYNOPSIS },
 	{ "crashtest", cmd_crashtest, CRASHTEST_SYNOPSIS },
 };
 

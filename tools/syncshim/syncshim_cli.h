@@ -13,9 +13,13 @@
 #define AB_SYNOPSIS "ab [-n ROUNDS] [-o DIR] [-m MODE] A B -- CMD [ARGS]\n" \
 	"       syncshim ab [-n ROUNDS] [-o DIR] [-m MODE] A B [--setup CMD] --ready PROBE --load CMD\n" \
 	"                   [--metric REGEX] [--timeout SECONDS] -- SERVER [ARGS]"
+#define PROFILE_SYNOPSIS "profile [-o INI] [-d DIR] [--duration SECONDS] -- CMD [ARGS]\n" \
+	"       syncshim profile [-o INI] [-d DIR] [--setup CMD] --ready PROBE --load CMD\n" \
+	"                        [--timeout SECONDS] -- SERVER [ARGS]"
 #define CRASHTEST_SYNOPSIS "crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB... -- CMD [ARGS]\n" \
 	"         (syncshim crashtest -h says more)"
 int cmd_ab(int argc, char **argv, FILE *out, FILE *err);
+int cmd_profile(int argc, char **argv, FILE *out, FILE *err);
 
 int launcher_library_path(char *out, size_t len);
 /* Set LD_PRELOAD and the SYNCSHIM_* variables for a child; -1 on error. */

@@ -24,7 +24,7 @@
 
 #define LOGFMT_MAGIC 0x474c5353u        /* bytes "SSLG" */
 #define LOGFMT_MAJOR 1                  /* readers reject any other major */
-#define LOGFMT_MINOR 1                  /* newer minors only append; 1 added RISK */
+#define LOGFMT_MINOR 2                  /* newer minors only append; 1 added RISK, 2 record flags */
 #define LOGFMT_BLOCK_HDR 24
 #define LOGFMT_MAX_PAYLOAD (4u << 20)   /* readers reject longer blocks */
 #define LOGFMT_RECORD_SIZE 40
@@ -148,8 +148,19 @@ _Static_assert(sizeof(struct logfmt_record) == LOGFMT_RECORD_SIZE, "record layou
 
 /* Record flag bits a reader accepts in a log of this minor. Bit 0 ("the
  * shim answered without the real call") was defined in 1.0 but never set:
- * retired, still accepted, never reused. */
-#define LOGREC_FLAGS_KNOWN 0x01
+ * retired, still accepted, never reused. Since 1.2, what a profile needs
+ * to know about a file beyond its calls (synclat suggest): the flags an
+ * open asked for (before any policy changed them), and which syncs were
+ * of a directory (those records have file id 0: the shim tracks regular
+ * files only). */
+#define LOGREC_RETIRED_BIT0 0x01
+#define LOGREC_OPEN_OSYNC   0x02  /* open: O_SYNC asked for */
+#define LOGREC_OPEN_ODSYNC  0x04  /* open: O_DSYNC (without the rest of O_SYNC) */
+#define LOGREC_OPEN_APPEND  0x08  /* open: O_APPEND */
+#define LOGREC_OPEN_TRUNC   0x10  /* open: O_TRUNC */
+#define LOGREC_DIRECTORY    0x20  /* a sync call on a directory */
+#define LOGREC_FLAGS_KNOWN_1_1 0x01
+#define LOGREC_FLAGS_KNOWN  0x3f
 
 /* Which histogram a HIST block carries, and its place in the set. */
 struct logfmt_histkey {

@@ -79,6 +79,7 @@ struct lr_parse {
 	unsigned type;
 	uint32_t next_seq;
 	bool newer;                   /* file minor > ours: skip what we don't know */
+	unsigned minor;               /* the file's */
 	bool have_second;
 	uint32_t last_second;
 	bool have_risk;
@@ -371,6 +372,7 @@ static int parse_header(struct lr_log *log, struct lr_parse *ps, struct cur *c)
 		return bad(ps, c, at, "unsupported format version %u.%u (this reader reads %u.x)",
 			   major, minor, LOGFMT_MAJOR);
 	ps->newer = minor > LOGFMT_MINOR;
+	ps->minor = minor;
 
 	uint32_t pid = (uint32_t)rd(c, 4), ppid = (uint32_t)rd(c, 4);
 	const uint8_t *at_mode = c->p;
@@ -483,7 +485,8 @@ static int check_record(struct lr_parse *ps, const struct cur *c, const uint8_t 
 {
 	if (r->op >= LOGOP_COUNT && !ps->newer)
 		return bad(ps, c, rp + 36, "record %u has unknown op %u", i, r->op);
-	if ((r->flags & ~LOGREC_FLAGS_KNOWN) && !ps->newer)
+	unsigned known = ps->minor >= 2 ? LOGREC_FLAGS_KNOWN : LOGREC_FLAGS_KNOWN_1_1;
+	if ((r->flags & ~known) && !ps->newer)
 		return bad(ps, c, rp + 37, "record %u has unknown flags 0x%x", i, r->flags);
 	if (r->file_id && find_file(ps, r->file_id) < 0)
 		return bad(ps, c, rp + 28, "record %u references unknown file id %u", i, r->file_id);
