@@ -225,6 +225,7 @@ static void drop_slot_locked(uint32_t slot)
 void order_reset(struct shim_file *f)
 {
 	atomic_store(&f->ord.listed, 0);
+	atomic_store(&f->ord.acking, 0);
 	f->ord.slot = 0;
 	atomic_store(&f->ord.hi_seq, 0);
 	atomic_store(&f->ord.cur_hi, 0);
@@ -271,16 +272,26 @@ void order_acked(struct shim_file *f)
 {
 	/* After req_seq's increment (sequentially consistent, as this load):
 	 * either this sees the file listed, or order_synced's re-check after
-	 * unmarking it sees the new request and keeps it. */
+	 * unmarking it sees the new request and keeps it.
+	 * The slot is used only while acking is raised: a real sync covering
+	 * this request can end meanwhile, and its order_synced would otherwise
+	 * free the slot under this thread's feet, and another file's slot
+	 * (this process's or a fork child's) would get this file's descriptor
+	 * and acknowledgement. order_synced keeps the file listed instead
+	 * while acking is raised (raised before listed is loaded, as it
+	 * clears listed before loading acking: one of the two sees the other). */
+	atomic_fetch_add(&f->ord.acking, 1);
 	if (atomic_load(&f->ord.listed)) {
-		uint32_t slot = f->ord.slot; /* set before listed, kept while listed */
+		uint32_t slot = f->ord.slot; /* set before listed, kept while listed and acking */
 		if (slot) { /* other processes wait for this one too */
 			struct order_slot *sl = &order_dom->slots[slot - 1];
 			sl->fd = atomic_load(&f->fl.req_fd);
 			atomic_store(&sl->acked, atomic_fetch_add(&order_dom->ack_seq, 1) + 1);
 		}
+		atomic_fetch_sub_explicit(&f->ord.acking, 1, memory_order_release);
 		return;
 	}
+	atomic_fetch_sub_explicit(&f->ord.acking, 1, memory_order_release);
 	if (ordering_off())
 		return;
 	shim_enter();
@@ -307,7 +318,10 @@ void order_synced(struct shim_file *f)
 	pthread_mutex_lock(&order_mu);
 	if (atomic_load(&f->ord.listed)) {
 		atomic_store(&f->ord.listed, 0);
-		if (flusher_owes(f)) { /* an acknowledgement raced in: still pending */
+		/* An acknowledgement raced in: still pending. Or one is using the
+		 * slot right now (order_acked): it stays until the next real sync
+		 * ends; waiting for it could be waiting for a signal handler. */
+		if (flusher_owes(f) || atomic_load(&f->ord.acking)) {
 			atomic_store(&f->ord.listed, 1);
 		} else {
 			for (struct shim_file **pp = &pending_head; *pp; pp = &(*pp)->ord.next)
