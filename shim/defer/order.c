@@ -82,12 +82,17 @@
  */
 #define DOMAIN_SLOTS 1024
 
+/* Other processes read a slot without the lock (wait_for_other_processes)
+ * while its owner may free it and another file take it: what they read
+ * can mix two files, so it is only ever a hint checked against the file
+ * (sync_foreign), and the fields are relaxed atomics (plain moves) rather
+ * than a data race. */
 struct order_slot {
 	_Atomic uint32_t used;
-	pid_t pid;                      /* the owner; its file pointer is its own */
-	int fd;                         /* the owner's descriptor of it, for /proc/PID/fd */
-	dev_t dev;
-	ino_t ino;
+	_Atomic pid_t pid;              /* the owner; its file pointer is its own */
+	_Atomic int fd;                 /* the owner's descriptor of it, for /proc/PID/fd */
+	_Atomic dev_t dev;
+	_Atomic ino_t ino;
 	_Atomic uint64_t acked;         /* the domain's number of its latest acknowledgement */
 	_Atomic uint64_t durable;       /* made durable up to this number by another process */
 };
@@ -193,10 +198,10 @@ static uint32_t take_slot_locked(struct shim_file *f)
 		struct order_slot *sl = &d->slots[i];
 		if (atomic_load_explicit(&sl->used, memory_order_relaxed))
 			continue;
-		sl->pid = shim.pid;
-		sl->fd = atomic_load(&f->fl.req_fd);
-		sl->dev = f->dev;
-		sl->ino = f->ino;
+		atomic_store_explicit(&sl->pid, shim.pid, memory_order_relaxed);
+		atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
+		atomic_store_explicit(&sl->dev, f->dev, memory_order_relaxed);
+		atomic_store_explicit(&sl->ino, f->ino, memory_order_relaxed);
 		atomic_store(&sl->durable, 0);
 		atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
 		atomic_store(&sl->used, 1);
@@ -285,7 +290,7 @@ void order_acked(struct shim_file *f)
 		uint32_t slot = f->ord.slot; /* set before listed, kept while listed and acking */
 		if (slot) { /* other processes wait for this one too */
 			struct order_slot *sl = &order_dom->slots[slot - 1];
-			sl->fd = atomic_load(&f->fl.req_fd);
+			atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
 			atomic_store(&sl->acked, atomic_fetch_add(&order_dom->ack_seq, 1) + 1);
 		}
 		atomic_fetch_sub_explicit(&f->ord.acking, 1, memory_order_release);
@@ -390,15 +395,15 @@ static void wait_for_other_processes(int own_fd)
 		struct order_slot *sl = &d->slots[i];
 		if (!atomic_load(&sl->used))
 			continue;
-		pid_t pid = sl->pid;
+		pid_t pid = atomic_load_explicit(&sl->pid, memory_order_relaxed);
 		if (pid == shim.pid)
 			continue; /* ours: the pending list's */
 		uint64_t acked = atomic_load(&sl->acked);
 		if (atomic_load(&sl->durable) >= acked)
 			continue;
-		int fd = sl->fd;
-		dev_t dev = sl->dev;
-		ino_t ino = sl->ino;
+		int fd = atomic_load_explicit(&sl->fd, memory_order_relaxed);
+		dev_t dev = atomic_load_explicit(&sl->dev, memory_order_relaxed);
+		ino_t ino = atomic_load_explicit(&sl->ino, memory_order_relaxed);
 		bool gone = process_gone(pid);
 		sync_foreign(sl, pid, gone ? -1 : fd, dev, ino, own_fd);
 		/* Numbers are domain-wide and only grow: a slot reused meanwhile
@@ -408,7 +413,7 @@ static void wait_for_other_processes(int own_fd)
 			;
 		if (gone) { /* its owner will never release it */
 			lock_domain();
-			if (atomic_load(&sl->used) && sl->pid == pid)
+			if (atomic_load(&sl->used) && atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid)
 				drop_slot_locked(i + 1);
 			publish_locked();
 			unlock_domain();
