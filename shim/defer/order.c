@@ -231,7 +231,7 @@ void order_reset(struct shim_file *f)
 {
 	atomic_store(&f->ord.listed, 0);
 	atomic_store(&f->ord.acking, 0);
-	f->ord.slot = 0;
+	atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 	atomic_store(&f->ord.hi_seq, 0);
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
@@ -287,7 +287,8 @@ void order_acked(struct shim_file *f)
 	 * clears listed before loading acking: one of the two sees the other). */
 	atomic_fetch_add(&f->ord.acking, 1);
 	if (atomic_load(&f->ord.listed)) {
-		uint32_t slot = f->ord.slot; /* set before listed, kept while listed and acking */
+		/* set before listed, kept while listed and acking */
+		uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
 		if (slot) { /* other processes wait for this one too */
 			struct order_slot *sl = &order_dom->slots[slot - 1];
 			atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
@@ -305,7 +306,7 @@ void order_acked(struct shim_file *f)
 		f->ord.next = pending_head;
 		pending_head = f;
 		lock_domain();
-		f->ord.slot = take_slot_locked(f);
+		atomic_store_explicit(&f->ord.slot, take_slot_locked(f), memory_order_relaxed);
 		publish_locked();
 		unlock_domain();
 		atomic_store(&f->ord.listed, 1);
@@ -336,8 +337,8 @@ void order_synced(struct shim_file *f)
 				}
 			f->ord.next = NULL;
 			lock_domain();
-			drop_slot_locked(f->ord.slot);
-			f->ord.slot = 0;
+			drop_slot_locked(atomic_load_explicit(&f->ord.slot, memory_order_relaxed));
+			atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 			publish_locked();
 			unlock_domain();
 			dropped = true;
@@ -530,8 +531,9 @@ static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const
 
 void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt)
 {
-	bool only_self = (summary >> 32) == 1 && f->ord.slot && (uint32_t)summary == f->ord.slot &&
-			 atomic_load(&f->ord.listed);
+	/* A hint, confirmed by listed: the slot may be changing meanwhile. */
+	uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
+	bool only_self = (summary >> 32) == 1 && slot && (uint32_t)summary == slot && atomic_load(&f->ord.listed);
 	bool others = (file_write_work(f) & WRITES_ORDERED) && !only_self;
 	if (!others && !atomic_load(&f->ord.listed))
 		return;
@@ -584,7 +586,7 @@ static void forget_in_child(struct shim_file *f, void *arg)
 		atomic_store(&f->ord.listed, 0);
 		atomic_fetch_sub(&f->refs, 1);
 	}
-	f->ord.slot = 0;
+	atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 	f->ord.next = NULL;
 }
 
