@@ -286,6 +286,13 @@ TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC $(SRC_INC)
 TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS))
 TSAN_SYNCLOG := $(TSAN_DIR)/tsan/libsynclog.a
 TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_endings test_order test_sched
+# A test the TSan runtime itself cannot run, left out of make tsan alone
+# (make test and make asan run it): fifty_forks forks while other threads
+# allocate, and gcc 12's libtsan does not lock its own allocator around
+# fork, so a child can inherit that lock held and hang in its first malloc
+# (seen with gdb: __tsan::user_calloc -> SizeClassAllocator64 mutex). With
+# the shim's private allocator, as shipped, the shim's fork handlers cover it.
+TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -311,7 +318,7 @@ tsan: deps
 	  SYNCSHIM_BUILD=$(abspath $(TSAN_DIR)) SYNCSHIM_LIB=$(abspath $(TSAN_DIR))/tsan/libsyncshim.so \
 	  SYNCSHIM_PRELOAD_PREFIX=$$($(CC) -print-file-name=libtsan.so):$(abspath $(TSAN_DIR))/tsan/libtsan_start.so \
 	  SYNCSHIM_ASAN=1 \
-	  $(TSAN_DIR)/tests/$$t --jobs 2 || fail=1; done; exit $$fail
+	  $(TSAN_DIR)/tests/$$t --jobs 2 --filter '!($(TSAN_SKIP))' || fail=1; done; exit $$fail
 
 # Soak: the chaos stress (tests/system/test_chaos.c) going round for SOAK_SECONDS,
 # each run longer than in `make test`, then the durability oracle for as
