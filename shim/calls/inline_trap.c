@@ -246,7 +246,29 @@ void inline_trap_start(const struct policy *p)
 
 /* ---- the signal calls, while trapping is on ------------------------------ */
 
-static const sigset_t *without_sigsys(const sigset_t *set, sigset_t *copy)
+#ifdef SYNCSHIM_TSAN
+/*
+ * ThreadSanitizer build only. libtsan's own start (Initialize, run from
+ * the shim's TSan module constructor) installs its signal handlers with
+ * sigaction, which resolves to these wrappers before the starting thread
+ * can run instrumented code (it faults in __tsan_func_entry). So here they
+ * are left uninstrumented and reach libc without libc_resolve (which is
+ * instrumented) while the shim's table is still empty.
+ */
+#include <dlfcn.h>
+#define SIGNAL_CALL_ATTR __attribute__((no_sanitize("thread")))
+SIGNAL_CALL_ATTR static void *signal_call_real(int id, const char *name)
+{
+	void *p = atomic_load_explicit(&libc_table[id], memory_order_acquire);
+	return p ? p : dlsym(RTLD_NEXT, name);
+}
+#define SIGNAL_LIBC(name) ((libc_##name##_fn)signal_call_real(LIBC_ID_##name, #name))
+#else
+#define SIGNAL_CALL_ATTR
+#define SIGNAL_LIBC(name) LIBC(name)
+#endif
+
+SIGNAL_CALL_ATTR static const sigset_t *without_sigsys(const sigset_t *set, sigset_t *copy)
 {
 	if (!set || !inline_trap_active() || !sigismember(set, SIGSYS))
 		return set;
@@ -255,22 +277,22 @@ static const sigset_t *without_sigsys(const sigset_t *set, sigset_t *copy)
 	return copy;
 }
 
-SHIM_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+SIGNAL_CALL_ATTR SHIM_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t copy;
-	return LIBC(sigprocmask)(how, how == SIG_UNBLOCK ? set : without_sigsys(set, &copy), old);
+	return SIGNAL_LIBC(sigprocmask)(how, how == SIG_UNBLOCK ? set : without_sigsys(set, &copy), old);
 }
 
-SHIM_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+SIGNAL_CALL_ATTR SHIM_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t copy;
-	return LIBC(pthread_sigmask)(how, how == SIG_UNBLOCK ? set : without_sigsys(set, &copy), old);
+	return SIGNAL_LIBC(pthread_sigmask)(how, how == SIG_UNBLOCK ? set : without_sigsys(set, &copy), old);
 }
 
-SHIM_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+SIGNAL_CALL_ATTR SHIM_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (sig != SIGSYS || !inline_trap_active())
-		return LIBC(sigaction)(sig, act, old);
+		return SIGNAL_LIBC(sigaction)(sig, act, old);
 	if (old)
 		*old = app_sigsys;
 	if (act)

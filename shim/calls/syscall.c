@@ -91,10 +91,32 @@ extern _Atomic(void *) *const syscall_real_slot;
 _Atomic(void *) *const syscall_real_slot = &libc_table[LIBC_ID_syscall];
 
 long syscall_slow(long nr, long a1, long a2, long a3, long a4, long a5, long a6);
+#ifdef SYNCSHIM_TSAN
+/*
+ * ThreadSanitizer build only. libtsan does not intercept syscall(), so
+ * this can be the first shim code a process runs: from the constructor
+ * of a library preloaded after the shim (the recording layer opens its
+ * log with syscall(SYS_openat)), which ld.so runs before the shim's own
+ * constructors and so before the shim's TSan module constructor has
+ * started the runtime. Instrumented code then finds no thread state and
+ * faults in __tsan_func_entry. So this entry is left uninstrumented and
+ * starts the runtime itself (idempotent) before any instrumented code;
+ * syscall_handled is not inlined into it (the attributes differ), so
+ * everything past this point is checked as usual.
+ */
+void __tsan_init(void);
+__attribute__((used, no_sanitize("thread"))) long syscall_slow(long nr, long a1, long a2, long a3, long a4, long a5,
+								 long a6)
+{
+	__tsan_init();
+	return syscall_handled(nr, a1, a2, a3, a4, a5, a6);
+}
+#else
 __attribute__((used)) long syscall_slow(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	return syscall_handled(nr, a1, a2, a3, a4, a5, a6);
 }
+#endif
 
 __asm__(".text\n"
 	".globl syscall\n"

@@ -85,12 +85,17 @@
  */
 #define DOMAIN_SLOTS 1024
 
+/* Other processes read a slot without the lock (wait_for_other_processes)
+ * while its owner may free it and another file take it: what they read
+ * can mix two files, so it is only ever a hint checked against the file
+ * (sync_foreign), and the fields are relaxed atomics (plain moves) rather
+ * than a data race. */
 struct order_slot {
 	_Atomic uint32_t used;
-	pid_t pid;                      /* the owner; its file pointer is its own */
-	int fd;                         /* the owner's descriptor of it, for /proc/PID/fd */
-	dev_t dev;
-	ino_t ino;
+	_Atomic pid_t pid;              /* the owner; its file pointer is its own */
+	_Atomic int fd;                 /* the owner's descriptor of it, for /proc/PID/fd */
+	_Atomic dev_t dev;
+	_Atomic ino_t ino;
 	_Atomic uint64_t acked;         /* the domain's number of its latest acknowledgement */
 	_Atomic uint64_t durable;       /* made durable up to this number by another process */
 };
@@ -196,10 +201,10 @@ static uint32_t take_slot_locked(struct shim_file *f)
 		struct order_slot *sl = &d->slots[i];
 		if (atomic_load_explicit(&sl->used, memory_order_relaxed))
 			continue;
-		sl->pid = shim.pid;
-		sl->fd = atomic_load(&f->fl.req_fd);
-		sl->dev = f->dev;
-		sl->ino = f->ino;
+		atomic_store_explicit(&sl->pid, shim.pid, memory_order_relaxed);
+		atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
+		atomic_store_explicit(&sl->dev, f->dev, memory_order_relaxed);
+		atomic_store_explicit(&sl->ino, f->ino, memory_order_relaxed);
 		atomic_store(&sl->durable, 0);
 		atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
 		atomic_store(&sl->used, 1);
@@ -228,7 +233,8 @@ static void drop_slot_locked(uint32_t slot)
 void order_reset(struct shim_file *f)
 {
 	atomic_store(&f->ord.listed, 0);
-	f->ord.slot = 0;
+	atomic_store(&f->ord.acking, 0);
+	atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 	atomic_store(&f->ord.hi_seq, 0);
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
@@ -274,16 +280,27 @@ void order_acked(struct shim_file *f)
 {
 	/* After req_seq's increment (sequentially consistent, as this load):
 	 * either this sees the file listed, or order_synced's re-check after
-	 * unmarking it sees the new request and keeps it. */
+	 * unmarking it sees the new request and keeps it.
+	 * The slot is used only while acking is raised: a real sync covering
+	 * this request can end meanwhile, and its order_synced would otherwise
+	 * free the slot under this thread's feet, and another file's slot
+	 * (this process's or a fork child's) would get this file's descriptor
+	 * and acknowledgement. order_synced keeps the file listed instead
+	 * while acking is raised (raised before listed is loaded, as it
+	 * clears listed before loading acking: one of the two sees the other). */
+	atomic_fetch_add(&f->ord.acking, 1);
 	if (atomic_load(&f->ord.listed)) {
-		uint32_t slot = f->ord.slot; /* set before listed, kept while listed */
+		/* set before listed, kept while listed and acking */
+		uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
 		if (slot) { /* other processes wait for this one too */
 			struct order_slot *sl = &order_dom->slots[slot - 1];
-			sl->fd = atomic_load(&f->fl.req_fd);
+			atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
 			atomic_store(&sl->acked, atomic_fetch_add(&order_dom->ack_seq, 1) + 1);
 		}
+		atomic_fetch_sub_explicit(&f->ord.acking, 1, memory_order_release);
 		return;
 	}
+	atomic_fetch_sub_explicit(&f->ord.acking, 1, memory_order_release);
 	if (ordering_off())
 		return;
 	shim_enter();
@@ -292,7 +309,7 @@ void order_acked(struct shim_file *f)
 		f->ord.next = pending_head;
 		pending_head = f;
 		lock_domain();
-		f->ord.slot = take_slot_locked(f);
+		atomic_store_explicit(&f->ord.slot, take_slot_locked(f), memory_order_relaxed);
 		publish_locked();
 		unlock_domain();
 		atomic_store(&f->ord.listed, 1);
@@ -310,7 +327,10 @@ void order_synced(struct shim_file *f)
 	pthread_mutex_lock(&order_mu);
 	if (atomic_load(&f->ord.listed)) {
 		atomic_store(&f->ord.listed, 0);
-		if (flusher_owes(f)) { /* an acknowledgement raced in: still pending */
+		/* An acknowledgement raced in: still pending. Or one is using the
+		 * slot right now (order_acked): it stays until the next real sync
+		 * ends; waiting for it could be waiting for a signal handler. */
+		if (flusher_owes(f) || atomic_load(&f->ord.acking)) {
 			atomic_store(&f->ord.listed, 1);
 		} else {
 			for (struct shim_file **pp = &pending_head; *pp; pp = &(*pp)->ord.next)
@@ -320,8 +340,8 @@ void order_synced(struct shim_file *f)
 				}
 			f->ord.next = NULL;
 			lock_domain();
-			drop_slot_locked(f->ord.slot);
-			f->ord.slot = 0;
+			drop_slot_locked(atomic_load_explicit(&f->ord.slot, memory_order_relaxed));
+			atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 			publish_locked();
 			unlock_domain();
 			dropped = true;
@@ -379,15 +399,15 @@ static void wait_for_other_processes(int own_fd)
 		struct order_slot *sl = &d->slots[i];
 		if (!atomic_load(&sl->used))
 			continue;
-		pid_t pid = sl->pid;
+		pid_t pid = atomic_load_explicit(&sl->pid, memory_order_relaxed);
 		if (pid == shim.pid)
 			continue; /* ours: the pending list's */
 		uint64_t acked = atomic_load(&sl->acked);
 		if (atomic_load(&sl->durable) >= acked)
 			continue;
-		int fd = sl->fd;
-		dev_t dev = sl->dev;
-		ino_t ino = sl->ino;
+		int fd = atomic_load_explicit(&sl->fd, memory_order_relaxed);
+		dev_t dev = atomic_load_explicit(&sl->dev, memory_order_relaxed);
+		ino_t ino = atomic_load_explicit(&sl->ino, memory_order_relaxed);
 		bool gone = process_gone(pid);
 		sync_foreign(sl, pid, gone ? -1 : fd, dev, ino, own_fd);
 		/* Numbers are domain-wide and only grow: a slot reused meanwhile
@@ -397,7 +417,7 @@ static void wait_for_other_processes(int own_fd)
 			;
 		if (gone) { /* its owner will never release it */
 			lock_domain();
-			if (atomic_load(&sl->used) && sl->pid == pid)
+			if (atomic_load(&sl->used) && atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid)
 				drop_slot_locked(i + 1);
 			publish_locked();
 			unlock_domain();
@@ -514,8 +534,9 @@ static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const
 
 void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt)
 {
-	bool only_self = (summary >> 32) == 1 && f->ord.slot && (uint32_t)summary == f->ord.slot &&
-			 atomic_load(&f->ord.listed);
+	/* A hint, confirmed by listed: the slot may be changing meanwhile. */
+	uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
+	bool only_self = (summary >> 32) == 1 && slot && (uint32_t)summary == slot && atomic_load(&f->ord.listed);
 	bool others = (file_write_work(f) & WRITES_ORDERED) && !only_self;
 	if (!others && !atomic_load(&f->ord.listed))
 		return;
@@ -568,7 +589,7 @@ static void forget_in_child(struct shim_file *f, void *arg)
 		atomic_store(&f->ord.listed, 0);
 		atomic_fetch_sub(&f->refs, 1);
 	}
-	f->ord.slot = 0;
+	atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 	f->ord.next = NULL;
 }
 

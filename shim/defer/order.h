@@ -26,7 +26,8 @@ struct shim_file;
  * for order_after_write below). */
 struct order_link {
 	_Atomic uint32_t listed;    /* it has a deferred ack not yet durable (the list holds a ref) */
-	uint32_t slot;              /* its slot in the domain + 1, 0 none (set before listed) */
+	_Atomic uint32_t acking;    /* threads in order_acked's lock-free path: the slot is not freed */
+	_Atomic uint32_t slot;      /* its slot in the domain + 1, 0 none (set before listed; read lock-free, relaxed) */
 	_Atomic uint32_t hi_seq;    /* odd while a real sync's start moves cur_hi into prev_hi */
 	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
 	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */

@@ -176,13 +176,18 @@ Test(livepub, fork_child_publishes_its_own)
 	while ((access(h_fmt("%s.child.idle", stop), F_OK) || access(h_fmt("%s.parent.idle", stop), F_OK)) &&
 	       h_now() < dl)
 		usleep(10000);
+	/* The child's publisher makes its file on its own round, which can
+	 * come after the child said it is idle: look until the deadline. */
 	char *child_live = NULL;
-	DIR *d = opendir(dir);
-	for (struct dirent *de; d && (de = readdir(d));)
-		if (strstr(de->d_name, ".live") && atoi(de->d_name) != pid)
-			child_live = h_fmt("%s/%s", dir, de->d_name);
-	if (d)
-		closedir(d);
+	do {
+		DIR *d = opendir(dir);
+		for (struct dirent *de; d && (de = readdir(d));)
+			if (de->d_name[0] != '.' && strstr(de->d_name, ".live") && !strstr(de->d_name, ".tmp") &&
+			    atoi(de->d_name) != pid)
+				child_live = h_fmt("%s/%s", dir, de->d_name);
+		if (d)
+			closedir(d);
+	} while (!child_live && h_now() < dl && usleep(10000) == 0);
 	static struct snap ps, cs;
 	bool pok = wait_entry(h_fmt("%s/%d.live", dir, (int)pid), h_path("parent.dat"), &ps, one_write, 2);
 	bool cok = child_live && wait_entry(child_live, h_path("child.dat"), &cs, one_write, 1);
