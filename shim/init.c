@@ -56,10 +56,10 @@ static void stderr_remember(void)
 		stderr_at_load = (typeof(stderr_at_load)){ true, st.st_dev, st.st_ino, st.st_mode & S_IFMT };
 }
 
-static bool stderr_is_still_ours(void)
+static bool stderr_is_still_ours(int fd)
 {
 	struct stat st;
-	return stderr_at_load.open && fstat(2, &st) == 0 && st.st_dev == stderr_at_load.dev &&
+	return stderr_at_load.open && fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == stderr_at_load.dev &&
 	       st.st_ino == stderr_at_load.ino && (st.st_mode & S_IFMT) == stderr_at_load.type;
 }
 
@@ -113,19 +113,21 @@ void shim_say(const char *fmt, ...)
 		n = (int)sizeof(text) - 1;
 	char shown[sizeof(text)];
 	size_t len = escape_controls(text, (size_t)n, shown, sizeof(shown));
-	if (stderr_is_still_ours()) {
+	int err_fd = shimfd_stderr(); /* 2, or a copy of it in a thread with a table of its own */
+	if (stderr_is_still_ours(err_fd)) {
 		int m = snprintf(line, sizeof(line), "syncshim: %.*s\n", (int)len, shown);
 		if (m > (int)sizeof(line) - 1)
 			m = (int)sizeof(line) - 1;
-		ssize_t w = LIBC(write)(2, line, (size_t)m);
+		ssize_t w = LIBC(write)(err_fd, line, (size_t)m);
 		(void)w;
 	} else {
 		say_to_syslog(shown, len);
 	}
+	shimfd_stderr_done(err_fd);
 	errno = e;
 }
 
-int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
+int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthread_t *joinable)
 {
 	int e = errno;
 	sigset_t all, old;
@@ -133,7 +135,7 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_attr_t at;
 	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setdetachstate(&at, joinable ? PTHREAD_CREATE_JOINABLE : PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, stack);
 	pthread_t t;
 	/* Through the global pthread_create (a sanitizer's interceptor may be
@@ -144,6 +146,8 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
 	shim_leave();
 	if (r == 0)
 		pthread_setname_np(t, name);
+	if (r == 0 && joinable)
+		*joinable = t;
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = e;

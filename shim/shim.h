@@ -431,6 +431,10 @@ void shimfd_close(int fd);
 /* open()/dup by the shim for itself: O_CLOEXEC, marked, never on a number
  * the app is using. -1 with errno. */
 int shimfd_open(const char *path, int flags, enum shim_fd_owner owner);
+/* The calling shim thread's own descriptor table (false: none could be made). */
+bool shimfd_private_table(void);
+int shimfd_stderr(void); /* the app's fd 2 as this thread may write it, or -1 */
+void shimfd_stderr_done(int fd);
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
 /* close()/close_range() by the app of a number we hold: 1 = it is ours
  * (the app gets EBADF), 0 = not (a stale mark, now cleared). */
@@ -515,7 +519,9 @@ void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Start one of the shim's own threads: detached, small stack, every
  * signal blocked (the app's signals are not ours to take), named so top -H
  * and perf tell it from the app's. 0 or -1; errno is left as it was. */
-int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name);
+/* joinable: NULL for a detached thread, else where its id goes (the
+ * caller joins it: set*id must know when it is gone, setid.c). */
+int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthread_t *joinable);
 /* Built-in defaults, then the ini file, then the environment. */
 int shim_build_policy(const char *config, struct policy *p, char *err, size_t errlen);
 /* Test hook: raise the configured signal at a named critical point

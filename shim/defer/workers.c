@@ -186,7 +186,7 @@ int workers_ensure(bool more)
 	have = atomic_load(&nworkers);
 	if (have == 0 || (more && nidle == 0 && (uint32_t)have < cap)) {
 		atomic_fetch_add(&nworkers, 1);
-		if (shim_start_thread(worker_main, 64 * 1024, "syncshim-flush") < 0) {
+		if (shim_start_thread(worker_main, 64 * 1024, "syncshim-flush", NULL) < 0) {
 			atomic_fetch_sub(&nworkers, 1);
 			r = -1;
 		}

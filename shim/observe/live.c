@@ -12,17 +12,26 @@
  *
  * Why pwrite and not a shared mapping: a store into a mapped page the
  * file system cannot back (a full disk, a file truncated behind our back)
- * is a SIGBUS in the host; a pwrite that cannot is an error we skip. And
- * the file is reached by name each round, with a descriptor of the shim's
- * own that lives only for the round: the app's close-everything loops
- * never meet one of ours kept open.
+ * is a SIGBUS in the host; a pwrite that cannot is an error we skip.
+ *
+ * The publisher needs none of the app's descriptors, so it runs in a
+ * descriptor table of its own (shimfd_private_table): the file stays open
+ * there for the thread's life, and nothing it opens (the directory, the
+ * file, /proc) ever takes a number the app could be handed, use after a
+ * close, see in a fork child or meet in a close-everything loop. Each
+ * round checks the name still leads to our file (a reader may have taken
+ * it for a dead process's and removed it). Whoever ends the process or
+ * execs, and set*id (setid.c), asks the thread to write the last round,
+ * remove the file and end, and joins it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,15 +51,18 @@ static struct {
 	char default_policy[16];
 	pthread_mutex_t mu;         /* the publisher's state below */
 	bool thread_started, gave_up;
-	_Atomic int stop;
+	bool finished;              /* live_stop: never again */
+	pthread_t thread;           /* joined by whoever stops it (thread_started) */
+	_Atomic uint32_t stop;      /* futex word: the thread's last round, then it ends */
 	_Atomic int running;        /* thread started: nothing for live_maybe_start to do */
-	bool made;                  /* our file exists under path */
+	bool made;                  /* our file exists under path, open as fd */
+	int fd;                     /* in the publisher's own table, never the app's */
 	struct live_header h;       /* its header, as last written */
 	char path[POLICY_PATH_MAX + 64];   /* DIR/PID.live */
 	ino_t ino;                  /* ours: a file someone put in its place is not */
 	uint64_t last_mono;
 	struct live_file *stage;    /* [LIVE_MAX_FILES]: a round's busiest files, busiest first */
-} V = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} V = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 /* ---- statistics (app threads) ----------------------------------------------- */
 
@@ -282,35 +294,26 @@ static bool write_round(int fd, uint32_t shown)
 	return ok && put(fd, &V.h, sizeof(V.h), 0);
 }
 
-/* The publisher's descriptors live above shimfd_high_base(), as the log's
- * do: an app that closes N and then calls fsync(N) must get EBADF, not
- * the live file the publisher happened to open as N in between. */
-static int move_high(int fd)
+static void close_file(void)
 {
-	if (fd < 0 || fd >= shimfd_high_base())
-		return fd;
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, shimfd_high_base());
-	if (hi < 0)
-		return fd; /* no room up there: keep the low one */
-	shimfd_claim(hi, OWN_TEMP, NULL);
-	shimfd_close(fd);
-	return hi;
+	shimfd_close(V.fd);
+	V.fd = -1;
+	V.made = false;
 }
 
-/* Our file, by name, if it is still ours (a reader may have taken it for
- * a dead process's, a hostile one replaced it): an fd, or -1. */
-static int open_ours(void)
+/* Our file is still the one the name leads to (a reader may have taken it
+ * for a dead process's and removed it, a hostile one replaced it). */
+static bool still_ours(void)
 {
-	struct stat st;
-	int fd = move_high(shimfd_open(V.path, O_WRONLY | O_NOFOLLOW, OWN_TEMP));
-	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != V.ino || !S_ISREG(st.st_mode))) {
-		shimfd_close(fd);
-		fd = -1;
-	}
+	struct stat mine, named;
+	if (V.fd < 0 || fstat(V.fd, &mine) != 0 || lstat(V.path, &named) != 0)
+		return false;
+	if (!S_ISREG(named.st_mode) || named.st_ino != mine.st_ino || named.st_dev != mine.st_dev)
+		return false;
 	/* cut short behind our back: readers want the whole size again */
-	if (fd >= 0 && st.st_size < (off_t)LIVE_FILE_BYTES)
-		(void)!ftruncate(fd, (off_t)LIVE_FILE_BYTES);
-	return fd;
+	if (mine.st_size < (off_t)LIVE_FILE_BYTES)
+		(void)!ftruncate(V.fd, (off_t)LIVE_FILE_BYTES);
+	return true;
 }
 
 static void publish(bool ended)
@@ -327,13 +330,11 @@ static void publish(bool ended)
 	V.h.updated_mono_ns = now;
 	V.h.interval_ns = V.last_mono ? now - V.last_mono : 0;
 	V.last_mono = now;
-	int fd = open_ours();
-	if (fd < 0) {
-		V.made = false; /* gone: made again next round */
+	if (!still_ours()) {
+		close_file(); /* gone: made again next round */
 		return;
 	}
-	write_round(fd, shown); /* a full disk loses a round, nothing more */
-	shimfd_close(fd);
+	write_round(V.fd, shown); /* a full disk loses a round, nothing more */
 }
 
 /* ---- the file -------------------------------------------------------------- */
@@ -354,7 +355,7 @@ static int open_dir(void)
 		say_once("cannot make the live directory %s: %s; live counters off", dir, errno);
 		return -1;
 	}
-	int fd = move_high(shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP));
+	int fd = shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		say_once("cannot open the live directory %s: %s; live counters off", dir, errno);
@@ -410,9 +411,7 @@ static int create_tmp(int dirfd, const char *tmp)
 	if (fd < 0 && errno == EEXIST && fstatat(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && unlinkat(dirfd, tmp, 0) == 0)
 		fd = openat(dirfd, tmp, flags, 0600);
-	if (fd >= 0)
-		shimfd_claim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
-	return move_high(fd);
+	return fd; /* the publisher's own table: no number of the app's */
 }
 
 static bool write_new(int dirfd, const char *tmp, const char *name)
@@ -422,11 +421,14 @@ static bool write_new(int dirfd, const char *tmp, const char *name)
 	bool ok = fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0 && put(fd, &V.h, sizeof(V.h), 0) &&
 		  fstat(fd, &st) == 0 && renameat(dirfd, tmp, dirfd, name) == 0;
 	int e = errno;
-	shimfd_close(fd);
-	if (ok)
+	if (ok) {
 		V.ino = st.st_ino;
-	else if (fd >= 0)
-		unlinkat(dirfd, tmp, 0);
+		V.fd = fd; /* kept for the thread's life */
+	} else {
+		shimfd_close(fd);
+		if (fd >= 0)
+			unlinkat(dirfd, tmp, 0);
+	}
 	errno = e;
 	return ok;
 }
@@ -454,12 +456,9 @@ static bool make_file(void)
 
 static void drop_file(void)
 {
-	int fd = open_ours();
-	if (fd >= 0) {
-		shimfd_close(fd);
+	if (still_ours())
 		unlink(V.path); /* only ours: a file put in its place is left alone */
-	}
-	V.made = false;
+	close_file();
 }
 
 /* ---- the thread and the process's life ---------------------------------------- */
@@ -468,15 +467,29 @@ static void *live_main(void *arg)
 {
 	(void)arg;
 	shim_busy = 1; /* everything this thread calls is the shim's own */
-	while (!atomic_load(&V.stop)) {
+	bool own = shimfd_private_table();
+	pthread_mutex_lock(&V.mu);
+	if (!own)
+		say_once("the live counters' publisher %s has no descriptor table of its own (%s); live counters off",
+			 "thread", errno);
+	pthread_mutex_unlock(&V.mu);
+	while (own && !atomic_load(&V.stop)) {
 		pthread_mutex_lock(&V.mu);
 		if (!atomic_load(&V.stop) && !V.gave_up && (V.made || make_file()))
 			publish(false);
 		pthread_mutex_unlock(&V.mu);
 		struct timespec ts = { INTERVAL_MS / 1000, (INTERVAL_MS % 1000) * (long)NS_PER_MS };
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-			;
+		syscall(SYS_futex, &V.stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0); /* a stop wakes it */
 	}
+	/* The last round says "ended", then the file goes: a reader that opened
+	 * it in between sees a process on its way out, not a stalled one. */
+	pthread_mutex_lock(&V.mu);
+	if (V.made) {
+		publish(true);
+		drop_file();
+	}
+	close_file();
+	pthread_mutex_unlock(&V.mu);
 	return NULL;
 }
 
@@ -510,10 +523,13 @@ void live_maybe_start(void)
 	shim_enter();
 	int cancel = shim_nocancel_begin(); /* V.mu is held across open, write, close */
 	pthread_mutex_lock(&V.mu);
-	if (!V.thread_started && !atomic_load(&V.stop)) {
+	if (!V.thread_started && !V.finished) {
 		V.thread_started = true;
-		if (shim_start_thread(live_main, 64 * 1024, "syncshim-live") < 0)
+		atomic_store(&V.stop, 0);
+		if (shim_start_thread(live_main, 64 * 1024, "syncshim-live", &V.thread) < 0) {
+			V.thread_started = false;
 			V.gave_up = true;
+		}
 	}
 	atomic_store(&V.running, 1);
 	pthread_mutex_unlock(&V.mu);
@@ -521,23 +537,41 @@ void live_maybe_start(void)
 	shim_leave();
 }
 
-/* The last round says "ended", then the file goes: a reader that opened
- * it in between sees a process on its way out, not a stalled one. */
-void live_stop(void)
+/* The thread writes its last round, removes the file and ends; we wait
+ * for it (a round is a few pwrites). Afterwards live_maybe_start starts
+ * a new one unless for_good. */
+static void end_thread(bool for_good)
 {
 	if (!V.configured)
 		return;
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* V.mu is held across open, write, close */
-	atomic_store(&V.stop, 1);
+	int cancel = shim_nocancel_begin();
 	pthread_mutex_lock(&V.mu);
-	if (V.made) {
-		publish(true);
-		drop_file();
+	if (for_good)
+		V.finished = true;
+	bool started = V.thread_started;
+	pthread_t t = V.thread;
+	V.thread_started = false; /* ours to join: nobody else will */
+	if (started) {
+		atomic_store(&V.stop, 1);
+		syscall(SYS_futex, &V.stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	}
 	pthread_mutex_unlock(&V.mu);
+	if (started)
+		pthread_join(t, NULL);
+	atomic_store(&V.running, for_good);
 	shim_nocancel_end(cancel);
 	shim_leave();
+}
+
+void live_stop(void)
+{
+	end_thread(true);
+}
+
+void live_quiesce(void)
+{
+	end_thread(false);
 }
 
 /* Inside the fork handler: no allocation, no file, no thread. The
@@ -554,6 +588,7 @@ void live_atfork_child(void)
 	if (V.configured)
 		registry_each(reset_in_child, NULL);
 	V.made = false; /* the parent's file is the parent's: ours is made lazily */
+	V.fd = -1;      /* it was in the parent's publisher's table, which is not in this process */
 	V.thread_started = false;
 	V.last_mono = 0;
 	atomic_store(&V.running, 0);

@@ -1147,7 +1147,7 @@ static void write_header(const struct policy *p)
 
 static void start_thread(void)
 {
-	if (shim_start_thread(logger_main, 128 * 1024, "syncshim-log") < 0)
+	if (shim_start_thread(logger_main, 128 * 1024, "syncshim-log", NULL) < 0)
 		shim_say("cannot start the logger thread; logging only at exit");
 }
 

@@ -111,7 +111,7 @@ void reload_maybe_start(void)
 	policy_leave(ticket);
 	if (!wanted || atomic_exchange(&watcher_started, 1))
 		return;
-	if (shim_start_thread(watcher_main, 64 * 1024, "syncshim-watch") < 0)
+	if (shim_start_thread(watcher_main, 64 * 1024, "syncshim-watch", NULL) < 0)
 		atomic_store(&watcher_started, 0);
 }
 

@@ -17,10 +17,20 @@
  *     owner is told and stops using it;
  *   - an app open that fails with EMFILE gets the shim's descriptors given
  *     back and is retried, so the app never runs out because of us.
+ *
+ * A shim thread that needs none of the app's descriptors (the live
+ * counters' publisher) goes further: it takes a descriptor table of its
+ * own (shimfd_private_table), so what it opens is never on a number of
+ * the app's, not even for the moment between an open and a move above
+ * the app's range. In such a thread nothing here marks a slot: the slots
+ * describe the app's table, not this one.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -30,9 +40,50 @@
 
 #define HIGH_BASE 100
 
+static __thread bool own_table; /* this thread's descriptors are in a table of its own */
+
+/* An empty table for the calling thread, without ever holding a reference
+ * to the app's files (CLOSE_RANGE_UNSHARE over the whole range copies
+ * nothing). A kernel without it (before 5.9): a copy of the app's table,
+ * every descriptor of it closed at once. */
+bool shimfd_private_table(void)
+{
+	if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
+		if (unshare(CLONE_FILES) != 0)
+			return false;
+		struct rlimit rl;
+		int top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int)rl.rlim_cur : 1 << 20;
+		for (int fd = 0; fd < top; fd++)
+			syscall(SYS_close, fd);
+	}
+	own_table = true;
+	return true;
+}
+
+/* The app's descriptor 2 as the calling thread can write it: 2 itself, or
+ * in a thread with a table of its own a copy made through a pidfd of
+ * our own process (same thread group: no permission needed), closed by
+ * shimfd_stderr_done. -1: none. */
+int shimfd_stderr(void)
+{
+	static __thread int self = -1;
+	if (!own_table)
+		return 2;
+	if (self < 0)
+		self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	return self < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, self, 2, 0);
+}
+
+void shimfd_stderr_done(int fd)
+{
+	if (own_table && fd >= 0)
+		LIBC(close)(fd);
+}
+
 void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
-	fd_mark_shim(fd, owner, f);
+	if (!own_table)
+		fd_mark_shim(fd, owner, f);
 }
 
 void shimfd_forget(int fd)
@@ -100,7 +151,7 @@ void shimfd_close(int fd)
 	 * leave it held), and an open cancelled after the kernel made the
 	 * descriptor would leak it unmarked. */
 	int cancel = shim_nocancel_begin();
-	if (!fd_slot(fd)) {
+	if (own_table || !fd_slot(fd)) {
 		LIBC(close)(fd);
 	} else if (fd_shim_owner(fd, NULL) != OWN_NONE) { /* else the app has it now: never ours to close */
 		fd_unmark_shim(fd);
@@ -128,7 +179,7 @@ int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
-	int base = owner == OWN_LOG || owner == OWN_CRASH ? shimfd_high_base() : 3;
+	int base = !own_table && (owner == OWN_LOG || owner == OWN_CRASH) ? shimfd_high_base() : 3;
 	return claim_or_close(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
 }
 

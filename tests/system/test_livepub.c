@@ -270,3 +270,29 @@ Test(livepub, a_tampered_file_never_hurts_the_host)
 	cr_assert(first && back, "the live file did not come back after its truncation");
 	cr_assert(own, "no live file of the shim's own after the replacement");
 }
+
+/* The publisher never takes a number the app could be handed: with every
+ * open of the live file's names held 60 ms beneath the shim (a slow file
+ * system), an app thread that opens and closes one file over and over
+ * always gets the same, lowest number, and fsync of that number once
+ * closed is always EBADF, while the live file is made and published. */
+static void lownum_under(const char *policy)
+{
+	char *dir = h_path(h_fmt("ln.%s", policy)), *live = h_path(h_fmt("ln.%s.live", policy));
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	cr_assert_eq(mkdir(live, 0700), 0);
+	struct h_cmd c;
+	live_cmd(&c, live, policy);
+	h_env(&c, "RECLAYER_SLOW_OPEN=.live:60");
+	h_args(&c, h_prog("lownum"), dir, live, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, h_fmt("lownum under %s", policy));
+	cr_expect(h_has(r.out, "shifted=0 ebadf_wrong=0") && h_has(r.out, "live=1"),
+		  "under %s the app met the publisher's descriptor: %s%s", policy, r.out, r.err);
+}
+
+Test(livepub, never_on_a_number_of_the_apps)
+{
+	lownum_under("defer");
+	lownum_under("passthrough");
+}
