@@ -127,6 +127,70 @@ void shim_say(const char *fmt, ...)
 	errno = e;
 }
 
+/*
+ * The shim's threads, joinable, so that set*id (shim/calls/setid.c) can
+ * know when none is left: glibc's setuid family runs the call in every
+ * thread and aborts the process when one thread's result differs from the
+ * caller's, which it does for a thread of ours whenever the caller changed
+ * its own credentials alone before (capset, PR_SET_KEEPCAPS: setpriv,
+ * libcap-ng). A slot is free, running, or ended (the function returned;
+ * joined by the next start or quiesce). A caller that joins its own thread
+ * (the live publisher) keeps it out of the table.
+ */
+#define SHIM_THREADS_MAX 128
+enum { SLOT_FREE, SLOT_RUNNING, SLOT_ENDED };
+static struct {
+	pthread_t id;
+	void *(*fn)(void *);
+	_Atomic int state;
+} threads_tab[SHIM_THREADS_MAX];
+static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
+_Atomic uint32_t shim_threads_quit;
+
+static void *thread_trampoline(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+	void *r = threads_tab[i].fn(NULL);
+	atomic_store(&threads_tab[i].state, SLOT_ENDED); /* its last act: joining it now waits for nothing */
+	return r;
+}
+
+/* threads_mu held: join the ones that ended (all, with every), free their slots. */
+static void join_slots(bool every)
+{
+	for (int i = 0; i < SHIM_THREADS_MAX; i++) {
+		int st = atomic_load(&threads_tab[i].state);
+		if (st == SLOT_ENDED || (every && st == SLOT_RUNNING)) {
+			pthread_join(threads_tab[i].id, NULL);
+			atomic_store(&threads_tab[i].state, SLOT_FREE);
+		}
+	}
+}
+
+static int start_one(void *(*fn)(void *), pthread_attr_t *at, pthread_t *t)
+{
+	if (atomic_load(&shim_threads_quit))
+		return -1; /* a set*id is waiting for our threads to be gone */
+	pthread_mutex_lock(&threads_mu);
+	join_slots(false);
+	int slot = -1;
+	for (int i = 0; i < SHIM_THREADS_MAX && slot < 0; i++)
+		if (atomic_load(&threads_tab[i].state) == SLOT_FREE)
+			slot = i;
+	int r = -1;
+	if (slot >= 0) {
+		threads_tab[slot].fn = fn;
+		atomic_store(&threads_tab[slot].state, SLOT_RUNNING);
+		r = pthread_create(t, at, thread_trampoline, (void *)(intptr_t)slot) == 0 ? 0 : -1;
+		if (r == 0)
+			threads_tab[slot].id = *t;
+		else
+			atomic_store(&threads_tab[slot].state, SLOT_FREE);
+	}
+	pthread_mutex_unlock(&threads_mu);
+	return r;
+}
+
 int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthread_t *joinable)
 {
 	int e = errno;
@@ -135,14 +199,17 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthre
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_attr_t at;
 	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, joinable ? PTHREAD_CREATE_JOINABLE : PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, stack);
 	pthread_t t;
 	/* Through the global pthread_create (a sanitizer's interceptor may be
 	 * first) with shim_busy raised: lifecycle.c's wrapper then passes it
 	 * straight to libc, uncounted (the shim's threads are not the app's). */
 	shim_enter();
-	int r = pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	int r;
+	if (joinable)
+		r = atomic_load(&shim_threads_quit) ? -1 : pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	else
+		r = start_one(fn, &at, &t);
 	shim_leave();
 	if (r == 0)
 		pthread_setname_np(t, name);
@@ -152,6 +219,21 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthre
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = e;
 	return r;
+}
+
+void shim_join_threads(void)
+{
+	pthread_mutex_lock(&threads_mu);
+	join_slots(true);
+	pthread_mutex_unlock(&threads_mu);
+}
+
+static void threads_atfork_child(void)
+{
+	pthread_mutex_init(&threads_mu, NULL);
+	for (int i = 0; i < SHIM_THREADS_MAX; i++)
+		atomic_store(&threads_tab[i].state, SLOT_FREE); /* the parent's threads are not in the child */
+	atomic_store(&shim_threads_quit, 0);
 }
 
 /* The environment's overrides, as policy.c checks them. */
@@ -283,6 +365,7 @@ static void atfork_child(void)
 		return;
 	}
 	alloc_atfork_child();
+	threads_atfork_child();
 	shim.pid = getpid();
 	registry_atfork_child();
 	mmap_track_atfork_child();

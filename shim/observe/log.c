@@ -916,7 +916,7 @@ static void *logger_main(void *arg)
 	shim_busy = 1;
 	if (trace_use_tsc)
 		calibrate();
-	while (!atomic_load(&L.stop)) {
+	while (!atomic_load(&L.stop) && !atomic_load(&shim_threads_quit)) {
 		struct timespec ts = { 0, L.mode == LOG_CALLS ? atomic_load(&L.tick_ns) : 4 * TICK_MAX_NS };
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
@@ -1221,6 +1221,22 @@ void log_start(const struct policy *p)
 	L.first_id = 1;
 	L.configured = true;
 	atomic_store_explicit(&trace_on, 1, memory_order_release);
+}
+
+/* The logger thread ended for set*id (setid.c): the next call starts
+ * another; until then the counts wait in memory. */
+void log_thread_quiesced(void)
+{
+	if (!L.configured)
+		return;
+	shim_enter();
+	int cancel = shim_nocancel_begin();
+	pthread_mutex_lock(&L.mu);
+	L.thread_started = false;
+	atomic_store(&L.running, 0);
+	pthread_mutex_unlock(&L.mu);
+	shim_nocancel_end(cancel);
+	shim_leave();
 }
 
 void log_maybe_start(void)

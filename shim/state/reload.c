@@ -14,7 +14,10 @@
  * ..data) is seen as changed at each swap.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -27,6 +30,7 @@
 #define POLL_NS 250000000L
 
 static _Atomic int watcher_started;
+static bool stamp_known; /* the watcher's last look, kept across a restart after set*id */
 
 struct file_stamp {
 	bool exists;
@@ -87,11 +91,16 @@ static void *watcher_main(void *arg)
 	(void)arg;
 	shim_busy = 1;
 	const char *path = shim.config_path;
-	struct file_stamp last = stamp_of(path);
-	for (;;) {
+	static struct file_stamp last; /* kept across a restart after set*id: an edit in between is still seen */
+	if (!stamp_known)
+		last = stamp_of(path);
+	stamp_known = true;
+	while (!atomic_load(&shim_threads_quit)) {
+		/* set*id wakes it (setid.c) */
 		struct timespec ts = { 0, POLL_NS };
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-			;
+		syscall(SYS_futex, &shim_threads_quit, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (atomic_load(&shim_threads_quit))
+			break;
 		struct file_stamp now = stamp_of(path);
 		if (same_stamp(&now, &last))
 			continue;
@@ -116,6 +125,12 @@ void reload_maybe_start(void)
 }
 
 void reload_atfork_child(void)
+{
+	atomic_store(&watcher_started, 0);
+	stamp_known = false;
+}
+
+void reload_thread_quiesced(void)
 {
 	atomic_store(&watcher_started, 0);
 }
