@@ -63,21 +63,39 @@ static bool stderr_is_still_ours(int fd)
 	       st.st_ino == stderr_at_load.ino && (st.st_mode & S_IFMT) == stderr_at_load.type;
 }
 
+struct syslog_msg {
+	const char *text;
+	size_t n;
+	pid_t pid; /* ours: the child's getpid() is its own */
+};
+
 /* One datagram to the local syslog; its descriptor lives for the call
  * (libc's openlog/syslog keep state of their own the app may be using). */
-static void say_to_syslog(const char *text, size_t n)
+static int say_to_syslog_here(void *arg)
 {
+	const struct syslog_msg *m = arg;
 	int s = LIBC(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
-		return;
+		return 0;
 	char msg[POLICY_ERR_MAX + 192];
-	int m = snprintf(msg, sizeof(msg), "<%d>syncshim[%d]: %.*s", LOG_USER | LOG_WARNING, (int)getpid(), (int)n,
-			 text);
+	int len = snprintf(msg, sizeof(msg), "<%d>syncshim[%d]: %.*s", LOG_USER | LOG_WARNING, (int)m->pid,
+			   (int)m->n, m->text);
 	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
-	if (m > 0)
-		sendto(s, msg, (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+	if (len > 0)
+		sendto(s, msg, (size_t)len < sizeof(msg) ? (size_t)len : sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL,
 		       (struct sockaddr *)&a, sizeof(a));
 	LIBC(close)(s);
+	return 0;
+}
+
+/* The socket is made in a child with a table of its own, so it is never
+ * on a number of the app's (here where that cannot be). */
+static void say_to_syslog(const char *text, size_t n)
+{
+	struct syslog_msg m = { text, n, getpid() };
+	int r;
+	if (!shimfd_isolated(say_to_syslog_here, &m, &r))
+		say_to_syslog_here(&m);
 }
 
 /* Control characters (a newline in an environment value or a path could

@@ -434,6 +434,10 @@ int shimfd_open(const char *path, int flags, enum shim_fd_owner owner);
 /* The calling shim thread's own descriptor table (false: none could be made). */
 bool shimfd_private_table(void);
 int shimfd_stderr(void); /* the app's fd 2 as this thread may write it, or -1 */
+/* fn(arg) in a child sharing our memory, with a descriptor table of its
+ * own (its result in *result); false: it could not run there, and the
+ * caller does the work itself. fn takes no lock and calls LIBC()'s. */
+bool shimfd_isolated(int (*fn)(void *), void *arg, int *result);
 void shimfd_stderr_done(int fd);
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
 /* close()/close_range() by the app of a number we hold: 1 = it is ours

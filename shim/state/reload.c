@@ -60,8 +60,24 @@ static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
 	       same_time(a->mtime, b->mtime) && same_time(a->ctime, b->ctime);
 }
 
+struct build {
+	const char *path;
+	struct policy *next;
+	char *err;
+	size_t errlen;
+};
+
+static int build_here(void *arg)
+{
+	struct build *b = arg;
+	return shim_build_policy(b->path, b->next, b->err, b->errlen);
+}
+
 /* The watcher thread is the only publisher, so it may read the live
- * snapshot without a reader section. */
+ * snapshot without a reader section. The ini is read in a child with a
+ * descriptor table of its own (the watcher shares the app's: it completes
+ * pending syncs through the app's descriptors), so its descriptor is never
+ * on a number of the app's. */
 static void apply(const char *path)
 {
 	const struct policy *live = atomic_load(&shim.policy);
@@ -69,7 +85,11 @@ static void apply(const char *path)
 	if (!next)
 		return;
 	char err[POLICY_ERR_MAX];
-	if (shim_build_policy(path, next, err, sizeof(err)) < 0) {
+	struct build b = { path, next, err, sizeof(err) };
+	int built;
+	if (!shimfd_isolated(build_here, &b, &built))
+		built = build_here(&b);
+	if (built < 0) {
 		shim_say("%s; keeping the previous policy", err);
 		log_event(LOGEV_CONFIG_ERROR, NULL, 0, "reload of %s failed, previous policy kept: %s", path, err);
 		shim_free(next);

@@ -24,13 +24,24 @@
  * the app's, not even for the moment between an open and a move above
  * the app's range. In such a thread nothing here marks a slot: the slots
  * describe the app's table, not this one.
+ *
+ * A short-lived descriptor that a thread sharing the app's table needs
+ * (a file reopened by name to sync it, another process's file through
+ * /proc, a datagram to syslog, a /proc read, the ini read at reload) is
+ * opened, used and closed inside shimfd_isolated: a child that shares the
+ * process's memory and runs while its caller waits (as vfork's child
+ * does), with a descriptor table of its own. Nothing of it is ever on a
+ * number of the app's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -78,6 +89,61 @@ void shimfd_stderr_done(int fd)
 {
 	if (own_table && fd >= 0)
 		LIBC(close)(fd);
+}
+
+#define ISOLATED_STACK (256 * 1024)
+
+struct isolated {
+	int (*fn)(void *);
+	void *arg;
+	int result;
+	bool ran;
+};
+
+/* The child: the caller's memory, thread-local storage included (the
+ * caller is stopped until it exits), an empty table of its own. */
+static int isolated_child(void *p)
+{
+	struct isolated *iso = p;
+	if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0)
+		return 0; /* no table of its own to be had: the caller does it itself */
+	own_table = true;
+	iso->result = iso->fn(iso->arg);
+	iso->ran = true;
+	return 0;
+}
+
+bool shimfd_isolated(int (*fn)(void *), void *arg, int *result)
+{
+	if (own_table) {
+		*result = fn(arg);
+		return true;
+	}
+	int e = errno;
+	char *stack = LIBC(mmap)(NULL, ISOLATED_STACK, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		errno = e;
+		return false;
+	}
+	struct isolated iso = { fn, arg, 0, false };
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); /* no handler of the app's ever runs in the child */
+	/* No exit signal: the app hears of no child, and its wait(-1) cannot
+	 * reap this one (a clone child: __WCLONE). */
+	pid_t pid = clone(isolated_child, stack + ISOLATED_STACK, CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_FS,
+			  &iso);
+	if (pid > 0)
+		while (waitpid(pid, NULL, __WCLONE) < 0 && errno == EINTR)
+			;
+	own_table = false; /* the child's stores went to our thread-local storage */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	LIBC(munmap)(stack, ISOLATED_STACK);
+	errno = e;
+	if (pid > 0 && iso.ran)
+		*result = iso.result;
+	return pid > 0 && iso.ran;
 }
 
 void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f)

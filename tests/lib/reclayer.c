@@ -82,6 +82,7 @@
 /* ---- state ------------------------------------------------------------ */
 
 static int log_fd = -1;
+static char log_path[4096]; /* RECLAYER_LOG, for a task that does not share our table */
 static _Atomic int init_state; /* 0 not yet, 1 in progress, 2 done */
 static __thread int in_init;
 static __thread int in_dlsym;
@@ -364,6 +365,7 @@ static void do_init(void)
 				fd = hi;
 			}
 			log_fd = (int)fd;
+			snprintf(log_path, sizeof(log_path), "%s", path);
 		} else {
 			say("cannot open RECLAYER_LOG");
 		}
@@ -531,7 +533,15 @@ static void rec_emit(struct rec *r)
 	if (r->fields & F_PATH2)
 		field_s(&l, "path2", r->path2);
 	l.buf[l.n++] = '\n'; /* put_str keeps a byte free for this */
-	syscall(SYS_write, log_fd, l.buf, l.n);
+	if (syscall(SYS_write, log_fd, l.buf, l.n) < 0 && errno == EBADF && log_path[0]) {
+		/* A task with a descriptor table of its own (the shim's isolated
+		 * children and private-table threads): the log by name, for this line. */
+		long fd = syscall(SYS_openat, AT_FDCWD, log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0) {
+			syscall(SYS_write, (int)fd, l.buf, l.n);
+			syscall(SYS_close, (int)fd);
+		}
+	}
 	errno = e;
 }
 

@@ -287,7 +287,7 @@ static void lownum_under(const char *policy)
 	h_args(&c, h_prog("lownum"), dir, live, NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, h_fmt("lownum under %s", policy));
-	cr_expect(h_has(r.out, "shifted=0 ebadf_wrong=0") && h_has(r.out, "live=1"),
+	cr_expect(h_has(r.out, "shifted=0 ebadf_wrong=0") && h_has(r.out, "seen=1"),
 		  "under %s the app met the publisher's descriptor: %s%s", policy, r.out, r.err);
 }
 
@@ -295,4 +295,23 @@ Test(livepub, never_on_a_number_of_the_apps)
 {
 	lownum_under("defer");
 	lownum_under("passthrough");
+}
+
+/* The same for the reload watcher, which shares the app's table (it
+ * completes pending syncs through the app's descriptors): the ini it reads
+ * again after an edit is opened where no number of the app's is. */
+Test(livepub, reload_reads_the_ini_on_no_number_of_the_apps)
+{
+	char *dir = h_path("rl"), *ini = h_path("rl.ini");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	h_write_file(ini, "[shim]\npolicy = defer\nreload = true\nlive = off\n");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "RECLAYER_SLOW_OPEN=rl.ini:60");
+	h_args(&c, h_prog("lownum"), dir, "-", ini, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "lownum with a reload");
+	cr_expect(h_has(r.out, "shifted=0 ebadf_wrong=0") && h_has(r.out, "seen=1"),
+		  "the app met the watcher's descriptor: %s%s", r.out, r.err);
 }
