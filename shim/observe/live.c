@@ -528,10 +528,10 @@ void live_maybe_start(void)
 		atomic_store(&V.stop, 0);
 		if (shim_start_thread(live_main, 64 * 1024, "syncshim-live", &V.thread) < 0) {
 			V.thread_started = false;
-			V.gave_up = true;
+			V.gave_up = !atomic_load(&shim_threads_quit); /* a set*id in progress: later */
 		}
 	}
-	atomic_store(&V.running, 1);
+	atomic_store(&V.running, V.thread_started || V.gave_up || V.finished);
 	pthread_mutex_unlock(&V.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();

@@ -1145,9 +1145,15 @@ static void write_header(const struct policy *p)
 	write_block(logfmt_encode_header(L.buf, BUF_BYTES, &h));
 }
 
+/* L.mu held. */
 static void start_thread(void)
 {
-	if (shim_start_thread(logger_main, 128 * 1024, "syncshim-log", NULL) < 0)
+	L.thread_started = true;
+	if (shim_start_thread(logger_main, 128 * 1024, "syncshim-log", NULL) == 0)
+		return;
+	if (atomic_load(&shim_threads_quit))
+		L.thread_started = false; /* a set*id in progress (setid.c): the next call tries again */
+	else
 		shim_say("cannot start the logger thread; logging only at exit");
 }
 
@@ -1246,10 +1252,8 @@ void log_maybe_start(void)
 	shim_enter();
 	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
 	pthread_mutex_lock(&L.mu);
-	if (!L.thread_started && !L.gave_up && !atomic_load(&L.stop)) {
-		L.thread_started = true;
+	if (!L.thread_started && !L.gave_up && !atomic_load(&L.stop))
 		start_thread();
-	}
 	if (!L.open && atomic_load(&L.activity) && !L.gave_up && !atomic_load(&L.stop))
 		open_log_now();
 	atomic_store(&L.running, L.open && L.thread_started);
