@@ -176,13 +176,16 @@ Test(livepub, fork_child_publishes_its_own)
 	while ((access(h_fmt("%s.child.idle", stop), F_OK) || access(h_fmt("%s.parent.idle", stop), F_OK)) &&
 	       h_now() < dl)
 		usleep(10000);
+	/* the child's publisher makes its file in its own time: look until it is there */
 	char *child_live = NULL;
-	DIR *d = opendir(dir);
-	for (struct dirent *de; d && (de = readdir(d));)
-		if (strstr(de->d_name, ".live") && atoi(de->d_name) != pid)
-			child_live = h_fmt("%s/%s", dir, de->d_name);
-	if (d)
-		closedir(d);
+	for (; !child_live && h_now() < dl; child_live ? (void)0 : (void)usleep(10000)) {
+		DIR *d = opendir(dir);
+		for (struct dirent *de; d && (de = readdir(d));)
+			if (strstr(de->d_name, ".live") && de->d_name[0] != '.' && atoi(de->d_name) != pid)
+				child_live = h_fmt("%s/%s", dir, de->d_name);
+		if (d)
+			closedir(d);
+	}
 	static struct snap ps, cs;
 	bool pok = wait_entry(h_fmt("%s/%d.live", dir, (int)pid), h_path("parent.dat"), &ps, one_write, 2);
 	bool cok = child_live && wait_entry(child_live, h_path("child.dat"), &cs, one_write, 1);
