@@ -35,6 +35,7 @@
 #include "paths.h"
 #include "reload.h"
 #include "shim.h"
+#include "shimfd.h"
 #include "snapshot.h"
 
 /* ---- the shim's messages --------------------------------------------------- */
@@ -64,28 +65,46 @@ static void stderr_remember(void)
 		stderr_at_load = (typeof(stderr_at_load)){ true, st.st_dev, st.st_ino, st.st_mode & S_IFMT };
 }
 
-static bool stderr_is_still_ours(void)
+static bool stderr_is_still_ours(int fd)
 {
 	struct stat st;
-	return stderr_at_load.open && fstat(2, &st) == 0 && st.st_dev == stderr_at_load.dev &&
+	return stderr_at_load.open && fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == stderr_at_load.dev &&
 	       st.st_ino == stderr_at_load.ino && (st.st_mode & S_IFMT) == stderr_at_load.type;
 }
 
+struct syslog_msg {
+	const char *text;
+	size_t n;
+	pid_t pid; /* ours: the child's getpid() is its own */
+};
+
 /* One datagram to the local syslog; its descriptor lives for the call
  * (libc's openlog/syslog keep state of their own the app may be using). */
-static void say_to_syslog(const char *text, size_t n)
+static int say_to_syslog_here(void *arg)
 {
+	const struct syslog_msg *m = arg;
 	int s = LIBC(socket)(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
-		return;
+		return 0;
 	char msg[POLICY_ERR_MAX + 192];
-	int m = snprintf(msg, sizeof(msg), "<%d>syncshim[%d]: %.*s", LOG_USER | LOG_WARNING, (int)getpid(), (int)n,
-			 text);
+	int len = snprintf(msg, sizeof(msg), "<%d>syncshim[%d]: %.*s", LOG_USER | LOG_WARNING, (int)m->pid,
+			   (int)m->n, m->text);
 	struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "/dev/log" };
-	if (m > 0)
-		sendto(s, msg, (size_t)m < sizeof(msg) ? (size_t)m : sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+	if (len > 0)
+		sendto(s, msg, (size_t)len < sizeof(msg) ? (size_t)len : sizeof(msg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL,
 		       (struct sockaddr *)&a, sizeof(a));
 	LIBC(close)(s);
+	return 0;
+}
+
+/* The socket is made in a child with a table of its own, so it is never
+ * on a number of the app's (here where that cannot be). */
+static void say_to_syslog(const char *text, size_t n)
+{
+	struct syslog_msg m = { text, n, getpid() };
+	int r;
+	if (!shimfd_isolated(say_to_syslog_here, &m, &r))
+		say_to_syslog_here(&m);
 }
 
 /* Control characters (a newline in an environment value or a path could
@@ -121,19 +140,85 @@ void shim_say(const char *fmt, ...)
 		n = (int)sizeof(text) - 1;
 	char shown[sizeof(text)];
 	size_t len = escape_controls(text, (size_t)n, shown, sizeof(shown));
-	if (stderr_is_still_ours()) {
+	int err_fd = shimfd_stderr(); /* 2, or a copy of it in a thread with a table of its own */
+	if (stderr_is_still_ours(err_fd)) {
 		int m = snprintf(line, sizeof(line), "syncshim: %.*s\n", (int)len, shown);
 		if (m > (int)sizeof(line) - 1)
 			m = (int)sizeof(line) - 1;
-		ssize_t w = LIBC(write)(2, line, (size_t)m);
+		ssize_t w = LIBC(write)(err_fd, line, (size_t)m);
 		(void)w;
 	} else {
 		say_to_syslog(shown, len);
 	}
+	shimfd_stderr_done(err_fd);
 	errno = e;
 }
 
-int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
+/*
+ * The shim's threads, joinable, so that set*id (shim/calls/setid.c) can
+ * know when none is left: glibc's setuid family runs the call in every
+ * thread and aborts the process when one thread's result differs from the
+ * caller's, which it does for a thread of ours whenever the caller changed
+ * its own credentials alone before (capset, PR_SET_KEEPCAPS: setpriv,
+ * libcap-ng). A slot is free, running, or ended (the function returned;
+ * joined by the next start or quiesce). A caller that joins its own thread
+ * (the live publisher) keeps it out of the table.
+ */
+#define SHIM_THREADS_MAX 128
+enum { SLOT_FREE, SLOT_RUNNING, SLOT_ENDED };
+static struct {
+	pthread_t id;
+	void *(*fn)(void *);
+	_Atomic int state;
+} threads_tab[SHIM_THREADS_MAX];
+static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
+_Atomic uint32_t shim_threads_quit;
+
+static void *thread_trampoline(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+	void *r = threads_tab[i].fn(NULL);
+	atomic_store(&threads_tab[i].state, SLOT_ENDED); /* its last act: joining it now waits for nothing */
+	return r;
+}
+
+/* threads_mu held: join the ones that ended (all, with every), free their slots. */
+static void join_slots(bool every)
+{
+	for (int i = 0; i < SHIM_THREADS_MAX; i++) {
+		int st = atomic_load(&threads_tab[i].state);
+		if (st == SLOT_ENDED || (every && st == SLOT_RUNNING)) {
+			pthread_join(threads_tab[i].id, NULL);
+			atomic_store(&threads_tab[i].state, SLOT_FREE);
+		}
+	}
+}
+
+static int start_one(void *(*fn)(void *), pthread_attr_t *at, pthread_t *t)
+{
+	if (atomic_load(&shim_threads_quit))
+		return -1; /* a set*id is waiting for our threads to be gone */
+	pthread_mutex_lock(&threads_mu);
+	join_slots(false);
+	int slot = -1;
+	for (int i = 0; i < SHIM_THREADS_MAX && slot < 0; i++)
+		if (atomic_load(&threads_tab[i].state) == SLOT_FREE)
+			slot = i;
+	int r = -1;
+	if (slot >= 0) {
+		threads_tab[slot].fn = fn;
+		atomic_store(&threads_tab[slot].state, SLOT_RUNNING);
+		r = pthread_create(t, at, thread_trampoline, (void *)(intptr_t)slot) == 0 ? 0 : -1;
+		if (r == 0)
+			threads_tab[slot].id = *t;
+		else
+			atomic_store(&threads_tab[slot].state, SLOT_FREE);
+	}
+	pthread_mutex_unlock(&threads_mu);
+	return r;
+}
+
+int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthread_t *joinable)
 {
 	int e = errno;
 	sigset_t all, old;
@@ -141,21 +226,41 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name)
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_attr_t at;
 	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, stack);
 	pthread_t t;
 	/* Through the global pthread_create (a sanitizer's interceptor may be
 	 * first) with shim_busy raised: lifecycle.c's wrapper then passes it
 	 * straight to libc, uncounted (the shim's threads are not the app's). */
 	shim_enter();
-	int r = pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	int r;
+	if (joinable)
+		r = atomic_load(&shim_threads_quit) ? -1 : pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
+	else
+		r = start_one(fn, &at, &t);
 	shim_leave();
 	if (r == 0)
 		pthread_setname_np(t, name);
+	if (r == 0 && joinable)
+		*joinable = t;
 	pthread_attr_destroy(&at);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	errno = e;
 	return r;
+}
+
+void shim_join_threads(void)
+{
+	pthread_mutex_lock(&threads_mu);
+	join_slots(true);
+	pthread_mutex_unlock(&threads_mu);
+}
+
+static void threads_atfork_child(void)
+{
+	pthread_mutex_init(&threads_mu, NULL);
+	for (int i = 0; i < SHIM_THREADS_MAX; i++)
+		atomic_store(&threads_tab[i].state, SLOT_FREE); /* the parent's threads are not in the child */
+	atomic_store(&shim_threads_quit, 0);
 }
 
 /* The environment's overrides, as policy.c checks them. */
@@ -288,6 +393,7 @@ static void atfork_child(void)
 		return;
 	}
 	alloc_atfork_child();
+	threads_atfork_child();
 	shim.pid = getpid();
 	registry_atfork_child();
 	mmap_track_atfork_child();

@@ -107,7 +107,13 @@ void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Start one of the shim's own threads: detached, small stack, every
  * signal blocked (the app's signals are not ours to take), named so top -H
  * and perf tell it from the app's. 0 or -1; errno is left as it was. */
-int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name);
+/* joinable: NULL for a detached thread, else where its id goes (the
+ * caller joins it: set*id must know when it is gone, setid.c). */
+int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthread_t *joinable);
+/* Set while set*id waits for the shim's threads to end (a futex word:
+ * woken when set); each thread's loop ends when it sees it. */
+extern _Atomic uint32_t shim_threads_quit;
+void shim_join_threads(void); /* every thread of the table, once it ended */
 /* Built-in defaults, then the ini file, then the environment. */
 int shim_build_policy(const char *config, struct policy *p, char *err, size_t errlen);
 /* Test hook: raise the configured signal at a named critical point

@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -66,6 +67,16 @@
 	X(int, creat, (const char *, mode_t), fb_creat)                                                          \
 	X(int, creat64, (const char *, mode_t), fb_creat)                                                        \
 	X(int, close, (int), fb_close)                                                                           \
+	X(int, setuid, (uid_t), fb_enosys_int)                                                                   \
+	X(int, setgid, (gid_t), fb_enosys_int)                                                                   \
+	X(int, seteuid, (uid_t), fb_enosys_int)                                                                  \
+	X(int, setegid, (gid_t), fb_enosys_int)                                                                  \
+	X(int, setreuid, (uid_t, uid_t), fb_enosys_int)                                                          \
+	X(int, setregid, (gid_t, gid_t), fb_enosys_int)                                                          \
+	X(int, setresuid, (uid_t, uid_t, uid_t), fb_enosys_int)                                                  \
+	X(int, setresgid, (gid_t, gid_t, gid_t), fb_enosys_int)                                                  \
+	X(int, setgroups, (size_t, const gid_t *), fb_enosys_int)                                                \
+	X(int, initgroups, (const char *, gid_t), fb_enosys_int)                                                 \
 	X(int, close_range, (unsigned int, unsigned int, int), fb_close_range)                                   \
 	X(int, fclose, (FILE *), fb_enosys_int)                                                                  \
 	X(int, dup, (int), fb_dup)                                                                               \

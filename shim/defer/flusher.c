@@ -229,7 +229,7 @@ void flusher_release_file(struct shim_file *f)
 
 /* ---- the descriptor a sync uses ------------------------------------------ */
 
-enum sfd_kind { SFD_NONE, SFD_APP, SFD_PRIV, SFD_TEMP };
+enum sfd_kind { SFD_NONE, SFD_APP, SFD_PRIV, SFD_NAME };
 
 struct sync_fd {
 	int fd;
@@ -263,15 +263,11 @@ static struct sync_fd pick_locked(struct shim_file *f, int own, bool own_closing
 	return s;
 }
 
-/* The file again, by name, when no descriptor of it is left to borrow. */
+/* The file again, by name, when no descriptor of it is left to borrow:
+ * SFD_NAME, synced by name (sync_call). */
 static struct sync_fd reopen(struct shim_file *f)
 {
-	int fd = f->path && f->path[0] ? shimfd_open(f->path, O_RDONLY | O_NOCTTY, OWN_TEMP) : -1;
-	if (fd >= 0 && !is_file(fd, f)) {
-		shimfd_close(fd);
-		fd = -1;
-	}
-	return (struct sync_fd){ fd, fd >= 0 ? SFD_TEMP : SFD_NONE };
+	return (struct sync_fd){ -1, f->path && f->path[0] ? SFD_NAME : SFD_NONE };
 }
 
 /* Under the lease: the borrowed number must still be the file. When it is
@@ -373,23 +369,69 @@ static void linger(struct shim_file *f, const struct knobs *k)
 /* The real call; -errno on failure. A descriptor that vanished under a
  * caller's own sync means nothing was synced: NOT_DONE. */
 #define NOT_DONE 1
+struct by_name {
+	const struct shim_file *f;
+	bool full;
+};
+
+/* Open by name, check it is the file, sync, close: the sync's errno, 0,
+ * or -1 when the name no longer leads to the file. */
+static int sync_by_name_here(const struct shim_file *f, bool full, bool isolated)
+{
+	int fd = isolated ? LIBC(open)(f->path, O_RDONLY | O_NOCTTY | O_CLOEXEC)
+			  : shimfd_open(f->path, O_RDONLY | O_NOCTTY, OWN_TEMP);
+	int err = -1;
+	if (fd >= 0 && is_file(fd, f)) {
+		int r = full ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
+		err = r < 0 ? errno : 0;
+	}
+	if (isolated && fd >= 0)
+		LIBC(close)(fd);
+	else
+		shimfd_close(fd);
+	return err;
+}
+
+static int sync_by_name_child(void *arg)
+{
+	const struct by_name *b = arg;
+	return sync_by_name_here(b->f, b->full, true);
+}
+
+/* The real call: 0, its errno, or -1 (by name: the name is not the file). */
+static int sync_call(struct shim_file *f, struct sync_fd s, bool full)
+{
+	if (s.kind == SFD_NAME) {
+		/* in a child with a table of its own: the reopened file is
+		 * never on a number of the app's; where that cannot be, here */
+		struct by_name b = { f, full };
+		int r;
+		return shimfd_isolated(sync_by_name_child, &b, &r) ? r : sync_by_name_here(f, full, false);
+	}
+	int r = full ? LIBC(fsync)(s.fd) : LIBC(fdatasync)(s.fd);
+	return r < 0 ? errno : 0;
+}
+
 static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, uint64_t bytes)
 {
 	int err;
 	uint64_t t0 = trace_stamp(), began = trace_now();
-	if (s.fd < 0) {
+	bool reached = false;
+	if (s.fd < 0 && s.kind != SFD_NAME) {
 		err = own >= 0 ? NOT_DONE : EIO; /* defer with no way to the file: cannot vouch */
 	} else {
 		TEST_POINT("lead");
 		uint64_t upto = crash_mark(f);
-		int r = full ? LIBC(fsync)(s.fd) : LIBC(fdatasync)(s.fd);
-		err = r < 0 ? errno : 0;
+		err = sync_call(f, s, full);
+		reached = err >= 0;
+		if (err < 0)
+			err = own >= 0 ? NOT_DONE : EIO; /* by name, and the name is not the file: as above */
 		if (!err)
 			crash_durable(f, upto); /* before any caller hears of it */
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}
-	if (s.fd >= 0 && err != NOT_DONE) {
+	if (reached && err != NOT_DONE) {
 		uint64_t took = trace_now() - began;
 		learn(&f->fl.sync_ns, took);
 		live_real_synced(f, took, err);
@@ -442,8 +484,6 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	if (borrowed && err && err != NOT_DONE && sticky)
 		fd_note_kernel_owes(f, s.fd);
 	risk_sync_ends(f, rs, err == 0, trace_now());
-	if (s.kind == SFD_TEMP)
-		shimfd_close(s.fd);
 
 	lock_fl(f);
 	fl->lease_fd = -1;

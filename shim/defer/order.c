@@ -365,21 +365,49 @@ static bool process_gone(pid_t pid)
  * all of its dirty data), checked to be the same file; failing that a
  * syncfs of the file system through own_fd if it is on it, else sync().
  * An error is the kernel's to report to the owner's descriptors. */
+struct foreign {
+	const char *path;
+	dev_t dev;
+	ino_t ino;
+	bool isolated;
+};
+
+/* 1: synced, 0: its sync failed (the owner's descriptors hear of it),
+ * -1: not reached (gone, or not the same file). */
+static int sync_foreign_here(const struct foreign *fo)
+{
+	int flags = O_RDONLY | O_NOCTTY | O_NONBLOCK;
+	int d = fo->isolated ? LIBC(open)(fo->path, flags | O_CLOEXEC) : shimfd_open(fo->path, flags, OWN_TEMP);
+	if (d < 0)
+		return -1;
+	struct stat st;
+	bool same = fstat(d, &st) == 0 && st.st_dev == fo->dev && st.st_ino == fo->ino;
+	int r = same ? LIBC(fdatasync)(d) : -1;
+	if (fo->isolated)
+		LIBC(close)(d);
+	else
+		shimfd_close(d);
+	return same ? r == 0 : -1;
+}
+
+static int sync_foreign_child(void *arg)
+{
+	return sync_foreign_here(arg);
+}
+
 static void sync_foreign(const struct order_slot *sl, pid_t pid, int fd, dev_t dev, ino_t ino, int own_fd)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-	int d = fd >= 0 ? shimfd_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, OWN_TEMP) : -1;
-	if (d >= 0) {
-		struct stat st;
-		bool same = fstat(d, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
-		int r = same ? LIBC(fdatasync)(d) : -1;
-		shimfd_close(d);
-		if (same && r == 0)
-			return;
-		if (same)
-			return; /* it failed: the owner's descriptors hear of it */
+	/* opened in a child with a table of its own: never on a number of the app's */
+	struct foreign fo = { path, dev, ino, true };
+	int done = -1;
+	if (fd >= 0 && !shimfd_isolated(sync_foreign_child, &fo, &done)) {
+		fo.isolated = false;
+		done = sync_foreign_here(&fo);
 	}
+	if (done >= 0)
+		return; /* synced, or it failed: the owner's descriptors hear of it */
 	(void)sl;
 	struct stat st;
 	if (own_fd >= 0 && fstat(own_fd, &st) == 0 && st.st_dev == dev)

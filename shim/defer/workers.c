@@ -163,6 +163,24 @@ void workers_schedule(struct shim_file *f, bool urgent)
 	}
 }
 
+void workers_wake_all(void)
+{
+	atomic_fetch_add_explicit(&sched_wake, 1, memory_order_release);
+	syscall(SYS_futex, &sched_wake, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* After set*id: work that came in while the threads were away gets one. */
+void workers_resume(void)
+{
+	shim_enter();
+	pthread_mutex_lock(&sched_mu);
+	bool owed = heap_root != NULL || atomic_load(&ready_stack) != NULL || atomic_load(&poke_stack) != NULL;
+	pthread_mutex_unlock(&sched_mu);
+	shim_leave();
+	if (owed)
+		workers_ensure(false);
+}
+
 bool workers_running(void)
 {
 	return atomic_load(&nworkers) > 0;
@@ -184,7 +202,7 @@ int workers_ensure(bool more)
 	have = atomic_load(&nworkers);
 	if (have == 0 || (more && nidle == 0 && (uint32_t)have < cap)) {
 		atomic_fetch_add(&nworkers, 1);
-		if (shim_start_thread(worker_main, 64 * 1024, "syncshim-flush") < 0) {
+		if (shim_start_thread(worker_main, 64 * 1024, "syncshim-flush", NULL) < 0) {
 			atomic_fetch_sub(&nworkers, 1);
 			r = -1;
 		}
@@ -427,6 +445,8 @@ static void work_on(struct shim_file *f)
 static bool worker_round(uint64_t *idle_since)
 {
 	uint32_t seen = atomic_load_explicit(&sched_wake, memory_order_acquire);
+	if (atomic_load(&shim_threads_quit))
+		return false; /* set*id: no thread of ours may be left (setid.c); the schedule stays */
 	rekey_if_reloaded();
 	take_ready();
 	take_pokes();
@@ -467,7 +487,7 @@ static void *worker_main(void *arg)
 	atomic_fetch_sub(&nworkers, 1);
 	pthread_mutex_unlock(&sched_mu);
 	/* A request may have slipped in after the last look. */
-	if (atomic_load(&ready_stack) && atomic_load(&nworkers) == 0)
+	if (atomic_load(&ready_stack) && atomic_load(&nworkers) == 0 && !atomic_load(&shim_threads_quit))
 		workers_ensure(false);
 	return NULL;
 }

@@ -58,6 +58,8 @@ void workers_schedule(struct shim_file *f, bool urgent);
 int workers_ensure(bool more);
 /* Some thread is alive to take queued work. */
 bool workers_running(void);
+void workers_wake_all(void); /* every idle thread looks again (set*id's quiesce) */
+void workers_resume(void);   /* a thread again if work is owed */
 void workers_atfork_child(void);
 
 #endif

@@ -12,17 +12,26 @@
  *
  * Why pwrite and not a shared mapping: a store into a mapped page the
  * file system cannot back (a full disk, a file truncated behind our back)
- * is a SIGBUS in the host; a pwrite that cannot is an error we skip. And
- * the file is reached by name each round, with a descriptor of the shim's
- * own that lives only for the round: the app's close-everything loops
- * never meet one of ours kept open.
+ * is a SIGBUS in the host; a pwrite that cannot is an error we skip.
+ *
+ * The publisher needs none of the app's descriptors, so it runs in a
+ * descriptor table of its own (shimfd_private_table): the file stays open
+ * there for the thread's life, and nothing it opens (the directory, the
+ * file, /proc) ever takes a number the app could be handed, use after a
+ * close, see in a fork child or meet in a close-everything loop. Each
+ * round checks the name still leads to our file (a reader may have taken
+ * it for a dead process's and removed it). Whoever ends the process or
+ * execs, and set*id (setid.c), asks the thread to write the last round,
+ * remove the file and end, and joins it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,15 +58,18 @@ static struct {
 	char default_policy[16];
 	pthread_mutex_t mu;         /* the publisher's state below */
 	bool thread_started, gave_up;
-	_Atomic int stop;
+	bool finished;              /* live_stop: never again */
+	pthread_t thread;           /* joined by whoever stops it (thread_started) */
+	_Atomic uint32_t stop;      /* futex word: the thread's last round, then it ends */
 	_Atomic int running;        /* thread started: nothing for live_maybe_start to do */
-	bool made;                  /* our file exists under path */
+	bool made;                  /* our file exists under path, open as fd */
+	int fd;                     /* in the publisher's own table, never the app's */
 	struct live_header h;       /* its header, as last written */
 	char path[POLICY_PATH_MAX + 64];   /* DIR/PID.live */
 	ino_t ino;                  /* ours: a file someone put in its place is not */
 	uint64_t last_mono;
 	struct live_file *stage;    /* [LIVE_MAX_FILES]: a round's busiest files, busiest first */
-} live_state = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} live_state = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 /* ---- statistics (app threads) ----------------------------------------------- */
 
@@ -289,35 +301,26 @@ static bool write_round(int fd, uint32_t shown)
 	return ok && put(fd, &live_state.h, sizeof(live_state.h), 0);
 }
 
-/* The publisher's descriptors live above shimfd_high_base(), as the log's
- * do: an app that closes N and then calls fsync(N) must get EBADF, not
- * the live file the publisher happened to open as N in between. */
-static int move_high(int fd)
+static void close_file(void)
 {
-	if (fd < 0 || fd >= shimfd_high_base())
-		return fd;
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, shimfd_high_base());
-	if (hi < 0)
-		return fd; /* no room up there: keep the low one */
-	fd_mark_shim(hi, OWN_TEMP, NULL);
-	shimfd_close(fd);
-	return hi;
+	shimfd_close(live_state.fd);
+	live_state.fd = -1;
+	live_state.made = false;
 }
 
-/* Our file, by name, if it is still ours (a reader may have taken it for
- * a dead process's, a hostile one replaced it): an fd, or -1. */
-static int open_ours(void)
+/* Our file is still the one the name leads to (a reader may have taken it
+ * for a dead process's and removed it, a hostile one replaced it). */
+static bool still_ours(void)
 {
-	struct stat st;
-	int fd = move_high(shimfd_open(live_state.path, O_WRONLY | O_NOFOLLOW, OWN_TEMP));
-	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != live_state.ino || !S_ISREG(st.st_mode))) {
-		shimfd_close(fd);
-		fd = -1;
-	}
+	struct stat mine, named;
+	if (live_state.fd < 0 || fstat(live_state.fd, &mine) != 0 || lstat(live_state.path, &named) != 0)
+		return false;
+	if (!S_ISREG(named.st_mode) || named.st_ino != mine.st_ino || named.st_dev != mine.st_dev)
+		return false;
 	/* cut short behind our back: readers want the whole size again */
-	if (fd >= 0 && st.st_size < (off_t)LIVE_FILE_BYTES)
-		(void)!ftruncate(fd, (off_t)LIVE_FILE_BYTES);
-	return fd;
+	if (mine.st_size < (off_t)LIVE_FILE_BYTES)
+		(void)!ftruncate(live_state.fd, (off_t)LIVE_FILE_BYTES);
+	return true;
 }
 
 static void publish(bool ended)
@@ -334,13 +337,11 @@ static void publish(bool ended)
 	live_state.h.updated_mono_ns = now;
 	live_state.h.interval_ns = live_state.last_mono ? now - live_state.last_mono : 0;
 	live_state.last_mono = now;
-	int fd = open_ours();
-	if (fd < 0) {
-		live_state.made = false; /* gone: made again next round */
+	if (!still_ours()) {
+		close_file(); /* gone: made again next round */
 		return;
 	}
-	write_round(fd, shown); /* a full disk loses a round, nothing more */
-	shimfd_close(fd);
+	write_round(live_state.fd, shown); /* a full disk loses a round, nothing more */
 }
 
 /* ---- the file -------------------------------------------------------------- */
@@ -361,7 +362,7 @@ static int open_dir(void)
 		say_once("cannot make the live directory %s: %s; live counters off", dir, errno);
 		return -1;
 	}
-	int fd = move_high(shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP));
+	int fd = shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		say_once("cannot open the live directory %s: %s; live counters off", dir, errno);
@@ -417,9 +418,7 @@ static int create_tmp(int dirfd, const char *tmp)
 	if (fd < 0 && errno == EEXIST && fstatat(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && unlinkat(dirfd, tmp, 0) == 0)
 		fd = openat(dirfd, tmp, flags, 0600);
-	if (fd >= 0)
-		fd_mark_shim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
-	return move_high(fd);
+	return fd; /* the publisher's own table: no number of the app's */
 }
 
 static bool write_new(int dirfd, const char *tmp, const char *name)
@@ -429,11 +428,14 @@ static bool write_new(int dirfd, const char *tmp, const char *name)
 	bool ok = fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0 && put(fd, &live_state.h, sizeof(live_state.h), 0) &&
 		  fstat(fd, &st) == 0 && renameat(dirfd, tmp, dirfd, name) == 0;
 	int e = errno;
-	shimfd_close(fd);
-	if (ok)
+	if (ok) {
 		live_state.ino = st.st_ino;
-	else if (fd >= 0)
-		unlinkat(dirfd, tmp, 0);
+		live_state.fd = fd; /* kept for the thread's life */
+	} else {
+		shimfd_close(fd);
+		if (fd >= 0)
+			unlinkat(dirfd, tmp, 0);
+	}
 	errno = e;
 	return ok;
 }
@@ -461,12 +463,9 @@ static bool make_file(void)
 
 static void drop_file(void)
 {
-	int fd = open_ours();
-	if (fd >= 0) {
-		shimfd_close(fd);
+	if (still_ours())
 		unlink(live_state.path); /* only ours: a file put in its place is left alone */
-	}
-	live_state.made = false;
+	close_file();
 }
 
 /* ---- the thread and the process's life ---------------------------------------- */
@@ -475,15 +474,29 @@ static void *live_main(void *arg)
 {
 	(void)arg;
 	shim_busy = 1; /* everything this thread calls is the shim's own */
-	while (!atomic_load(&live_state.stop)) {
+	bool own = shimfd_private_table();
+	pthread_mutex_lock(&live_state.mu);
+	if (!own)
+		say_once("the live counters' publisher %s has no descriptor table of its own (%s); live counters off",
+			 "thread", errno);
+	pthread_mutex_unlock(&live_state.mu);
+	while (own && !atomic_load(&live_state.stop)) {
 		pthread_mutex_lock(&live_state.mu);
 		if (!atomic_load(&live_state.stop) && !live_state.gave_up && (live_state.made || make_file()))
 			publish(false);
 		pthread_mutex_unlock(&live_state.mu);
 		struct timespec ts = { INTERVAL_MS / 1000, (INTERVAL_MS % 1000) * (long)NS_PER_MS };
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-			;
+		syscall(SYS_futex, &live_state.stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0); /* a stop wakes it */
 	}
+	/* The last round says "ended", then the file goes: a reader that opened
+	 * it in between sees a process on its way out, not a stalled one. */
+	pthread_mutex_lock(&live_state.mu);
+	if (live_state.made) {
+		publish(true);
+		drop_file();
+	}
+	close_file();
+	pthread_mutex_unlock(&live_state.mu);
 	return NULL;
 }
 
@@ -512,34 +525,55 @@ void live_maybe_start(void)
 	shim_enter();
 	int cancel = shim_nocancel_begin(); /* live_state.mu is held across open, write, close */
 	pthread_mutex_lock(&live_state.mu);
-	if (!live_state.thread_started && !atomic_load(&live_state.stop)) {
+	if (!live_state.thread_started && !live_state.finished) {
 		live_state.thread_started = true;
-		if (shim_start_thread(live_main, 64 * 1024, "syncshim-live") < 0)
-			live_state.gave_up = true;
+		atomic_store(&live_state.stop, 0);
+		if (shim_start_thread(live_main, 64 * 1024, "syncshim-live", &live_state.thread) < 0) {
+			live_state.thread_started = false;
+			live_state.gave_up = !atomic_load(&shim_threads_quit); /* a set*id in progress: later */
+		}
 	}
-	atomic_store(&live_state.running, 1);
+	atomic_store(&live_state.running, live_state.thread_started || live_state.gave_up || live_state.finished);
 	pthread_mutex_unlock(&live_state.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
 }
 
-/* The last round says "ended", then the file goes: a reader that opened
- * it in between sees a process on its way out, not a stalled one. */
-void live_stop(void)
+/* The thread writes its last round, removes the file and ends; we wait
+ * for it (a round is a few pwrites). Afterwards live_maybe_start starts
+ * a new one unless for_good. */
+static void end_thread(bool for_good)
 {
 	if (!live_state.configured)
 		return;
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* live_state.mu is held across open, write, close */
-	atomic_store(&live_state.stop, 1);
+	int cancel = shim_nocancel_begin();
 	pthread_mutex_lock(&live_state.mu);
-	if (live_state.made) {
-		publish(true);
-		drop_file();
+	if (for_good)
+		live_state.finished = true;
+	bool started = live_state.thread_started;
+	pthread_t t = live_state.thread;
+	live_state.thread_started = false; /* ours to join: nobody else will */
+	if (started) {
+		atomic_store(&live_state.stop, 1);
+		syscall(SYS_futex, &live_state.stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	}
 	pthread_mutex_unlock(&live_state.mu);
+	if (started)
+		pthread_join(t, NULL);
+	atomic_store(&live_state.running, for_good);
 	shim_nocancel_end(cancel);
 	shim_leave();
+}
+
+void live_stop(void)
+{
+	end_thread(true);
+}
+
+void live_quiesce(void)
+{
+	end_thread(false);
 }
 
 /* Inside the fork handler: no allocation, no file, no thread. The
@@ -556,6 +590,7 @@ void live_atfork_child(void)
 	if (live_state.configured)
 		registry_each(reset_in_child, NULL);
 	live_state.made = false; /* the parent's file is the parent's: ours is made lazily */
+	live_state.fd = -1;      /* it was in the parent's publisher's table, which is not in this process */
 	live_state.thread_started = false;
 	live_state.last_mono = 0;
 	atomic_store(&live_state.running, 0);

@@ -36,6 +36,9 @@ void live_start(const struct policy *p);
 void live_maybe_start(void);
 /* Exit or exec: the file says so and goes. */
 void live_stop(void);
+/* End the publisher thread (its last round, the file removed) so that it
+ * no longer exists; live_maybe_start starts another (set*id, setid.c). */
+void live_quiesce(void);
 void live_atfork_child(void);
 
 /* A new file object's statistics (NULL when live is off). */

@@ -933,7 +933,7 @@ static void *logger_main(void *arg)
 	shim_busy = 1;
 	if (trace_use_tsc)
 		calibrate();
-	while (!atomic_load(&log_state.stop)) {
+	while (!atomic_load(&log_state.stop) && !atomic_load(&shim_threads_quit)) {
 		struct timespec ts = { 0, log_state.mode == LOG_CALLS ? atomic_load(&log_state.tick_ns) : 4 * TICK_MAX_NS };
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
@@ -1162,9 +1162,15 @@ static void write_header(const struct policy *p)
 	write_block(logfmt_encode_header(log_state.buf, BUF_BYTES, &h));
 }
 
+/* log_state.mu held. */
 static void start_thread(void)
 {
-	if (shim_start_thread(logger_main, 128 * 1024, "syncshim-log") < 0)
+	log_state.thread_started = true;
+	if (shim_start_thread(logger_main, 128 * 1024, "syncshim-log", NULL) == 0)
+		return;
+	if (atomic_load(&shim_threads_quit))
+		log_state.thread_started = false; /* a set*id in progress (setid.c): the next call tries again */
+	else
 		shim_say("cannot start the logger thread; logging only at exit");
 }
 
@@ -1240,6 +1246,22 @@ void log_start(const struct policy *p)
 	atomic_store_explicit(&trace_on, 1, memory_order_release);
 }
 
+/* The logger thread ended for set*id (setid.c): the next call starts
+ * another; until then the counts wait in memory. */
+void log_thread_quiesced(void)
+{
+	if (!log_state.configured)
+		return;
+	shim_enter();
+	int cancel = shim_nocancel_begin();
+	pthread_mutex_lock(&log_state.mu);
+	log_state.thread_started = false;
+	atomic_store(&log_state.running, 0);
+	pthread_mutex_unlock(&log_state.mu);
+	shim_nocancel_end(cancel);
+	shim_leave();
+}
+
 void log_maybe_start(void)
 {
 	if (likely(atomic_load_explicit(&log_state.running, memory_order_relaxed)) || !log_state.configured)
@@ -1247,10 +1269,8 @@ void log_maybe_start(void)
 	shim_enter();
 	int cancel = shim_nocancel_begin(); /* log_state.mu is held across open and write */
 	pthread_mutex_lock(&log_state.mu);
-	if (!log_state.thread_started && !log_state.gave_up && !atomic_load(&log_state.stop)) {
-		log_state.thread_started = true;
+	if (!log_state.thread_started && !log_state.gave_up && !atomic_load(&log_state.stop))
 		start_thread();
-	}
 	if (!log_state.open && atomic_load(&log_state.activity) && !log_state.gave_up && !atomic_load(&log_state.stop))
 		open_log_now();
 	atomic_store(&log_state.running, log_state.open && log_state.thread_started);

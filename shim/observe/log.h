@@ -20,6 +20,7 @@ void log_stop(int exit_status);
 /* From calls that may create files and threads (opens, syncs, renames):
  * the logger thread, and the log file once there is something to log. */
 void log_maybe_start(void);
+void log_thread_quiesced(void); /* set*id ended the logger thread: the next call starts another */
 void log_atfork_child(void);
 /* The thread ended (lifecycle.c): give its counting slot back. */
 void log_thread_ended(void);

@@ -2,9 +2,11 @@
  * procself.c - what /proc/self says about this process: its command line
  * (for the log's header and the live file) and its start time (which,
  * with the pid, tells a live file's process from a later one that got the
- * same pid). Read through the shim's own descriptors, no stdio.
+ * same pid). Read in a child with a descriptor table of its own
+ * (shimfd_isolated), no stdio streams.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,14 +15,40 @@
 #include "shim.h"
 #include "shimfd.h"
 
+struct proc_read {
+	char path[48];
+	char *out;
+	size_t len;
+	bool isolated;
+};
+
+static int read_proc_here(void *arg)
+{
+	struct proc_read *pr = arg;
+	int fd = pr->isolated ? LIBC(open)(pr->path, O_RDONLY | O_CLOEXEC) : shimfd_open(pr->path, O_RDONLY, OWN_TEMP);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, pr->out, pr->len - 1);
+	if (pr->isolated)
+		LIBC(close)(fd);
+	else
+		shimfd_close(fd);
+	return (int)n;
+}
+
+/* /proc/PID/name (the child that reads it is a process of its own: not
+ * /proc/self), read in a child with a table of its own so the read's
+ * descriptor is never on a number of the app's; here where that cannot be. */
 static ssize_t read_proc(const char *name, char *out, size_t len)
 {
 	out[0] = '\0';
-	int fd = shimfd_open(name, O_RDONLY, OWN_TEMP);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, out, len - 1);
-	shimfd_close(fd);
+	struct proc_read pr = { .out = out, .len = len, .isolated = true };
+	snprintf(pr.path, sizeof(pr.path), "/proc/%d/%s", (int)getpid(), name);
+	int n;
+	if (!shimfd_isolated(read_proc_here, &pr, &n)) {
+		pr.isolated = false;
+		n = read_proc_here(&pr);
+	}
 	if (n <= 0)
 		return -1;
 	out[n] = '\0';
@@ -29,14 +57,14 @@ static ssize_t read_proc(const char *name, char *out, size_t len)
 
 void proc_self_comm(char *out, size_t len)
 {
-	ssize_t n = read_proc("/proc/self/comm", out, len);
+	ssize_t n = read_proc("comm", out, len);
 	if (n > 0 && out[n - 1] == '\n')
 		out[n - 1] = '\0';
 }
 
 void proc_self_cmdline(char *out, size_t len)
 {
-	ssize_t n = read_proc("/proc/self/cmdline", out, len);
+	ssize_t n = read_proc("cmdline", out, len);
 	for (ssize_t i = 0; i < n - 1; i++)
 		if (out[i] == '\0')
 			out[i] = ' ';
@@ -47,7 +75,7 @@ void proc_self_cmdline(char *out, size_t len)
 uint64_t proc_self_start_time(void)
 {
 	char buf[1024];
-	if (read_proc("/proc/self/stat", buf, sizeof(buf)) < 0)
+	if (read_proc("stat", buf, sizeof(buf)) < 0)
 		return 0;
 	const char *p = strrchr(buf, ')');
 	if (!p)

@@ -14,7 +14,10 @@
  * ..data) is seen as changed at each swap.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -25,11 +28,13 @@
 #include "logfmt.h"
 #include "reload.h"
 #include "shim.h"
+#include "shimfd.h"
 #include "snapshot.h"
 
 #define POLL_NS 250000000L
 
 static _Atomic int watcher_started;
+static bool stamp_known; /* the watcher's last look, kept across a restart after set*id */
 
 struct file_stamp {
 	bool exists;
@@ -59,8 +64,24 @@ static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
 	       same_time(a->mtime, b->mtime) && same_time(a->ctime, b->ctime);
 }
 
+struct build {
+	const char *path;
+	struct policy *next;
+	char *err;
+	size_t errlen;
+};
+
+static int build_here(void *arg)
+{
+	struct build *b = arg;
+	return shim_build_policy(b->path, b->next, b->err, b->errlen);
+}
+
 /* The watcher thread is the only publisher, so it may read the live
- * snapshot without a reader section. */
+ * snapshot without a reader section. The ini is read in a child with a
+ * descriptor table of its own (the watcher shares the app's: it completes
+ * pending syncs through the app's descriptors), so its descriptor is never
+ * on a number of the app's. */
 static void apply(const char *path)
 {
 	const struct policy *live = atomic_load(&shim.policy);
@@ -68,7 +89,11 @@ static void apply(const char *path)
 	if (!next)
 		return;
 	char err[POLICY_ERR_MAX];
-	if (shim_build_policy(path, next, err, sizeof(err)) < 0) {
+	struct build b = { path, next, err, sizeof(err) };
+	int built;
+	if (!shimfd_isolated(build_here, &b, &built))
+		built = build_here(&b);
+	if (built < 0) {
 		shim_say("%s; keeping the previous policy", err);
 		log_event(LOGEV_CONFIG_ERROR, NULL, 0, "reload of %s failed, previous policy kept: %s", path, err);
 		shim_free(next);
@@ -90,11 +115,16 @@ static void *watcher_main(void *arg)
 	(void)arg;
 	shim_busy = 1;
 	const char *path = shim.config_path;
-	struct file_stamp last = stamp_of(path);
-	for (;;) {
+	static struct file_stamp last; /* kept across a restart after set*id: an edit in between is still seen */
+	if (!stamp_known)
+		last = stamp_of(path);
+	stamp_known = true;
+	while (!atomic_load(&shim_threads_quit)) {
+		/* set*id wakes it (setid.c) */
 		struct timespec ts = { 0, POLL_NS };
-		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
-			;
+		syscall(SYS_futex, &shim_threads_quit, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (atomic_load(&shim_threads_quit))
+			break;
 		struct file_stamp now = stamp_of(path);
 		if (same_stamp(&now, &last))
 			continue;
@@ -114,11 +144,17 @@ void reload_maybe_start(void)
 	policy_leave(ticket);
 	if (!wanted || atomic_exchange(&watcher_started, 1))
 		return;
-	if (shim_start_thread(watcher_main, 64 * 1024, "syncshim-watch") < 0)
+	if (shim_start_thread(watcher_main, 64 * 1024, "syncshim-watch", NULL) < 0)
 		atomic_store(&watcher_started, 0);
 }
 
 void reload_atfork_child(void)
+{
+	atomic_store(&watcher_started, 0);
+	stamp_known = false;
+}
+
+void reload_thread_quiesced(void)
 {
 	atomic_store(&watcher_started, 0);
 }

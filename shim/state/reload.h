@@ -7,5 +7,6 @@
 /* Start the watcher once, lazily (first tracked open or sync). */
 void reload_maybe_start(void);
 void reload_atfork_child(void);
+void reload_thread_quiesced(void); /* set*id ended the watcher: the next call starts another */
 
 #endif

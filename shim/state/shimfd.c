@@ -17,10 +17,31 @@
  *     owner is told and stops using it;
  *   - an app open that fails with EMFILE gets the shim's descriptors given
  *     back and is retried, so the app never runs out because of us.
+ *
+ * A shim thread that needs none of the app's descriptors (the live
+ * counters' publisher) goes further: it takes a descriptor table of its
+ * own (shimfd_private_table), so what it opens is never on a number of
+ * the app's, not even for the moment between an open and a move above
+ * the app's range. In such a thread nothing here marks a slot: the slots
+ * describe the app's table, not this one.
+ *
+ * A short-lived descriptor that a thread sharing the app's table needs
+ * (a file reopened by name to sync it, another process's file through
+ * /proc, a datagram to syslog, a /proc read, the ini read at reload) is
+ * opened, used and closed inside shimfd_isolated: a child that shares the
+ * process's memory and runs while its caller waits (as vfork's child
+ * does), with a descriptor table of its own. Nothing of it is ever on a
+ * number of the app's.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -32,6 +53,112 @@
 #include "shimfd.h"
 
 #define HIGH_BASE 100
+
+static __thread bool own_table; /* this thread's descriptors are in a table of its own */
+
+/* An empty table for the calling thread, without ever holding a reference
+ * to the app's files (CLOSE_RANGE_UNSHARE over the whole range copies
+ * nothing). A kernel without it (before 5.9): a copy of the app's table,
+ * every descriptor of it closed at once. */
+bool shimfd_private_table(void)
+{
+	if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0) {
+		if (unshare(CLONE_FILES) != 0)
+			return false;
+		struct rlimit rl;
+		int top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int)rl.rlim_cur : 1 << 20;
+		for (int fd = 0; fd < top; fd++)
+			syscall(SYS_close, fd);
+	}
+	own_table = true;
+	return true;
+}
+
+/* The app's descriptor 2 as the calling thread can write it: 2 itself, or
+ * in a thread with a table of its own a copy made through a pidfd of
+ * our own process (same thread group: no permission needed), closed by
+ * shimfd_stderr_done. -1: none. */
+int shimfd_stderr(void)
+{
+	static __thread int self = -1;
+	if (!own_table)
+		return 2;
+	if (self < 0)
+		self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	return self < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, self, 2, 0);
+}
+
+void shimfd_stderr_done(int fd)
+{
+	if (own_table && fd >= 0)
+		LIBC(close)(fd);
+}
+
+#define ISOLATED_STACK (256 * 1024)
+
+struct isolated {
+	int (*fn)(void *);
+	void *arg;
+	int result;
+	bool ran;
+};
+
+/* The child: the caller's memory, thread-local storage included (the
+ * caller is stopped until it exits), an empty table of its own. */
+static int isolated_child(void *p)
+{
+	struct isolated *iso = p;
+	if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) != 0)
+		return 0; /* no table of its own to be had: the caller does it itself */
+	own_table = true;
+	iso->result = iso->fn(iso->arg);
+	iso->ran = true;
+	return 0;
+}
+
+bool shimfd_isolated(int (*fn)(void *), void *arg, int *result)
+{
+	if (own_table) {
+		*result = fn(arg);
+		return true;
+	}
+	int e = errno;
+	char *stack = LIBC(mmap)(NULL, ISOLATED_STACK, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		errno = e;
+		return false;
+	}
+	struct isolated iso = { fn, arg, 0, false };
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); /* no handler of the app's ever runs in the child */
+	/* No exit signal: the app hears of no child, and its wait(-1) cannot
+	 * reap this one (a clone child: __WCLONE). */
+	pid_t pid = clone(isolated_child, stack + ISOLATED_STACK, CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_FS,
+			  &iso);
+	if (pid > 0)
+		while (waitpid(pid, NULL, __WCLONE) < 0 && errno == EINTR)
+			;
+	own_table = false; /* the child's stores went to our thread-local storage */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	LIBC(munmap)(stack, ISOLATED_STACK);
+	errno = e;
+	if (pid > 0 && iso.ran)
+		*result = iso.result;
+	return pid > 0 && iso.ran;
+}
+
+void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f)
+{
+	if (!own_table)
+		fd_mark_shim(fd, owner, f);
+}
+
+void shimfd_forget(int fd)
+{
+	fd_unmark_shim(fd);
+}
 
 /* The number is marked ours and still refers to what its owner opened. */
 bool shimfd_is_ours(int fd)
@@ -88,7 +215,7 @@ void shimfd_close(int fd)
 	 * leave it held), and an open cancelled after the kernel made the
 	 * descriptor would leak it unmarked. */
 	int cancel = shim_nocancel_begin();
-	if (!fd_slot(fd)) {
+	if (own_table || !fd_slot(fd)) {
 		LIBC(close)(fd);
 	} else if (fd_shim_owner(fd, NULL) != OWN_NONE) { /* else the app has it now: never ours to close */
 		fd_unmark_shim(fd);
@@ -102,7 +229,7 @@ void shimfd_close(int fd)
 static int claim_or_close(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
 	if (fd >= 0)
-		fd_mark_shim(fd, owner, f);
+		shimfd_claim(fd, owner, f);
 	return fd;
 }
 
@@ -116,7 +243,7 @@ int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
-	int base = owner == OWN_LOG || owner == OWN_CRASH ? shimfd_high_base() : 3;
+	int base = !own_table && (owner == OWN_LOG || owner == OWN_CRASH) ? shimfd_high_base() : 3;
 	return claim_or_close(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
 }
 

@@ -17,6 +17,18 @@ void shimfd_close(int fd);
 /* open()/dup by the shim for itself: O_CLOEXEC, marked, never on a number
  * the app is using. -1 with errno. */
 int shimfd_open(const char *path, int flags, enum shim_fd_owner owner);
+/* The calling shim thread's own descriptor table (false: none could be made). */
+bool shimfd_private_table(void);
+int shimfd_stderr(void); /* the app's fd 2 as this thread may write it, or -1 */
+void shimfd_stderr_done(int fd);
+/* fn(arg) in a child sharing our memory, with a descriptor table of its
+ * own (its result in *result); false: it could not run there, and the
+ * caller does the work itself. fn takes no lock and calls LIBC()'s. */
+bool shimfd_isolated(int (*fn)(void *), void *arg, int *result);
+/* Mark fd as the shim's in the app's slot table, unless the calling thread
+ * has a table of its own (then no number of the app's is involved). */
+void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f);
+void shimfd_forget(int fd);
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
 /* close()/close_range() by the app of a number we hold: 1 = it is ours
  * (the app gets EBADF), 0 = not (a stale mark, now cleared). */

@@ -19,6 +19,11 @@
  *                       INO take MS milliseconds longer (a throttled or
  *                       failing device, for "a slow file must not hold up
  *                       another file's syncs"). INO 0: every file.
+ *   RECLAYER_SLOW_OPEN=TEXT:MS
+ *                       an open of a path containing TEXT holds its new
+ *                       descriptor MS milliseconds before returning it (a
+ *                       slow file system; widens any moment in which the
+ *                       caller holds a number it means to give up).
  *   RECLAYER_FAIL=OP:ERRNO[:SKIP[:COUNT]]
  *                       calls of OP number SKIP+1 .. SKIP+COUNT (counted per
  *                       process, from 1) fail with ERRNO without reaching
@@ -86,6 +91,7 @@
 /* ---- state ------------------------------------------------------------ */
 
 static int log_fd = -1;
+static char log_path[4096]; /* RECLAYER_LOG, for a task that does not share our table */
 static _Atomic int init_state; /* 0 not yet, 1 in progress, 2 done */
 static __thread int in_init;
 static __thread int in_dlsym;
@@ -349,6 +355,8 @@ static void parse_ops(const char *spec)
 	}
 }
 
+static char slow_open_text[64]; /* RECLAYER_SLOW_OPEN */
+static long slow_open_ms;
 static unsigned long long slow_ino;
 static long slow_ms;
 
@@ -367,6 +375,7 @@ static void do_init(void)
 				fd = hi;
 			}
 			log_fd = (int)fd;
+			snprintf(log_path, sizeof(log_path), "%s", path);
 		} else {
 			say("cannot open RECLAYER_LOG");
 		}
@@ -381,6 +390,15 @@ static void do_init(void)
 	const char *ops = getenv("RECLAYER_OPS");
 	if (ops && *ops)
 		parse_ops(ops);
+	const char *slow_open = getenv("RECLAYER_SLOW_OPEN");
+	if (slow_open && *slow_open) {
+		const char *colon = strrchr(slow_open, ':');
+		size_t n = colon ? (size_t)(colon - slow_open) : 0;
+		if (n && n < sizeof(slow_open_text)) {
+			memcpy(slow_open_text, slow_open, n);
+			slow_open_ms = strtol(colon + 1, NULL, 10);
+		}
+	}
 	const char *slow = getenv("RECLAYER_SLOW");
 	if (slow && *slow) {
 		char *end;
@@ -528,7 +546,15 @@ static void rec_emit(struct rec *r)
 	if (r->fields & F_PATH2)
 		field_s(&l, "path2", r->path2);
 	l.buf[l.n++] = '\n'; /* put_str keeps a byte free for this */
-	syscall(SYS_write, log_fd, l.buf, l.n);
+	if (syscall(SYS_write, log_fd, l.buf, l.n) < 0 && errno == EBADF && log_path[0]) {
+		/* A task with a descriptor table of its own (the shim's isolated
+		 * children and private-table threads): the log by name, for this line. */
+		long fd = syscall(SYS_openat, AT_FDCWD, log_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0) {
+			syscall(SYS_write, (int)fd, l.buf, l.n);
+			syscall(SYS_close, (int)fd);
+		}
+	}
 	errno = e;
 }
 
@@ -716,6 +742,11 @@ static int open_common(const char *fn, int id, int dirfd, const char *path, int 
 		case 3: ret = ((__openat_2_fn)real)(dirfd, path, flags); break;
 		default: ret = ((creat_fn)real)(path, mode); break;
 		}
+	}
+	if (ret >= 0 && slow_open_ms > 0 && path && strstr(path, slow_open_text)) {
+		struct timespec ts = { slow_open_ms / 1000, (slow_open_ms % 1000) * 1000000L };
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
 	}
 	r.fd = (int)ret;
 	r.ino = ret >= 0 ? ino_of(&r, (int)ret) : 0;

@@ -478,3 +478,49 @@ Test(hostile, daemon_makes_the_shim_check_again)
 		usleep(20000); /* the daemon is no child of ours: poll for its result */
 	cr_assert_str_eq(h_read_file(res), "fsync=-1 errno=EINVAL\n", "the daemon's fsync(1) on /dev/null");
 }
+
+/* ---- set*id with the shim's threads running ------------------------------- */
+
+/* glibc runs setresgid in every thread and aborts when one thread's
+ * result differs; a host that kept its capabilities across setresuid in
+ * its own thread alone (setpriv, libcap-ng) made the shim's threads fail
+ * it (they had lost theirs). With a flusher (defer), the logger and the
+ * live publisher running, under defer and group, the host drops to
+ * nobody and goes on writing and syncing. */
+static void setid_under(const char *policy)
+{
+	char tmpl[] = "/tmp/syncshim-setid-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	cr_assert(dir && chmod(dir, 0777) == 0);
+	char *file = h_fmt("%s/d.dat", dir);
+	struct h_cmd c;
+	hs_cmd(&c, H_SHIM, policy);
+	h_env(&c, "SYNCSHIM_LIVE=1");
+	char *live = h_path(h_fmt("setid.%s.live", policy));
+	cr_assert_eq(mkdir(live, 0700), 0);
+	h_envf(&c, "SYNCSHIM_LIVE_DIR=%s", live);
+	h_envf(&c, "SYNCSHIM_LOG=%s/l.log", dir);
+	h_args(&c, h_prog("setid_threads"), file, "65534", "65534", NULL);
+	struct h_result r = h_run(&c);
+	char buf[64] = "";
+	FILE *f = fopen(file, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	unlink(file);
+	unlink(h_fmt("%s/l.log", dir));
+	rmdir(dir);
+	cr_expect(!r.timed_out && r.code == 0 && h_has(r.out, "setid_threads: ok uid=65534 gid=65534"),
+		  "set*id under %s: exit %d signal %d\n%s%s", policy, r.code, r.sig, r.out, r.err);
+	cr_expect_str_eq(buf, "before\nafter\n", "under %s", policy);
+}
+
+Test(hostile, setid_from_a_threaded_host_never_aborts)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root (setresuid)");
+	setid_under("defer");
+	setid_under("group");
+	setid_under("passthrough");
+}

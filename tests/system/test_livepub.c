@@ -275,3 +275,48 @@ Test(livepub, a_tampered_file_never_hurts_the_host)
 	cr_assert(first && back, "the live file did not come back after its truncation");
 	cr_assert(own, "no live file of the shim's own after the replacement");
 }
+
+/* The publisher never takes a number the app could be handed: with every
+ * open of the live file's names held 60 ms beneath the shim (a slow file
+ * system), an app thread that opens and closes one file over and over
+ * always gets the same, lowest number, and fsync of that number once
+ * closed is always EBADF, while the live file is made and published. */
+static void lownum_under(const char *policy)
+{
+	char *dir = h_path(h_fmt("ln.%s", policy)), *live = h_path(h_fmt("ln.%s.live", policy));
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	cr_assert_eq(mkdir(live, 0700), 0);
+	struct h_cmd c;
+	live_cmd(&c, live, policy);
+	h_env(&c, "RECLAYER_SLOW_OPEN=.live:60");
+	h_args(&c, h_prog("lownum"), dir, live, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, h_fmt("lownum under %s", policy));
+	cr_expect(h_has(r.out, "shifted=0 ebadf_wrong=0") && h_has(r.out, "seen=1"),
+		  "under %s the app met the publisher's descriptor: %s%s", policy, r.out, r.err);
+}
+
+Test(livepub, never_on_a_number_of_the_apps)
+{
+	lownum_under("defer");
+	lownum_under("passthrough");
+}
+
+/* The same for the reload watcher, which shares the app's table (it
+ * completes pending syncs through the app's descriptors): the ini it reads
+ * again after an edit is opened where no number of the app's is. */
+Test(livepub, reload_reads_the_ini_on_no_number_of_the_apps)
+{
+	char *dir = h_path("rl"), *ini = h_path("rl.ini");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	h_write_file(ini, "[shim]\npolicy = defer\nreload = true\nlive = off\n");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "RECLAYER_SLOW_OPEN=rl.ini:60");
+	h_args(&c, h_prog("lownum"), dir, "-", ini, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "lownum with a reload");
+	cr_expect(h_has(r.out, "shifted=0 ebadf_wrong=0") && h_has(r.out, "seen=1"),
+		  "the app met the watcher's descriptor: %s%s", r.out, r.err);
+}
