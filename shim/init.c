@@ -25,6 +25,7 @@
 #include "live.h"
 #include "log.h"
 #include "nextsync.h"
+#include "position.h"
 #include "reload.h"
 #include "order.h"
 #include "shim.h"
@@ -265,6 +266,7 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
+	pos_forget_all(); /* the child shares every description */
 	if (atfork_skipped)
 		return;
 	alloc_atfork_parent();
@@ -274,6 +276,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	pos_forget_all();
 	if (atfork_skipped) {
 		atomic_store(&shim.ready, 0);
 		return;
