@@ -255,6 +255,7 @@ static __thread bool atfork_skipped;
 
 static void atfork_prepare(void)
 {
+	pos_forget_all(); /* and again in both after it (a descriptor opened meanwhile) */
 	atfork_skipped = shim_bypass();
 	if (atfork_skipped)
 		return;

@@ -471,21 +471,23 @@ static void wait_for_others(struct shim_file *self, int own_fd)
 #define COMPARE_CHUNK 4096
 
 /* Bytes [pos, pos + n) of buf are what the file holds there, or lie past
- * its end (a short read: forward). false when they differ or cannot be
- * read (an O_WRONLY descriptor): then it is an overwrite. *end: set once
- * the end of the file is met. One pread per 4 KiB, no fstat. */
-static bool same_bytes(int fd, off_t pos, const char *buf, size_t n, bool *end, size_t *budget, size_t *matched)
+ * its end (a short read: forward): 1; they differ: 0; the descriptor
+ * cannot be read (O_WRONLY): -1. *end: set once the end of the file is
+ * met. One pread per 4 KiB, no fstat. */
+static int same_bytes(int fd, off_t pos, const char *buf, size_t n, bool *end, size_t *budget, size_t *matched)
 {
 	char have[COMPARE_CHUNK];
 	while (n && !*end) {
 		size_t len = n < sizeof(have) ? n : sizeof(have);
 		if (len > *budget)
-			return false;
+			return 0;
 		*budget -= len;
 		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
 		ssize_t got = pread(fd, have, len, pos);
-		if (got < 0 || memcmp(have, buf, (size_t)got) != 0)
-			return false;
+		if (got < 0)
+			return -1;
+		if (memcmp(have, buf, (size_t)got) != 0)
+			return 0;
 		if ((size_t)got < len) /* the end of the file: the rest is forward */
 			*end = true;
 		*matched += (size_t)got;
@@ -493,7 +495,15 @@ static bool same_bytes(int fd, off_t pos, const char *buf, size_t n, bool *end, 
 		buf += got;
 		n -= (size_t)got;
 	}
-	return true;
+	return 1;
+}
+
+/* Without reading: the write at pos starts past the file's end. */
+static bool past_the_end(int fd, off_t pos)
+{
+	struct stat st;
+	atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
+	return fstat(fd, &st) == 0 && pos >= st.st_size;
 }
 
 /* The write of iov at off (-1: the position, not known; ORDER_AT_END) to
@@ -515,15 +525,15 @@ static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const
 		if (hi != UINT64_MAX && (uint64_t)pos >= hi)
 			return false;
 	}
-	if (!iov) { /* copy_file_range: the bytes are not ours to compare; only past the end is forward */
-		struct stat st;
-		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
-		return fstat(fd, &st) != 0 || pos < st.st_size;
-	}
+	if (!iov) /* copy_file_range: the bytes are not ours to compare; only past the end is forward */
+		return !past_the_end(fd, pos);
 	size_t budget = COMPARE_MAX, matched = 0;
 	bool end = false;
 	for (int i = 0; i < cnt && !end; i++) {
-		if (!same_bytes(fd, pos, iov[i].iov_base, iov[i].iov_len, &end, &budget, &matched)) {
+		int same = same_bytes(fd, pos, iov[i].iov_base, iov[i].iov_len, &end, &budget, &matched);
+		if (same < 0 && i == 0 && !matched && past_the_end(fd, pos))
+			return false; /* unreadable (O_WRONLY), but past every byte the file has */
+		if (same <= 0) {
 			if (off < 0) {
 				int fl = LIBC(fcntl)(fd, F_GETFL);
 				if (fl >= 0 && (fl & O_APPEND))
