@@ -7,7 +7,8 @@
 # median over the rounds. Sections: overhead syncwrites group latency
 # writeback kahadb pgbench exec window manyfiles agreement crashtest syscall uring
 # ordered (default: all). ROUNDS
-# overrides the rounds of every section (ordered: ORDER_SECONDS, ORDER_REDIS_N, ORDER_PG_SECONDS). Other knobs, for trials:
+# overrides the rounds of every section (ordered: ORDER_SECONDS, ORDER_REDIS_N, ORDER_PG_SECONDS,
+# ORDER_SQLITE_ROWS). Other knobs, for trials:
 # ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
 # btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
 # PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
@@ -862,20 +863,25 @@ ordered_redis_run() {
 	echo "result: sets_per_sec=${rps:-nan} $(order_waits "$dir/ost" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')")" >>"$WORK/ord_redis_$off.out"
 }
 
-# sqlite3 in WAL mode (examples/sqlite/insert_wal.sh) for $2 seconds under
-# defer; rows committed per second, and real syncs per second (all of them,
-# recorded beneath the shim: the deadline's, and under ordering the ones
-# the waits asked for).
+# sqlite3 in WAL mode (examples/sqlite/insert_wal.sh), $2 rows, under
+# defer (ordering on or off) or passthrough (pt): rows committed per
+# second, real syncs per second (all of them, recorded beneath the shim:
+# the deadline's, and under ordering the ones the waits asked for), and
+# the order's waits (the sqlite3 process ends normally: its count is
+# written at exit).
 ordered_sqlite_run() {
-	local off=$1 secs=$2 dir rows waits
+	local off=$1 nrows=$2 dir rows waits t0 t1 secs
 	dir=$WORK/sq.$off
 	rm -rf "$dir" && mkdir -p "$dir"
 	sqlite3 "$dir/db" 'PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB NOT NULL)' >/dev/null
 	local pol=defer
 	[ "$off" = pt ] && pol=passthrough
+	t0=$(date +%s.%N)
 	SYNCSHIM_TEST_NO_ORDER=$off RECLAYER_LOG="$dir/rec" RECLAYER_OPS=fsync,fdatasync \
 		SYNCSHIM_TEST_ORDER_STATS=$dir/ost LD_PRELOAD="$SHIM:$RECLAYER" SYNCSHIM_POLICY=$pol \
-		timeout "$secs" "$B/../examples/sqlite/insert_wal.sh" "$dir/db" "$dir/acks" >/dev/null 2>&1 || true
+		timeout 120 "$B/../examples/sqlite/insert_wal.sh" "$dir/db" "$dir/acks" "$nrows" >/dev/null 2>&1 || true
+	t1=$(date +%s.%N)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
 	rows=$(sqlite3 "$dir/db" 'SELECT count(*) FROM t')
 	waits=$(wc -l <"$dir/rec" 2>/dev/null || echo 0)
 	echo "result: rows_per_sec=$(awk -v r="$rows" -v s="$secs" 'BEGIN {printf "%.1f", r / s}') waits_per_sec=$(awk -v w="$waits" -v s="$secs" 'BEGIN {printf "%.1f", w / s}') $(order_waits "$dir/ost" "$secs")" >>"$WORK/ord_sq_$off.out"
@@ -957,7 +963,7 @@ ordered_pg_setup() { # ordered_pg_setup BIN PORT: a throwaway cluster, pgbench -
 }
 
 section_ordered() {
-	local rounds=${ROUNDS:-5} secs=${ORDER_SECONDS:-3} pgsecs=${ORDER_PG_SECONDS:-10} off
+	local rounds=${ROUNDS:-5} secs=${ORDER_SECONDS:-3} pgsecs=${ORDER_PG_SECONDS:-10} sqrows=${ORDER_SQLITE_ROWS:-1000} off
 	local have_redis=0 have_kd=0 have_zk=0 have_pg=0 pgbin pgport=$((20000 + RANDOM % 20000))
 	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && have_redis=1
 	[ -f /usr/share/java/activemq-kahadb-store.jar ] && command -v java >/dev/null && have_kd=1
@@ -971,7 +977,7 @@ section_ordered() {
 	fi
 	echo "## Ordered defer: what keeping the order costs (issue 18)"
 	echo
-	echo "Today's defer with ordering turned off (\`SYNCSHIM_TEST_NO_ORDER=1\`, a test hook: each file's deferred syncs kept alone, as before ordered defer) against ordered defer, side by side, $rounds rounds interleaved (off on off on ...), medians. \`sync_writes -s 4096 -t $secs\`: one file, 4 KiB \`write\` at the position + fsync; \`sync_writes\` again with \`-T 2\` (two threads, \`pwrite\` at reserved offsets); Redis 7 with \`appendonly yes\`, \`appendfsync always\` under \`syncshim run -p defer\`, \`redis-benchmark -t set -c 1\` over loopback (the AOF is one file written with \`O_APPEND\`); KahaDB's DiskBenchmark (\`--bs=4096 --size=20000000 --sample-interval=2000\`, its Sync Writes phase: seek + 4 KiB write + \`FileChannel.force\` over a preallocated file it rewrites from the start with the same bytes); ZooKeeper 3.8 standalone (\`ZooKeeperServerMain\`, forceSync on) with \`examples/zookeeper/ZkWrites\` (4 sessions of synchronous 512-byte \`setData\` for $secs s); sqlite3 in WAL mode (\`examples/sqlite/insert_wal.sh\`: one process, \`synchronous=FULL\`, one INSERT per commit, a checkpoint every 20 WAL pages) for $secs s, rows committed per second and real syncs per second (every fsync/fdatasync the shim made, recorded beneath it by tests/lib/reclayer.so with \`RECLAYER_OPS=fsync,fdatasync\`); PostgreSQL $( [ -n "$pgbin" ] && "$pgbin/postgres" --version | sed 's/.*) //') with \`pgbench -c 4 -j 2 -T $pgsecs\` (tpcb-like, scale 1; the postmaster and every backend under the shim). sqlite and PostgreSQL also under passthrough. *waits/s*: the waits the order cost (writes and changes that waited for another file's acknowledged syncs or for their own file's), counted by the shim in every process of the run (\`SYNCSHIM_TEST_ORDER_STATS\`) and divided by the run's seconds. Files on /tmp's file system."
+	echo "Today's defer with ordering turned off (\`SYNCSHIM_TEST_NO_ORDER=1\`, a test hook: each file's deferred syncs kept alone, as before ordered defer) against ordered defer, side by side, $rounds rounds interleaved (off on off on ...), medians. \`sync_writes -s 4096 -t $secs\`: one file, 4 KiB \`write\` at the position + fsync; \`sync_writes\` again with \`-T 2\` (two threads, \`pwrite\` at reserved offsets); Redis 7 with \`appendonly yes\`, \`appendfsync always\` under \`syncshim run -p defer\`, \`redis-benchmark -t set -c 1\` over loopback (the AOF is one file written with \`O_APPEND\`); KahaDB's DiskBenchmark (\`--bs=4096 --size=20000000 --sample-interval=2000\`, its Sync Writes phase: seek + 4 KiB write + \`FileChannel.force\` over a preallocated file it rewrites from the start with the same bytes); ZooKeeper 3.8 standalone (\`ZooKeeperServerMain\`, forceSync on) with \`examples/zookeeper/ZkWrites\` (4 sessions of synchronous 512-byte \`setData\` for $secs s); sqlite3 in WAL mode (\`examples/sqlite/insert_wal.sh\`: one process, \`synchronous=FULL\`, one INSERT per commit, a checkpoint every 20 WAL pages) inserting $sqrows rows, rows committed per second and real syncs per second (every fsync/fdatasync the shim made, recorded beneath it by tests/lib/reclayer.so with \`RECLAYER_OPS=fsync,fdatasync\`); PostgreSQL $( [ -n "$pgbin" ] && "$pgbin/postgres" --version | sed 's/.*) //') with \`pgbench -c 4 -j 2 -T $pgsecs\` (tpcb-like, scale 1; the postmaster and every backend under the shim). sqlite and PostgreSQL also under passthrough. *waits/s*: the waits the order cost (writes and changes that waited for another file's acknowledged syncs or for their own file's), counted by the shim in every process of the run (\`SYNCSHIM_TEST_ORDER_STATS\`) and divided by the run's seconds. Files on /tmp's file system."
 	echo
 	for ((r = 1; r <= rounds; r++)); do
 		for off in 1 0; do
@@ -982,10 +988,10 @@ section_ordered() {
 			[ "$have_redis" = 1 ] && ordered_redis_run "$off"
 			[ "$have_kd" = 1 ] && ordered_kahadb_run "$off"
 			[ "$have_zk" = 1 ] && ordered_zk_run "$off" "$secs"
-			ordered_sqlite_run "$off" "$secs"
+			ordered_sqlite_run "$off" "$sqrows"
 			[ "$have_pg" = 1 ] && ordered_pg_run "$off" "$pgsecs" "$pgbin" "$pgport"
 		done
-		ordered_sqlite_run pt "$secs"
+		ordered_sqlite_run pt "$sqrows"
 		[ "$have_pg" = 1 ] && ordered_pg_run pt "$pgsecs" "$pgbin" "$pgport"
 	done
 	[ "$have_pg" = 1 ] && pop_cleanup
