@@ -1000,7 +1000,10 @@ section_ordered() {
 	local u o
 	ord_row() { # ord_row LABEL NAME FIELD TARGET
 		u=$(medall "$2_1" "$3"); o=$(medall "$2_0" "$3")
-		echo "| $1 | $u | $o | $(ratio "$o" "$u") | $(medall "$2_0" order_waits_per_sec) | $(runs "$2_1" "$3"); $(runs "$2_0" "$3") | $4 |"
+		local w
+		w=$(medall "$2_0" order_waits_per_sec)
+		[ "$w" = nan ] && w="-"
+		echo "| $1 | $u | $o | $(ratio "$o" "$u") | $w | $(runs "$2_1" "$3"); $(runs "$2_0" "$3") | $4 |"
 	}
 	ord_row "sync_writes (append loop: \`write\` + fsync), writes/s" ord_sw writes_per_sec ">= 0.95"
 	ord_row "sync_writes -T 2 (\`pwrite\` + fsync), writes/s" ord_sw2 writes_per_sec ">= 0.95"
