@@ -543,12 +543,8 @@ static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const
 		}
 		pos += (off_t)iov[i].iov_len;
 	}
-	/* Identical bytes over ones written since the file's last real sync
-	 * began: ask for the next sync now (not waited for), so later writes
-	 * are past its mark again sooner (a file rewritten from its start, as
-	 * KahaDB's DiskBenchmark does) instead of each paying a compare. */
-	if (matched && workers_force(f))
-		workers_schedule(f, true);
+	/* Identical bytes (or past the end): costs no sync, not even an early
+	 * one (the issue's rule for PostgreSQL's rewritten WAL page). */
 	return false;
 }
 
