@@ -35,6 +35,8 @@
 #include <unistd.h>
 
 #include "calls.h"
+#include "fdtable.h"
+#include "files.h"
 #include "position.h"
 #include "shim.h"
 

@@ -22,6 +22,7 @@
 #ifndef SYNCSHIM_POSITION_H
 #define SYNCSHIM_POSITION_H
 
+#include "fdtable.h"
 #include "shim.h"
 
 #define POS_KNOWN (UINT64_C(1) << 63)

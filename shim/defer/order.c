@@ -69,8 +69,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "order.h"
+#include "shimfd.h"
 #include "workers.h"
 
 /*
