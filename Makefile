@@ -41,7 +41,7 @@ INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmy
 # checks synclat metrics, tmux drives synclat top; Prometheus scrapes
 # synclat metrics --listen, curl asks its API, ss (iproute2) finds free ports.
 LIVE_PKGS := prometheus tmux curl iproute2
-BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs
+BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs zookeeper
 
 # $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.
 define apt_install

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "mmap_track.h"
 #include "nextsync.h"
+#include "position.h"
 #include "order.h"
 #include "paths.h"
 #include "reload.h"
@@ -368,6 +369,7 @@ static __thread bool atfork_skipped;
 
 static void atfork_prepare(void)
 {
+	pos_forget_all(); /* and again in both after it (a descriptor opened meanwhile) */
 	atfork_skipped = shim_bypass();
 	if (atfork_skipped)
 		return;
@@ -379,6 +381,7 @@ static void atfork_prepare(void)
 
 static void atfork_parent(void)
 {
+	pos_forget_all(); /* the child shares every description */
 	if (atfork_skipped)
 		return;
 	alloc_atfork_parent();
@@ -388,6 +391,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	pos_forget_all();
 	if (atfork_skipped) {
 		atomic_store(&shim.ready, 0);
 		return;

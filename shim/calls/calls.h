@@ -27,6 +27,7 @@
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/fanotify.h>
@@ -35,6 +36,7 @@
 #include <sys/timerfd.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -50,6 +52,24 @@
 	X(ssize_t, pwritev2, (int, const struct iovec *, int, off_t, int), fb_pwritev2)                          \
 	X(ssize_t, pwritev64v2, (int, const struct iovec *, int, off64_t, int), fb_pwritev2)                     \
 	X(ssize_t, copy_file_range, (int, off64_t *, int, off64_t *, size_t, unsigned int), fb_copy_file_range)  \
+	X(ssize_t, read, (int, void *, size_t), fb_read)                                                         \
+	X(ssize_t, readv, (int, const struct iovec *, int), fb_readv)                                            \
+	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int), fb_preadv2)                            \
+	X(ssize_t, preadv64v2, (int, const struct iovec *, int, off64_t, int), fb_preadv2)                       \
+	X(off_t, lseek, (int, off_t, int), fb_lseek)                                                             \
+	X(off64_t, lseek64, (int, off64_t, int), fb_lseek)                                                       \
+	X(ssize_t, sendfile, (int, int, off_t *, size_t), fb_sendfile)                                           \
+	X(ssize_t, sendfile64, (int, int, off64_t *, size_t), fb_sendfile)                                       \
+	X(ssize_t, splice, (int, off64_t *, int, off64_t *, size_t, unsigned int), fb_splice)                    \
+	X(ssize_t, sendmsg, (int, const struct msghdr *, int), fb_sendmsg)                                       \
+	X(int, sendmmsg, (int, struct mmsghdr *, unsigned int, int), fb_sendmmsg)                                \
+	X(FILE *, fdopen, (int, const char *), fb_enosys_ptr)                                                    \
+	X(FILE *, popen, (const char *, const char *), fb_enosys_ptr)                                            \
+	X(int, system, (const char *), fb_enosys_int)                                                            \
+	X(int, posix_spawn, (pid_t *, const char *, const posix_spawn_file_actions_t *,                          \
+			     const posix_spawnattr_t *, char *const[], char *const[]), fb_enosys_int)            \
+	X(int, posix_spawnp, (pid_t *, const char *, const posix_spawn_file_actions_t *,                         \
+			      const posix_spawnattr_t *, char *const[], char *const[]), fb_enosys_int)           \
 	X(int, fsync, (int), fb_fsync)                                                                           \
 	X(int, fdatasync, (int), fb_fdatasync)                                                                   \
 	X(int, sync_file_range, (int, off64_t, off64_t, unsigned int), fb_sync_file_range)                       \

@@ -26,6 +26,7 @@
 #include "files.h"
 #include "flusher.h"
 #include "log.h"
+#include "position.h"
 #include "shim.h"
 #include "shimfd.h"
 #include "syncerr.h"
@@ -198,6 +199,7 @@ static int dup_done(int oldfd, int newfd)
 SHIM_API int dup(int fd)
 {
 	int r;
+	pos_forget(fd); /* two numbers, one position: no longer followed */
 	RETRY_EMFILE(r, LIBC(dup)(fd));
 	return dup_done(fd, r);
 }
@@ -248,6 +250,8 @@ static int dup_onto_done(int oldfd, int newfd)
 
 SHIM_API int dup2(int oldfd, int newfd)
 {
+	pos_forget(oldfd);
+	pos_forget(newfd);
 	before_dup_onto(oldfd, newfd);
 	int r = LIBC(dup2)(oldfd, newfd);
 	return oldfd == newfd ? r : dup_onto_done(oldfd, r);
@@ -255,6 +259,8 @@ SHIM_API int dup2(int oldfd, int newfd)
 
 SHIM_API int dup3(int oldfd, int newfd, int flags)
 {
+	pos_forget(oldfd);
+	pos_forget(newfd);
 	before_dup_onto(oldfd, newfd);
 	return dup_onto_done(oldfd, LIBC(dup3)(oldfd, newfd, flags));
 }
@@ -268,8 +274,11 @@ SHIM_API int dup3(int oldfd, int newfd, int flags)
 		va_start(ap, cmd);                                                   \
 		void *arg = va_arg(ap, void *);                                      \
 		va_end(ap);                                                          \
+		if (cmd == F_SETFL) /* O_APPEND may change */                       \
+			pos_forget(fd);                                              \
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)                        \
 			return LIBC(name)(fd, cmd, arg);                             \
+		pos_forget(fd);                                                      \
 		int r;                                                               \
 		RETRY_EMFILE(r, LIBC(name)(fd, cmd, arg));                           \
 		return dup_done(fd, r);                                              \

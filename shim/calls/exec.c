@@ -29,6 +29,7 @@
 #include "lifecycle.h"
 #include "live.h"
 #include "log.h"
+#include "position.h"
 #include "shim.h"
 #include "syncerr.h"
 
@@ -60,6 +61,7 @@ bool shim_vfork_child(void)
 	if (getpid() != shim.pid)
 		return true;
 	shim_busy &= ~SHIM_IN_VFORK; /* the parent, after a child that never exec'd */
+	pos_forget_all();            /* it ran on our descriptions, unseen */
 	return false;
 }
 
@@ -70,6 +72,7 @@ static bool leaving_vfork_child(void)
 	if (!(shim_busy & SHIM_IN_VFORK) || !shim_vfork_child())
 		return false;
 	shim_busy &= ~SHIM_IN_VFORK;
+	pos_forget_all(); /* the parent's memory: it shares these descriptions from now on */
 	return true;
 }
 

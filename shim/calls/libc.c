@@ -97,6 +97,23 @@ static ssize_t fb_copy_file_range(int in, off64_t *oin, int out, off64_t *oout, 
 {
 	return syscall(SYS_copy_file_range, in, oin, out, oout, n, fl);
 }
+static ssize_t fb_read(int fd, void *b, size_t n) { return syscall(SYS_read, fd, b, n); }
+static ssize_t fb_readv(int fd, const struct iovec *v, int c) { return syscall(SYS_readv, fd, v, c); }
+static ssize_t fb_preadv2(int fd, const struct iovec *v, int c, off_t o, int fl)
+{
+	return syscall(SYS_preadv2, fd, v, c, (unsigned long)o, 0UL, fl);
+}
+static off_t fb_lseek(int fd, off_t o, int whence) { return syscall(SYS_lseek, fd, o, whence); }
+static ssize_t fb_sendfile(int out, int in, off_t *o, size_t n) { return syscall(SYS_sendfile, out, in, o, n); }
+static ssize_t fb_splice(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int fl)
+{
+	return syscall(SYS_splice, in, oin, out, oout, n, fl);
+}
+static ssize_t fb_sendmsg(int fd, const struct msghdr *m, int fl) { return syscall(SYS_sendmsg, fd, m, fl); }
+static int fb_sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int fl)
+{
+	return (int)syscall(SYS_sendmmsg, fd, v, n, fl);
+}
 static int fb_fsync(int fd) { return syscall(SYS_fsync, fd); }
 static int fb_fdatasync(int fd) { return syscall(SYS_fdatasync, fd); }
 static int fb_sync_file_range(int fd, off64_t o, off64_t n, unsigned int fl)

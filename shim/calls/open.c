@@ -25,6 +25,7 @@
 #include "log.h"
 #include "open.h"
 #include "paths.h"
+#include "position.h"
 #include "reload.h"
 #include "shim.h"
 #include "shimfd.h"
@@ -152,8 +153,10 @@ static int open_end(struct open_req *q, int fd)
 	fdtable_scan_once();
 	if (fd >= 0)
 		fd_app_got(fd);
-	if (fd >= 0 && q->track)
+	if (fd >= 0 && q->track) {
 		open_bind(fd, q->path, q->slot_flags);
+		pos_opened(fd, q->flags); /* a new description: at 0 */
+	}
 	if (q->crash.in_scope)
 		crash_after_open(&q->crash, q->path, fd, q->flags);
 	if (q->track) {

@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "position.h"
 #include "shim.h"
 #include "uring.h"
 
@@ -54,6 +55,27 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 		return uring_sys_register(a1, a2, a3, a4);
 	case SYS_io_submit:
 		return aio_sys_submit(a1, a2, a3);
+	/* Calls that move (or share) a descriptor's position, made raw: the
+	 * shim's mark of it goes (position.h), then the call as asked. */
+	case SYS_read:
+	case SYS_readv:
+	case SYS_write:
+	case SYS_writev:
+	case SYS_lseek:
+	case SYS_preadv2:
+	case SYS_pwritev2:
+	case SYS_dup:
+	case SYS_dup2:
+	case SYS_dup3:
+	case SYS_fcntl:
+		pos_forget((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_sendfile:
+	case SYS_splice:
+	case SYS_copy_file_range:
+		pos_forget((int)a1);
+		pos_forget((int)a3);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	default:
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	}
@@ -76,7 +98,12 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 	 SYSCALL_IN_WORD(w, SYS_sync_file_range) | SYSCALL_IN_WORD(w, SYS_msync) |   \
 	 SYSCALL_IN_WORD(w, SYS_syncfs) | SYSCALL_IN_WORD(w, SYS_sync) |             \
 	 SYSCALL_IN_WORD(w, SYS_io_uring_setup) | SYSCALL_IN_WORD(w, SYS_io_uring_enter) | \
-	 SYSCALL_IN_WORD(w, SYS_io_uring_register) | SYSCALL_IN_WORD(w, SYS_io_submit))
+	 SYSCALL_IN_WORD(w, SYS_io_uring_register) | SYSCALL_IN_WORD(w, SYS_io_submit) |   \
+	 SYSCALL_IN_WORD(w, SYS_read) | SYSCALL_IN_WORD(w, SYS_readv) | SYSCALL_IN_WORD(w, SYS_write) | \
+	 SYSCALL_IN_WORD(w, SYS_writev) | SYSCALL_IN_WORD(w, SYS_lseek) | SYSCALL_IN_WORD(w, SYS_preadv2) | \
+	 SYSCALL_IN_WORD(w, SYS_pwritev2) | SYSCALL_IN_WORD(w, SYS_dup) | SYSCALL_IN_WORD(w, SYS_dup2) | \
+	 SYSCALL_IN_WORD(w, SYS_dup3) | SYSCALL_IN_WORD(w, SYS_fcntl) | SYSCALL_IN_WORD(w, SYS_sendfile) | \
+	 SYSCALL_IN_WORD(w, SYS_splice) | SYSCALL_IN_WORD(w, SYS_copy_file_range))
 _Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
 		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
 		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512,

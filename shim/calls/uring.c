@@ -72,6 +72,7 @@
 #include "live.h"
 #include "order.h"
 #include "risk.h"
+#include "position.h"
 #include "shim.h"
 #include "syncerr.h"
 #include "trace.h"
@@ -636,6 +637,8 @@ static void ring_scan(struct ring *r, unsigned to, unsigned published, bool may_
 long uring_sys_setup(long entries, long params)
 {
 	long fd = LIBC(syscall)(SYS_io_uring_setup, entries, params);
+	if (fd >= 0)
+		pos_stop(); /* its reads and writes at -1 move positions unseen */
 	if (fd < 0 || shim_bypass() || !params)
 		return fd;
 	int e = errno;
@@ -763,6 +766,7 @@ static struct ring *lib_ring_learn(struct io_uring *ring, bool fresh)
 		return NULL;
 	struct ring *r = ring_of(ring->ring_fd);
 	if (fresh || !r || r->khead != ring->sq.khead) {
+		pos_stop();
 		r = ring_add(ring->ring_fd, ring->flags);
 		if (!r)
 			return NULL;
@@ -797,6 +801,8 @@ static void lib_before_submit(struct io_uring *ring)
 SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring, struct io_uring_params *p)
 {
 	int ret = LIB(io_uring_queue_init_params) ? LIB(io_uring_queue_init_params)(entries, ring, p) : -ENOSYS;
+	if (ret == 0)
+		pos_stop();
 	if (ret == 0) {
 		int e = errno;
 		lib_ring_learn(ring, true);
@@ -808,6 +814,8 @@ SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring,
 SHIM_API int io_uring_queue_init(unsigned entries, struct io_uring *ring, unsigned flags)
 {
 	int ret = LIB(io_uring_queue_init) ? LIB(io_uring_queue_init)(entries, ring, flags) : -ENOSYS;
+	if (ret == 0)
+		pos_stop();
 	if (ret == 0) {
 		int e = errno;
 		lib_ring_learn(ring, true);

@@ -19,6 +19,7 @@
 #include "knobs.h"
 #include "live.h"
 #include "order.h"
+#include "position.h"
 #include "risk.h"
 #include "shim.h"
 #include "trace.h"
@@ -57,16 +58,24 @@ static inline bool osync_kept(uint32_t state)
 	return (state & (SLOT_APP_OSYNC | SLOT_APP_ODSYNC)) && !(state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP));
 }
 
-/* OFF: where the write lands (-1: the descriptor's position); IOV, CNT:
- * what it writes. Used only in crash-test mode (crash.h). */
-#define WRITE_WRAPPER(name, op, params, args, OFF, IOV, CNT)                         \
+/* OFF: where the write lands (-1: the descriptor's position, when
+ * MOVES: the call moves it, position.h); IOV, CNT: what it writes. OFF
+ * as given is what crash-test mode records (crash.h); ordering is told
+ * the position when the slot's mark knows it, so a write at the position
+ * that extends the file costs it no lseek or fstat. */
+#define WRITE_WRAPPER(name, op, params, args, MOVES, OFF, IOV, CNT)                  \
 	SHIM_API ssize_t name params                                                 \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
-		if (!f)                                                              \
+		if (!f) {                                                            \
+			if (MOVES && unlikely(shim_busy))                            \
+				pos_forget(fd); /* moved out of sight */             \
 			return LIBC(name) args;                                      \
-		order_before_write(f, fd, OFF, IOV, CNT);                            \
+		}                                                                    \
+		struct fd_slot *ps = MOVES ? fd_slot(fd) : NULL;                     \
+		int64_t at = ps ? pos_enter(ps) : POS_NOT_KNOWN;                     \
+		order_before_write(f, fd, write_lands(MOVES, OFF, at), IOV, CNT);    \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, OFF, IOV, CNT, osync_kept(state), &cw); \
@@ -74,26 +83,42 @@ static inline bool osync_kept(uint32_t state)
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name) args;                                         \
 		crash_write_done(&cw);                                               \
-		write_done(f, fd, state, op, OFF, r, &t);                                 \
+		bool exact = ps && pos_leave(ps, at, pos_after(at, r));              \
+		write_done(f, fd, state, op, MOVES ? (exact ? (off_t)at : -1) : OFF, r, &t); \
 		return r;                                                            \
 	}
 
+/* Where ordering is told a write lands: OFF, or for a write at the
+ * position the mark's (at, from pos_enter): the position itself, or
+ * ORDER_AT_END for an O_APPEND description, or -1 (the kernel is asked). */
+static inline off_t write_lands(bool moves, off_t off, int64_t at)
+{
+	if (!moves)
+		return off;
+	return at >= 0 ? (off_t)at : at == POS_AT_END ? ORDER_AT_END : -1;
+}
+
 #define ONE(buf, n) (&(struct iovec){ (void *)(buf), (n) })
-WRITE_WRAPPER(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n), -1, ONE(buf, n), 1)
-WRITE_WRAPPER(pwrite, OP_PWRITE, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), off,
+WRITE_WRAPPER(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n), true, -1, ONE(buf, n), 1)
+WRITE_WRAPPER(pwrite, OP_PWRITE, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), false, off,
 	      ONE(buf, n), 1)
-WRITE_WRAPPER(pwrite64, OP_PWRITE, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), off,
-	      ONE(buf, n), 1)
-WRITE_WRAPPER(writev, OP_WRITEV, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), -1, iov, cnt)
+WRITE_WRAPPER(pwrite64, OP_PWRITE, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), false,
+	      off, ONE(buf, n), 1)
+WRITE_WRAPPER(writev, OP_WRITEV, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), true, -1, iov,
+	      cnt)
 WRITE_WRAPPER(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off_t off),
-	      (fd, iov, cnt, off), off, iov, cnt)
+	      (fd, iov, cnt, off), false, off, iov, cnt)
 WRITE_WRAPPER(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
-	      (fd, iov, cnt, off), off, iov, cnt)
+	      (fd, iov, cnt, off), false, off, iov, cnt)
 
 /* The kernel copies into fd_out: a write to that file like any other. */
 SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t len,
 				 unsigned int flags)
 {
+	if (!off_in) /* positions it moves: no longer followed (position.h) */
+		pos_forget(fd_in);
+	if (!off_out)
+		pos_forget(fd_out);
 	uint32_t state = 0;
 	struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd_out, &state);
 	if (!f)
@@ -134,15 +159,26 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 	}
 }
 
+/* At offset -1 pwritev2 writes at the position and moves it, as write;
+ * RWF_APPEND lands at the end (and at -1 moves the position there). */
 #define PWRITEV2_WRAPPER(name, off_type)                                             \
 	SHIM_API ssize_t name(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
 	{                                                                            \
+		bool moves = off == -1;                                              \
+		if (moves && (flags & RWF_APPEND))                                   \
+			pos_forget(fd);                                              \
 		uint32_t state = 0;                                                  \
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
-		if (!f)                                                              \
+		if (!f) {                                                            \
+			if (moves && unlikely(shim_busy))                            \
+				pos_forget(fd);                                      \
 			return LIBC(name)(fd, iov, cnt, off, flags);                 \
+		}                                                                    \
 		int fl = rwf_adjust(f, flags, &state);                               \
-		order_before_write(f, fd, (flags & RWF_APPEND) ? -1 : off, iov, cnt); \
+		struct fd_slot *ps = moves && !(flags & RWF_APPEND) ? fd_slot(fd) : NULL; \
+		int64_t at = ps ? pos_enter(ps) : POS_NOT_KNOWN;                     \
+		off_t lands = (flags & RWF_APPEND) ? ORDER_AT_END : write_lands(moves, off, at); \
+		order_before_write(f, fd, lands, iov, cnt);                          \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, off, iov, cnt,                      \
@@ -151,7 +187,9 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name)(fd, iov, cnt, off, fl);                       \
 		crash_write_done(&cw);                                               \
-		write_done(f, fd, state, OP_PWRITEV, (flags & RWF_APPEND) ? -1 : off, r, &t);                         \
+		bool exact = ps && pos_leave(ps, at, pos_after(at, r));              \
+		off_t done_at = (flags & RWF_APPEND) || (moves && !exact) ? -1 : moves ? (off_t)at : off; \
+		write_done(f, fd, state, OP_PWRITEV, done_at, r, &t);                \
 		return r;                                                            \
 	}
 

@@ -66,6 +66,7 @@
 #include <sys/mman.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fdtable.h"
@@ -120,6 +121,13 @@ static struct shim_file *pending_head; /* order_mu: this process's pending files
 /* SYNCSHIM_TEST_NO_ORDER=1: defer as it was before ordering, for the
  * benchmark's baseline and the tests that show what ordering prevents. */
 static _Atomic int order_off = -1;
+
+/* What the order cost this process (SYNCSHIM_TEST_ORDER_STATS, at exit):
+ * writes and changes that waited for other files' syncs, writes that
+ * waited for their own file's, the real syncs another process's slots
+ * took from here; and the system calls the same-file check made (fstat,
+ * lseek, pread). Only the slow path counts. */
+static _Atomic uint64_t stat_waits_other, stat_waits_self, stat_foreign_syncs, stat_checks_asked;
 
 static bool ordering_off(void)
 {
@@ -416,13 +424,14 @@ static void sync_foreign(const struct order_slot *sl, pid_t pid, int fd, dev_t d
 		LIBC(sync)();
 }
 
-/* Every other process's pending slot acknowledged so far is durable. */
-static void wait_for_other_processes(int own_fd)
+/* Every other process's pending slot acknowledged so far is durable.
+ * true if it had to sync one. */
+static bool wait_for_other_processes(int own_fd)
 {
 	struct order_domain *d = order_dom;
 	if (d == &local_domain)
-		return;
-	bool overflow = false;
+		return false;
+	bool overflow = false, waited = false;
 	for (uint32_t i = 0; i < DOMAIN_SLOTS; i++) {
 		struct order_slot *sl = &d->slots[i];
 		if (!atomic_load(&sl->used))
@@ -438,6 +447,8 @@ static void wait_for_other_processes(int own_fd)
 		ino_t ino = atomic_load_explicit(&sl->ino, memory_order_relaxed);
 		bool gone = process_gone(pid);
 		sync_foreign(sl, pid, gone ? -1 : fd, dev, ino, own_fd);
+		atomic_fetch_add_explicit(&stat_foreign_syncs, 1, memory_order_relaxed);
+		waited = true;
 		/* Numbers are domain-wide and only grow: a slot reused meanwhile
 		 * has a larger one, still pending. */
 		uint64_t old = atomic_load(&sl->durable);
@@ -456,6 +467,7 @@ static void wait_for_other_processes(int own_fd)
 	unlock_domain();
 	if (overflow)
 		LIBC(sync)(); /* a pending file somewhere found no slot */
+	return waited || overflow;
 }
 
 #define WAIT_BATCH 64
@@ -465,7 +477,7 @@ static void wait_for_other_processes(int own_fd)
 static void wait_for_others(struct shim_file *self, int own_fd)
 {
 	TEST_POINT("order"); /* a handler here waits like any write */
-	wait_for_other_processes(own_fd);
+	bool waited = wait_for_other_processes(own_fd);
 	{
 		struct shim_file *batch[WAIT_BATCH];
 		int n = 0;
@@ -499,6 +511,8 @@ static void wait_for_others(struct shim_file *self, int own_fd)
 		}
 		if (more) /* more pending files than a batch: all of them, as sync() does */
 			flusher_flush_all();
+		if (waited || n > 0 || more)
+			atomic_fetch_add_explicit(&stat_waits_other, 1, memory_order_relaxed);
 		return;
 	}
 }
@@ -507,56 +521,81 @@ static void wait_for_others(struct shim_file *self, int own_fd)
 #define COMPARE_MAX (64 * 1024)
 #define COMPARE_CHUNK 4096
 
-/* Bytes [pos, pos + n) of buf are what the file holds there (end: its
- * size). false when they differ or cannot be read (an O_WRONLY
- * descriptor): then it is an overwrite. */
-static bool same_bytes(int fd, off_t pos, const char *buf, size_t n, off_t end, size_t *budget)
+/* Bytes [pos, pos + n) of buf are what the file holds there, or lie past
+ * its end (a short read: forward): 1; they differ: 0; the descriptor
+ * cannot be read (O_WRONLY): -1. *end: set once the end of the file is
+ * met. One pread per 4 KiB, no fstat. */
+static int same_bytes(int fd, off_t pos, const char *buf, size_t n, bool *end, size_t *budget, size_t *matched)
 {
 	char have[COMPARE_CHUNK];
-	while (n && pos < end) {
+	while (n && !*end) {
 		size_t len = n < sizeof(have) ? n : sizeof(have);
-		if ((off_t)len > end - pos)
-			len = (size_t)(end - pos);
 		if (len > *budget)
-			return false;
+			return 0;
 		*budget -= len;
-		if (pread(fd, have, len, pos) != (ssize_t)len || memcmp(have, buf, len) != 0)
-			return false;
-		pos += (off_t)len;
-		buf += len;
-		n -= len;
+		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
+		ssize_t got = pread(fd, have, len, pos);
+		if (got < 0)
+			return -1;
+		if (memcmp(have, buf, (size_t)got) != 0)
+			return 0;
+		if ((size_t)got < len) /* the end of the file: the rest is forward */
+			*end = true;
+		*matched += (size_t)got;
+		pos += got;
+		buf += got;
+		n -= (size_t)got;
 	}
-	return true;
+	return 1;
 }
 
-/* The write of iov at off (-1: the position) to f changes bytes an
- * acknowledged sync of f promised and has not made durable. */
+/* Without reading: the write at pos starts past the file's end. */
+static bool past_the_end(int fd, off_t pos)
+{
+	struct stat st;
+	atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
+	return fstat(fd, &st) == 0 && pos >= st.st_size;
+}
+
+/* The write of iov at off (-1: the position, not known; ORDER_AT_END) to
+ * f changes bytes an acknowledged sync of f promised and has not made
+ * durable. */
 static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
 {
+	if (off == ORDER_AT_END)
+		return false; /* forward: past every byte the file has */
 	uint64_t hi = same_file_hi(f);
 	if (off >= 0 && hi != UINT64_MAX && (uint64_t)off >= hi)
 		return false; /* forward: past every byte written since the file was last durable */
-	struct stat st;
-	if (fstat(fd, &st) != 0)
-		return true;
-	off_t pos = off >= 0 ? off : lseek(fd, 0, SEEK_CUR);
-	if (pos < 0)
-		return true;
-	if (pos >= st.st_size)
-		return false; /* forward: past every byte the file has */
-	if (off < 0) {
-		int fl = LIBC(fcntl)(fd, F_GETFL);
-		if (fl >= 0 && (fl & O_APPEND))
-			return false; /* lands at the end whatever the position says */
-	}
-	if (!iov) /* copy_file_range: the bytes are not ours to compare */
-		return true;
-	size_t budget = COMPARE_MAX;
-	for (int i = 0; i < cnt && pos < st.st_size; i++) {
-		if (!same_bytes(fd, pos, iov[i].iov_base, iov[i].iov_len, st.st_size, &budget))
+	off_t pos = off;
+	if (pos < 0) { /* the position, from the kernel (position.h: not known here) */
+		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
+		pos = LIBC(lseek)(fd, 0, SEEK_CUR);
+		if (pos < 0)
 			return true;
+		if (hi != UINT64_MAX && (uint64_t)pos >= hi)
+			return false;
+	}
+	if (!iov) /* copy_file_range: the bytes are not ours to compare; only past the end is forward */
+		return !past_the_end(fd, pos);
+	size_t budget = COMPARE_MAX, matched = 0;
+	bool end = false;
+	for (int i = 0; i < cnt && !end; i++) {
+		int same = same_bytes(fd, pos, iov[i].iov_base, iov[i].iov_len, &end, &budget, &matched);
+		if (same < 0 && i == 0 && !matched && past_the_end(fd, pos))
+			return false; /* unreadable (O_WRONLY), but past every byte the file has */
+		if (same <= 0) {
+			if (off < 0) {
+				int fl = LIBC(fcntl)(fd, F_GETFL);
+				if (fl >= 0 && (fl & O_APPEND))
+					return false; /* lands at the end whatever the position says */
+			}
+			return true;
+		}
 		pos += (off_t)iov[i].iov_len;
 	}
+	/* Identical bytes (or past the end): costs no sync, not even an early
+	 * one (the issue's rule for PostgreSQL's rewritten WAL page). */
 	return false;
 }
 
@@ -574,6 +613,7 @@ void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
 	if (others)
 		wait_for_others(f, fd);
 	if (atomic_load(&f->ord.listed) && changes_promised_bytes(f, fd, off, iov, cnt)) {
+		atomic_fetch_add_explicit(&stat_waits_self, 1, memory_order_relaxed);
 		flusher_await(f, flusher_requested(f));
 		order_synced(f);
 	}
@@ -590,6 +630,7 @@ void order_before_change(struct shim_file *f)
 	if (!f || (file_write_work(f) & WRITES_ORDERED))
 		wait_for_others(f, -1);
 	if (f && atomic_load(&f->ord.listed)) {
+		atomic_fetch_add_explicit(&stat_waits_self, 1, memory_order_relaxed);
 		flusher_await(f, flusher_requested(f));
 		order_synced(f);
 	}
@@ -623,6 +664,10 @@ static void forget_in_child(struct shim_file *f, void *arg)
 
 void order_atfork_child(void)
 {
+	atomic_store(&stat_waits_other, 0); /* the parent's are the parent's to report */
+	atomic_store(&stat_waits_self, 0);
+	atomic_store(&stat_foreign_syncs, 0);
+	atomic_store(&stat_checks_asked, 0);
 	pthread_mutex_init(&order_mu, NULL);
 	pending_head = NULL;
 	if (order_dom == &local_domain) {
@@ -632,4 +677,26 @@ void order_atfork_child(void)
 		atomic_store(&local_domain.summary, 0);
 	}
 	registry_each(forget_in_child, NULL);
+}
+
+/* SYNCSHIM_TEST_ORDER_STATS=FILE: at exit, append one line of this
+ * process's counts to FILE (the benchmark's waits per second). Raw calls:
+ * this runs late. */
+__attribute__((destructor)) static void report_order_stats(void)
+{
+	const char *path = getenv("SYNCSHIM_TEST_ORDER_STATS");
+	if (!path || !*path)
+		return;
+	char line[160];
+	int n = snprintf(line, sizeof(line), "order: pid=%d waits_other=%llu waits_self=%llu foreign_syncs=%llu checks_asked=%llu\n",
+			 (int)getpid(), (unsigned long long)atomic_load(&stat_waits_other),
+			 (unsigned long long)atomic_load(&stat_waits_self),
+			 (unsigned long long)atomic_load(&stat_foreign_syncs),
+			 (unsigned long long)atomic_load(&stat_checks_asked));
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (n > 0)
+		(void)!syscall(SYS_write, fd, line, (size_t)n);
+	syscall(SYS_close, fd);
 }

@@ -59,8 +59,13 @@ void order_synced(struct shim_file *f);
 void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov,
 		      int cnt);
 
+/* A write's offset when it lands at the end of the file whatever the
+ * position says (O_APPEND, RWF_APPEND): forward of every promised byte. */
+#define ORDER_AT_END ((off_t)-2)
+
 /*
- * Before a write of cnt buffers at off (-1: the descriptor's position) to
+ * Before a write of cnt buffers at off (-1: the descriptor's position, not
+ * known; ORDER_AT_END) to
  * f through fd: wait until the deferred syncs of other files acknowledged
  * before it are durable (not for order = file or noop files), and, if the
  * write changes bytes an acknowledged sync of f itself promised, until

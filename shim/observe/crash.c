@@ -68,7 +68,7 @@ static void stop(const char *why, int err)
 
 static uint64_t log_end(void)
 {
-	off_t end = lseek(crash_mode.fd, 0, SEEK_END);
+	off_t end = LIBC(lseek)(crash_mode.fd, 0, SEEK_END);
 	return end < 0 ? 0 : (uint64_t)end;
 }
 
@@ -329,7 +329,7 @@ void crash_write_begin(struct shim_file *f, int fd, off_t off, const struct iove
 	struct stat st;
 	if (fstat(fd, &st) == 0) {
 		if (off < 0)
-			off = (LIBC(fcntl)(fd, F_GETFL) & O_APPEND) ? st.st_size : lseek(fd, 0, SEEK_CUR);
+			off = (LIBC(fcntl)(fd, F_GETFL) & O_APPEND) ? st.st_size : LIBC(lseek)(fd, 0, SEEK_CUR);
 		if (off >= 0)
 			record_write(f, read_fd(f, fd), (uint64_t)off, iov_bytes(iov, cnt), (uint64_t)st.st_size,
 				     synced ? UNDO_F_OSYNC : 0);

@@ -129,6 +129,9 @@ static struct shim_file *slot_set(struct fd_slot *s, struct shim_file *f, uint32
 		atomic_fetch_add(&f->nfds, 1);
 	}
 	uint32_t old_state = atomic_exchange_explicit(&s->state, FD_UNKNOWN, memory_order_acq_rel);
+	/* A new binding: nothing is known of where its position is (an open
+	 * says so after binding: pos_opened). */
+	atomic_store_explicit(&s->pos, 0, memory_order_release);
 	struct shim_file *old = atomic_exchange_explicit(&s->file, f, memory_order_acq_rel);
 	atomic_store_explicit(&s->state, state, memory_order_release);
 	if ((old_state & SLOT_KIND_MASK) != FD_FILE)
@@ -313,6 +316,7 @@ void fd_mark_shim(int fd, enum shim_fd_owner owner, struct shim_file *f)
 	if (!s)
 		return; /* beyond the table: unprotected, like any untracked number */
 	fd_note_used(fd);
+	atomic_store_explicit(&s->pos, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->file, f, memory_order_relaxed);
 	atomic_store_explicit(&s->state, FD_SHIM | (uint32_t)owner << SLOT_OWN_SHIFT, memory_order_release);
 }

@@ -44,6 +44,7 @@ struct fd_slot {
 	_Atomic uint32_t err_seen;  /* file err_seq this fd has reported (errseq style) */
 	_Atomic(struct shim_file *) file;
 	_Atomic uint32_t trust;     /* shim.trust when the binding was last known true */
+	_Atomic uint64_t pos;       /* where the description's position is (position.h); 0: not known */
 };
 
 void fdtable_init(void);

@@ -16,6 +16,13 @@
  *   f             fork: the child runs the remaining steps, the parent
  *                 waits for it and then exits
  *   w:MS          sleep MS milliseconds (only to let a deadline pass)
+ *   W:NAME:C      write() 4096 bytes of C at the descriptor's position
+ *   l:NAME:OFF    lseek the descriptor to OFF
+ *   R:NAME        read() 4096 bytes at the position (moves it)
+ *   d:NAME        dup the descriptor (kept: the second number of NAME)
+ *   L:NAME:OFF    lseek NAME's second number (d) to OFF
+ *   c:NAME:OFF    fork a child that lseeks NAME's descriptor to OFF and
+ *                 exits; wait for it
  * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
  * entry and return), then "done pid=P".
  */
@@ -34,7 +41,7 @@
 
 static struct {
 	char name[64];
-	int fd;
+	int fd, dup_fd;
 	char fill;
 } files[MAX_FILES];
 static int nfiles;
@@ -58,9 +65,18 @@ static int fd_of(const char *name)
 	}
 	snprintf(files[nfiles].name, sizeof(files[nfiles].name), "%s", name);
 	files[nfiles].fd = fd;
+	files[nfiles].dup_fd = -1;
 	files[nfiles].fill = 'a';
 	nfiles++;
 	return fd;
+}
+
+static int *dup_of(const char *name)
+{
+	for (int i = 0; i < nfiles; i++)
+		if (!strcmp(files[i].name, name))
+			return &files[i].dup_fd;
+	return NULL;
 }
 
 static char *next_fill(const char *name)
@@ -150,6 +166,35 @@ int main(int argc, char **argv)
 		case 't':
 			ret = ftruncate(fd, a1 ? atoll(a1) : 0);
 			break;
+		case 'W':
+			memset(buf, a1 ? *a1 : 'x', sizeof(buf));
+			ret = write(fd, buf, sizeof(buf));
+			break;
+		case 'l':
+			ret = lseek(fd, a1 ? atoll(a1) : 0, SEEK_SET);
+			break;
+		case 'R':
+			ret = read(fd, buf, sizeof(buf));
+			break;
+		case 'd':
+			ret = *dup_of(name) = dup(fd);
+			break;
+		case 'L':
+			ret = lseek(*dup_of(name), a1 ? atoll(a1) : 0, SEEK_SET);
+			break;
+		case 'c': {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid < 0) {
+				ret = -1;
+				break;
+			}
+			if (pid == 0)
+				_exit(lseek(fd, a1 ? atoll(a1) : 0, SEEK_SET) < 0 ? 1 : 0);
+			int st;
+			ret = waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+			break;
+		}
 		default:
 			fprintf(stderr, "ord_steps: unknown step %s\n", argv[i]);
 			return 2;

@@ -33,7 +33,7 @@ static char *data_dir(void)
 
 /* ord_steps DIR STEPS... under defer (rules: extra ini text after the
  * default rule for DIR/ *), ordering on or off. */
-static struct run steps(const char *extra_rules, bool ordered, const char *const *script)
+static struct run steps_env(const char *extra_rules, bool ordered, const char *env, const char *const *script)
 {
 	char *dir = data_dir();
 	char *ini = h_path(h_fmt("order.%d.ini", h_ctx.seq + 1));
@@ -45,12 +45,19 @@ static struct run steps(const char *extra_rules, bool ordered, const char *const
 	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
 	if (!ordered)
 		h_env(&c, "SYNCSHIM_TEST_NO_ORDER=1");
+	if (env)
+		h_env(&c, env);
 	h_args(&c, h_prog("ord_steps"), dir, NULL);
 	for (const char *const *s = script; *s; s++)
 		h_arg(&c, *s);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "ord_steps");
 	return (struct run){ h_log_load(&c), r.out, dir };
+}
+
+static struct run steps(const char *extra_rules, bool ordered, const char *const *script)
+{
+	return steps_env(extra_rules, ordered, NULL, script);
 }
 
 /* The program's own rename: the live counters' publisher renames its
@@ -332,6 +339,96 @@ Test(order, single_append_log_never_waits)
 	unsigned long long l = ino_of(&run, "L");
 	cr_assert_eq(syncs_before(&run, l, step_time(&run, n - 1, "t1")), 0,
 		     "an append log paid real syncs for ordering");
+}
+
+/* ---- writes at the descriptor's position (shim/calls/position.h) ------------ */
+
+/* A, acknowledged: blocks 'b' at 0 and 'c' at 4096, the position at 8192.
+ * Then the script's tail moves the position back to 4096 in some way and
+ * writes 'b' there with write(): identical to block 0, different from
+ * block 1. Only a shim that knows the write lands at 4096 makes it wait
+ * for A's sync; one that believed a stale position (8192, past every
+ * promised byte, or 0, identical bytes) would let it through. */
+static void moved_back_then_overwrite_waits(const char *const *tail, int ntail)
+{
+	const char *script[16] = { "a:A", "a:A", "s:A" };
+	for (int i = 0; i < ntail; i++)
+		script[3 + i] = tail[i];
+	script[3 + ntail] = "W:A:b";
+	script[4 + ntail] = NULL;
+	struct run run = steps(NULL, true, script);
+	unsigned long long a = ino_of(&run, "A");
+	const struct h_rec *over = nth_write(&run, a, 2);
+	cr_assert_not_null(synced_between(&run, a, step_time(&run, 2, "t0"), over->t0),
+			   "a write() at a position moved back over acknowledged bytes reached the kernel before "
+			   "their real sync");
+	unsigned char buf[4096];
+	int fd = open(h_fmt("%s/A", run.dir), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+	close(fd);
+	cr_assert_eq(buf[0], 'b', "the write landed at 4096");
+}
+
+Test(order, position_moved_by_read_is_followed)
+{
+	const char *const tail[] = { "l:A:0", "R:A" }; /* the read moves 0 -> 4096 */
+	moved_back_then_overwrite_waits(tail, 2);
+}
+
+Test(order, position_moved_through_a_dup_is_not_trusted)
+{
+	const char *const tail[] = { "d:A", "L:A:4096" }; /* the second number moves the shared position */
+	moved_back_then_overwrite_waits(tail, 2);
+}
+
+Test(order, position_moved_by_a_fork_child_is_not_trusted)
+{
+	const char *const tail[] = { "c:A:4096" }; /* the child's lseek moves the parent's description */
+	moved_back_then_overwrite_waits(tail, 1);
+}
+
+/* lseek, an identical rewrite and an append at the position: none waits,
+ * and none asks the kernel where the position is; the overwrite after a
+ * seek back still waits. */
+static const char *const seeks[] = {
+	"a:A", "a:A", "s:A", /* 'b' 'c' acknowledged */
+	"l:A:0", "W:A:b",    /* identical bytes: forward (one pread to know) */
+	"l:A:8192", "W:A:d", /* past every promised byte: forward */
+	"l:A:4096", "W:A:Q", /* over 'c': waits */
+	NULL,
+};
+
+Test(order, writes_at_a_followed_position_wait_only_when_they_change_promised_bytes)
+{
+	struct run run = steps(NULL, true, seeks);
+	unsigned long long a = ino_of(&run, "A");
+	const struct h_rec *same = nth_write(&run, a, 2), *fwd = nth_write(&run, a, 3), *over = nth_write(&run, a, 4);
+	(void)same;
+	cr_assert_eq(syncs_before(&run, a, fwd->t1), 0, "an identical rewrite or a write past the promised bytes "
+			  "cost a real sync");
+	cr_assert_not_null(synced_between(&run, a, step_time(&run, 2, "t0"), over->t0),
+			   "the overwrite at a sought position reached the kernel before the real sync");
+}
+
+/* A write+fsync loop at the position: the same-file check asks the kernel
+ * nothing (it cost an fstat and an lseek per write before the position
+ * was followed: BENCHMARKS.md Run 11). */
+Test(order, append_loop_at_the_position_asks_the_kernel_nothing)
+{
+	const char *script[64];
+	int n = 0;
+	for (int i = 0; i < 20; i++) {
+		script[n++] = "a:L";
+		script[n++] = "s:L";
+	}
+	script[n] = NULL;
+	char *stats = h_path("order.stats");
+	struct run run = steps_env(NULL, true, h_fmt("SYNCSHIM_TEST_ORDER_STATS=%s", stats), script);
+	(void)run;
+	char *text = h_read_file(stats);
+	cr_assert_not_null(strstr(text, " checks_asked=0"), "the check asked the kernel: %s", text);
+	cr_assert_not_null(strstr(text, " waits_self=0"), "%s", text);
 }
 
 /* ---- sqlite3 in WAL mode under crash-test mode ------------------------------ */

@@ -7,7 +7,8 @@
 # median over the rounds. Sections: overhead syncwrites group latency
 # writeback kahadb pgbench exec window manyfiles agreement crashtest syscall uring
 # ordered (default: all). ROUNDS
-# overrides the rounds of every section (ordered: ORDER_SECONDS, ORDER_REDIS_N). Other knobs, for trials:
+# overrides the rounds of every section (ordered: ORDER_SECONDS, ORDER_REDIS_N, ORDER_PG_SECONDS,
+# ORDER_SQLITE_ROWS). Other knobs, for trials:
 # ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
 # btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
 # PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
@@ -831,51 +832,152 @@ crash_many_files() {
 	echo
 }
 
+# Waits the order cost, per second of a run: the sum over the stats lines
+# (SYNCSHIM_TEST_ORDER_STATS: one per process of the run, at its exit) of
+# the waits for other files' syncs and for the file's own.
+order_waits() { # order_waits STATSFILE SECONDS
+	awk -v s="$2" '/^order:/ {for (i = 1; i <= NF; i++) {split($i, kv, "="); if (kv[1] == "waits_other" || kv[1] == "waits_self") w += kv[2]; if (kv[1] == "checks_asked") c += kv[2]}}
+		END {printf "order_waits_per_sec=%.1f order_checks=%d", w / s, c}' "$1" 2>/dev/null || echo "order_waits_per_sec=nan"
+}
+
 # One redis-server under defer (ordering on or off: $1 = SYNCSHIM_TEST_NO_ORDER),
 # appendfsync always, on a random loopback port; redis-benchmark's SET rate.
 ordered_redis_run() {
-	local off=$1 port dir pid rps
+	local off=$1 port dir pid rps t0 t1
 	port=$((20000 + RANDOM % 20000))
 	dir=$WORK/redis.$off
 	rm -rf "$dir" && mkdir -p "$dir"
-	SYNCSHIM_TEST_NO_ORDER=$off "$RUN" run -p defer -- redis-server --port "$port" --bind 127.0.0.1 \
+	SYNCSHIM_TEST_NO_ORDER=$off SYNCSHIM_TEST_ORDER_STATS=$dir/ost "$RUN" run -p defer -- redis-server --port "$port" --bind 127.0.0.1 \
 		--dir "$dir" --appendonly yes --appendfsync always --save '' --daemonize no >"$dir/log" 2>&1 &
 	pid=$!
 	for ((i = 0; i < 100; i++)); do
 		redis-cli -p "$port" ping >/dev/null 2>&1 && break
 		sleep 0.1
 	done
+	t0=$(date +%s.%N)
 	rps=$(redis-benchmark -p "$port" -t set -n "${ORDER_REDIS_N:-50000}" -c 1 -q 2>/dev/null | tr '\r' '\n' |
 		sed -n 's/^SET: *\([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
+	t1=$(date +%s.%N)
 	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
-	echo "result: sets_per_sec=${rps:-nan}" >>"$WORK/ord_redis_$off.out"
+	echo "result: sets_per_sec=${rps:-nan} $(order_waits "$dir/ost" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')")" >>"$WORK/ord_redis_$off.out"
 }
 
-# sqlite3 in WAL mode (examples/sqlite/insert_wal.sh) for $2 seconds under
-# defer; rows committed per second, and real syncs per second (all of them,
-# recorded beneath the shim: the deadline's, and under ordering the ones
-# the waits asked for).
+# sqlite3 in WAL mode (examples/sqlite/insert_wal.sh), $2 rows, under
+# defer (ordering on or off) or passthrough (pt): rows committed per
+# second, real syncs per second (all of them, recorded beneath the shim:
+# the deadline's, and under ordering the ones the waits asked for), and
+# the order's waits (the sqlite3 process ends normally: its count is
+# written at exit).
 ordered_sqlite_run() {
-	local off=$1 secs=$2 dir rows waits
+	local off=$1 nrows=$2 dir rows waits t0 t1 secs
 	dir=$WORK/sq.$off
 	rm -rf "$dir" && mkdir -p "$dir"
 	sqlite3 "$dir/db" 'PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB NOT NULL)' >/dev/null
 	local pol=defer
 	[ "$off" = pt ] && pol=passthrough
+	t0=$(date +%s.%N)
 	SYNCSHIM_TEST_NO_ORDER=$off RECLAYER_LOG="$dir/rec" RECLAYER_OPS=fsync,fdatasync \
-		LD_PRELOAD="$SHIM:$RECLAYER" SYNCSHIM_POLICY=$pol \
-		timeout "$secs" "$B/../examples/sqlite/insert_wal.sh" "$dir/db" "$dir/acks" >/dev/null 2>&1 || true
+		SYNCSHIM_TEST_ORDER_STATS=$dir/ost LD_PRELOAD="$SHIM:$RECLAYER" SYNCSHIM_POLICY=$pol \
+		timeout 120 "$B/../examples/sqlite/insert_wal.sh" "$dir/db" "$dir/acks" "$nrows" >/dev/null 2>&1 || true
+	t1=$(date +%s.%N)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
 	rows=$(sqlite3 "$dir/db" 'SELECT count(*) FROM t')
 	waits=$(wc -l <"$dir/rec" 2>/dev/null || echo 0)
-	echo "result: rows_per_sec=$(awk -v r="$rows" -v s="$secs" 'BEGIN {printf "%.1f", r / s}') waits_per_sec=$(awk -v w="$waits" -v s="$secs" 'BEGIN {printf "%.1f", w / s}')" >>"$WORK/ord_sq_$off.out"
+	echo "result: rows_per_sec=$(awk -v r="$rows" -v s="$secs" 'BEGIN {printf "%.1f", r / s}') waits_per_sec=$(awk -v w="$waits" -v s="$secs" 'BEGIN {printf "%.1f", w / s}') $(order_waits "$dir/ost" "$secs")" >>"$WORK/ord_sq_$off.out"
+}
+
+# KahaDB's DiskBenchmark under defer, ordering on or off: its "Sync Writes"
+# phase (seek, 4 KiB write, FileChannel.force, over a preallocated file
+# rewritten from its start again and again with the same bytes).
+ordered_kahadb_run() {
+	local off=$1 cp=/usr/share/java dir res
+	local jars="$cp/activemq-kahadb-store.jar:$cp/activemq-client.jar:$cp/hawtbuf.jar:$cp/geronimo-jms_1.1_spec.jar:$cp/slf4j-api.jar:$cp/slf4j-nop.jar"
+	dir=$WORK/kd.$off
+	rm -rf "$dir" && mkdir -p "$dir"
+	res=$(cd "$dir" && SYNCSHIM_TEST_NO_ORDER=$off SYNCSHIM_TEST_ORDER_STATS=$dir/ost "$RUN" run -p defer -- \
+		java -cp "$jars" org.apache.activemq.store.kahadb.disk.util.DiskBenchmark --bs=4096 --size=20000000 \
+		--sample-interval=2000 2>/dev/null |
+		awk '/^Sync Writes:/ {s=1} s && /writes\/second/ {print "result: sync_writes_per_sec=" $1; exit}')
+	echo "${res:-result: failed=1} $(order_waits "$dir/ost" 6)" >>"$WORK/ord_kd_$off.out"
+}
+
+# A standalone ZooKeeper server (Debian's zookeeper) under defer, ordering
+# on or off, forceSync on (its default): examples/zookeeper/ZkWrites with 4
+# sessions doing synchronous setData for $2 seconds.
+ordered_zk_run() {
+	local off=$1 secs=$2 dir port pid res cls=$WORK/zk-classes
+	dir=$WORK/zk.$off
+	port=$((20000 + RANDOM % 20000))
+	rm -rf "$dir" && mkdir -p "$dir/data"
+	SYNCSHIM_TEST_NO_ORDER=$off SYNCSHIM_TEST_ORDER_STATS=$dir/ost "$RUN" run -p defer -- \
+		java -Dzookeeper.admin.enableServer=false -cp /usr/share/java/zookeeper.jar \
+		org.apache.zookeeper.server.ZooKeeperServerMain "$port" "$dir/data" >"$dir/log" 2>&1 &
+	pid=$!
+	for ((i = 0; i < 150; i++)); do
+		timeout 1 bash -c "echo >/dev/tcp/127.0.0.1/$port" 2>/dev/null && break
+		sleep 0.2
+	done
+	res=$(java -cp "/usr/share/java/zookeeper.jar:$cls" ZkWrites "127.0.0.1:$port" "$secs" 4 2>/dev/null | grep '^result:')
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	echo "${res:-result: failed=1} $(order_waits "$dir/ost" "$secs")" >>"$WORK/ord_zk_$off.out"
+}
+
+# PostgreSQL (the postmaster and every backend under the configuration:
+# defer with ordering on or off, or passthrough), pgbench tpcb-like, 4
+# clients, $2 seconds; tps and the order's waits per second.
+ordered_pg_run() {
+	local off=$1 secs=$2 dir=$WORK/opg bin=$3 port=$4 res pol=defer
+	[ "$off" = pt ] && pol=passthrough
+	rm -f "$dir/ost"
+	runuser -u postgres -- env SYNCSHIM_TEST_NO_ORDER=$off SYNCSHIM_TEST_ORDER_STATS="$dir/ost" \
+		"$RUN" run -p "$pol" -- "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" \
+		-c listen_addresses= >>"$dir/server.log" 2>&1 &
+	echo $! >"$dir/starter.pid"
+	local i up=0
+	for ((i = 0; i < 300; i++)); do
+		"$bin/pg_isready" -q -h "$dir" -p "$port" && { up=1; break; }
+		kill -0 "$(cat "$dir/starter.pid")" 2>/dev/null || break
+		sleep 0.1
+	done
+	res="result: failed=1"
+	if [ "$up" = 1 ]; then
+		res=$(runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -U postgres -c 4 -j 2 -T "$secs" postgres 2>/dev/null |
+			awk '/^tps = .*without initial connection time/ {t = $3} END {if (t != "") print "result: tps=" t; else print "result: failed=1"}')
+	fi
+	pg_stop "$dir" "$bin"
+	echo "$res $(order_waits "$dir/ost" "$secs")" >>"$WORK/ord_pg_$off.out"
+}
+
+ordered_pg_setup() { # ordered_pg_setup BIN PORT: a throwaway cluster, pgbench -i; 0 if ready
+	local bin=$1 port=$2 dir=$WORK/opg
+	chmod 711 "$WORK"
+	mkdir -p "$dir"
+	chown postgres: "$dir"
+	push_cleanup "pg_stop '$dir' '$bin'"
+	runuser -u postgres -- "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log" 2>&1 || return 1
+	pg_start "$dir" "$bin" "$port" none || return 1
+	runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -U postgres -i -q postgres >"$dir/init.log" 2>&1 || return 1
+	pg_stop "$dir" "$bin"
 }
 
 section_ordered() {
-	local rounds=${ROUNDS:-5} secs=${ORDER_SECONDS:-3} off
+	local rounds=${ROUNDS:-5} secs=${ORDER_SECONDS:-3} pgsecs=${ORDER_PG_SECONDS:-10} sqrows=${ORDER_SQLITE_ROWS:-1000} off
+	local have_redis=0 have_kd=0 have_zk=0 have_pg=0 pgbin pgport=$((20000 + RANDOM % 20000))
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && have_redis=1
+	[ -f /usr/share/java/activemq-kahadb-store.jar ] && command -v java >/dev/null && have_kd=1
+	if [ -f /usr/share/java/zookeeper.jar ] && command -v javac >/dev/null; then
+		mkdir -p "$WORK/zk-classes"
+		javac -cp /usr/share/java/zookeeper.jar -d "$WORK/zk-classes" "$B/../examples/zookeeper/ZkWrites.java" 2>/dev/null && have_zk=1
+	fi
+	pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	if [ -n "$pgbin" ] && id postgres >/dev/null 2>&1 && ordered_pg_setup "$pgbin" "$pgport"; then
+		have_pg=1
+	fi
 	echo "## Ordered defer: what keeping the order costs (issue 18)"
 	echo
-	echo "Today's defer with ordering turned off (\`SYNCSHIM_TEST_NO_ORDER=1\`, a test hook: each file's deferred syncs kept alone, as before ordered defer) against ordered defer, side by side, $rounds rounds interleaved (off on off on ...), medians. \`sync_writes -s 4096 -t $secs\`: one file, 4 KiB \`write\` at the position + fsync; \`sync_writes\` again with \`-T 2\` (two threads sharing the descriptor); Redis 7 with \`appendonly yes\`, \`appendfsync always\` under \`syncshim run -p defer\`, \`redis-benchmark -t set -c 1\` over loopback (the AOF is one file written with \`O_APPEND\`); sqlite3 in WAL mode (\`examples/sqlite/insert_wal.sh\`: one process, \`synchronous=FULL\`, one INSERT per commit, a checkpoint every 20 WAL pages) for $secs s, rows committed per second and real syncs per second (every fsync/fdatasync the shim made, recorded beneath it by tests/lib/reclayer.so with \`RECLAYER_OPS=fsync,fdatasync\`: unordered, only the 100 ms deadline's; ordered, also those the waits asked the flusher for, about two per checkpoint), and under passthrough for scale. Files on /tmp's file system."
+	echo "Today's defer with ordering turned off (\`SYNCSHIM_TEST_NO_ORDER=1\`, a test hook: each file's deferred syncs kept alone, as before ordered defer) against ordered defer, side by side, $rounds rounds interleaved (off on off on ...), medians. \`sync_writes -s 4096 -t $secs\`: one file, 4 KiB \`write\` at the position + fsync; \`sync_writes\` again with \`-T 2\` (two threads, \`pwrite\` at reserved offsets); Redis 7 with \`appendonly yes\`, \`appendfsync always\` under \`syncshim run -p defer\`, \`redis-benchmark -t set -c 1\` over loopback (the AOF is one file written with \`O_APPEND\`); KahaDB's DiskBenchmark (\`--bs=4096 --size=20000000 --sample-interval=2000\`, its Sync Writes phase: seek + 4 KiB write + \`FileChannel.force\` over a preallocated file it rewrites from the start with the same bytes); ZooKeeper 3.8 standalone (\`ZooKeeperServerMain\`, forceSync on) with \`examples/zookeeper/ZkWrites\` (4 sessions of synchronous 512-byte \`setData\` for $secs s); sqlite3 in WAL mode (\`examples/sqlite/insert_wal.sh\`: one process, \`synchronous=FULL\`, one INSERT per commit, a checkpoint every 20 WAL pages) inserting $sqrows rows, rows committed per second and real syncs per second (every fsync/fdatasync the shim made, recorded beneath it by tests/lib/reclayer.so with \`RECLAYER_OPS=fsync,fdatasync\`); PostgreSQL $( [ -n "$pgbin" ] && "$pgbin/postgres" --version | sed 's/.*) //') with \`pgbench -c 4 -j 2 -T $pgsecs\` (tpcb-like, scale 1; the postmaster and every backend under the shim). sqlite and PostgreSQL also under passthrough. *waits/s*: the waits the order cost (writes and changes that waited for another file's acknowledged syncs or for their own file's), counted by the shim in every process of the run (\`SYNCSHIM_TEST_ORDER_STATS\`) and divided by the run's seconds. Files on /tmp's file system."
 	echo
 	for ((r = 1; r <= rounds; r++)); do
 		for off in 1 0; do
@@ -883,31 +985,49 @@ section_ordered() {
 				"$EX/sync_writes" -t "$secs" -n 100000000 -f "$WORK/ord.dat"
 			run_cfg "ord_sw2_$off" env SYNCSHIM_TEST_NO_ORDER=$off "$RUN" run -p defer -- \
 				"$EX/sync_writes" -T 2 -t "$secs" -n 100000000 -f "$WORK/ord.dat"
-			if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-				ordered_redis_run "$off"
-			fi
-			ordered_sqlite_run "$off" "$secs"
+			[ "$have_redis" = 1 ] && ordered_redis_run "$off"
+			[ "$have_kd" = 1 ] && ordered_kahadb_run "$off"
+			[ "$have_zk" = 1 ] && ordered_zk_run "$off" "$secs"
+			ordered_sqlite_run "$off" "$sqrows"
+			[ "$have_pg" = 1 ] && ordered_pg_run "$off" "$pgsecs" "$pgbin" "$pgport"
 		done
-		ordered_sqlite_run pt "$secs"
+		ordered_sqlite_run pt "$sqrows"
+		[ "$have_pg" = 1 ] && ordered_pg_run pt "$pgsecs" "$pgbin" "$pgport"
 	done
-	echo "| workload | defer, unordered | ordered defer | ordered / unordered | runs (unordered; ordered) | target |"
-	echo "|---|---|---|---|---|---|"
+	[ "$have_pg" = 1 ] && pop_cleanup
+	echo "| workload | defer, unordered | ordered defer | ordered / unordered | ordered: waits/s | runs (unordered; ordered) | target |"
+	echo "|---|---|---|---|---|---|---|"
 	local u o
-	u=$(medall ord_sw_1 writes_per_sec); o=$(medall ord_sw_0 writes_per_sec)
-	echo "| sync_writes, writes/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_sw_1 writes_per_sec); $(runs ord_sw_0 writes_per_sec) | >= 0.95 |"
-	u=$(medall ord_sw2_1 writes_per_sec); o=$(medall ord_sw2_0 writes_per_sec)
-	echo "| sync_writes -T 2, writes/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_sw2_1 writes_per_sec); $(runs ord_sw2_0 writes_per_sec) | >= 0.95 |"
-	if [ -s "$WORK/ord_redis_0.out" ]; then
-		u=$(medall ord_redis_1 sets_per_sec); o=$(medall ord_redis_0 sets_per_sec)
-		echo "| Redis AOF always, SET/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_redis_1 sets_per_sec); $(runs ord_redis_0 sets_per_sec) | >= 0.95 |"
+	ord_row() { # ord_row LABEL NAME FIELD TARGET
+		u=$(medall "$2_1" "$3"); o=$(medall "$2_0" "$3")
+		local w
+		w=$(medall "$2_0" order_waits_per_sec)
+		[ "$w" = nan ] && w="-"
+		echo "| $1 | $u | $o | $(ratio "$o" "$u") | $w | $(runs "$2_1" "$3"); $(runs "$2_0" "$3") | $4 |"
+	}
+	ord_row "sync_writes (append loop: \`write\` + fsync), writes/s" ord_sw writes_per_sec ">= 0.95"
+	ord_row "sync_writes -T 2 (\`pwrite\` + fsync), writes/s" ord_sw2 writes_per_sec ">= 0.95"
+	[ "$have_redis" = 1 ] && ord_row "Redis AOF always, SET/s" ord_redis sets_per_sec ">= 0.95"
+	[ "$have_kd" = 1 ] && ord_row "KahaDB DiskBenchmark sync writes/s" ord_kd sync_writes_per_sec ">= 0.95"
+	if [ "$have_zk" = 1 ]; then
+		ord_row "ZooKeeper setData/s (4 sessions)" ord_zk writes_per_sec ">= 0.95"
+	else
+		echo "| ZooKeeper | not run: Debian's zookeeper is not installed (\`make bench-deps\`) | | | | | >= 0.95 |"
 	fi
-	u=$(medall ord_sq_1 rows_per_sec); o=$(medall ord_sq_0 rows_per_sec)
-	echo "| sqlite WAL, rows/s | $u | $o | $(ratio "$o" "$u") | $(runs ord_sq_1 rows_per_sec); $(runs ord_sq_0 rows_per_sec) | measured |"
-	echo "| sqlite WAL, real syncs/s | $(medall ord_sq_1 waits_per_sec) | $(medall ord_sq_0 waits_per_sec) | | $(runs ord_sq_1 waits_per_sec); $(runs ord_sq_0 waits_per_sec) | |"
+	ord_row "sqlite WAL, rows/s" ord_sq rows_per_sec "measured"
+	echo "| sqlite WAL, real syncs/s | $(medall ord_sq_1 waits_per_sec) | $(medall ord_sq_0 waits_per_sec) | | | $(runs ord_sq_1 waits_per_sec); $(runs ord_sq_0 waits_per_sec) | |"
+	[ "$have_pg" = 1 ] && ord_row "PostgreSQL pgbench tpcb-like, tps" ord_pg tps "measured"
+	echo
 	local p
 	p=$(medall ord_sq_pt rows_per_sec)
-	echo
-	echo "sqlite WAL under passthrough, the same runs: $p rows/s ($(medall ord_sq_pt waits_per_sec) real syncs/s); ordered defer is $(ratio "$o" "$p") of it."
+	echo "| against passthrough | passthrough | ordered defer | ordered / passthrough | unordered / passthrough |"
+	echo "|---|---|---|---|---|"
+	echo "| sqlite WAL, rows/s | $p | $(medall ord_sq_0 rows_per_sec) | $(ratio "$(medall ord_sq_0 rows_per_sec)" "$p") | $(ratio "$(medall ord_sq_1 rows_per_sec)" "$p") |"
+	if [ "$have_pg" = 1 ]; then
+		p=$(medall ord_pg_pt tps)
+		echo "| PostgreSQL tps | $p | $(medall ord_pg_0 tps) | $(ratio "$(medall ord_pg_0 tps)" "$p") | $(ratio "$(medall ord_pg_1 tps)" "$p") |"
+	fi
+	grep -q failed "$WORK"/ord_*.out 2>/dev/null && echo && echo "Some runs failed (counted as missing): $(grep -c failed "$WORK"/ord_*.out | tr '\n' ' ')"
 	echo
 }
 section_syscall() {
