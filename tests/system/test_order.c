@@ -202,6 +202,59 @@ Test(order, same_file_overwrite_waits_identical_rewrite_does_not)
 }
 
 /*
+ * sqlite restarting its WAL: a new header at 0, its fsync acknowledged,
+ * then frames written over the old generation's, past every byte written
+ * since the file was last durable. That is not forward: if a frame
+ * reached the disk before the header, the old header would read a
+ * shortened old WAL. The frame waits for a real sync of the header.
+ */
+static const char *const restart_over_old_bytes[] = {
+	"a:W", "a:W", "a:W", "s:W", /* the old generation: blocks 'b' 'c' 'd', acknowledged */
+	"a:X",                      /* another file's change: W's sync becomes real */
+	"p:W:0:H", "s:W",           /* the new header, acknowledged */
+	"p:W:4096:N",               /* a frame over the old 'c': waits */
+	NULL,
+};
+
+Test(order, overwrite_of_old_durable_bytes_past_the_last_write_waits)
+{
+	struct run run = steps(NULL, true, restart_over_old_bytes);
+	unsigned long long w = ino_of(&run, "W");
+	cr_assert_not_null(synced_between(&run, w, step_time(&run, 3, "t0"), step_time(&run, 4, "t1")),
+			   "the other file's change did not make W's first generation durable");
+	const struct h_rec *frame = nth_write(&run, w, 4);
+	cr_assert_eq(frame->off, 4096, "the fifth write of W is the frame");
+	cr_assert_not_null(synced_between(&run, w, step_time(&run, 6, "t0"), frame->t0),
+			   "the frame over old bytes reached the kernel before a real sync of the acknowledged header");
+
+	struct run off = steps(NULL, false, restart_over_old_bytes);
+	unsigned long long w2 = ino_of(&off, "W");
+	cr_assert_eq(syncs_before(&off, w2, nth_write(&off, w2, 4)->t0), 0, "control: synced without ordering");
+}
+
+/*
+ * A log preallocated with a hole (ZooKeeper, KahaDB): writes into the
+ * hole past the last write hold nothing durable to lose, as a write past
+ * the end: forward, no real sync.
+ */
+static const char *const into_a_hole[] = {
+	"t:Z:65536",                 /* preallocated: a hole */
+	"p:Z:0:H", "s:Z",            /* a record, acknowledged */
+	"p:Z:4096:I", "p:Z:8192:J", /* the next records, into the hole */
+	NULL,
+};
+
+Test(order, write_into_a_hole_past_the_last_write_does_not_wait)
+{
+	struct run run = steps(NULL, true, into_a_hole);
+	unsigned long long z = ino_of(&run, "Z");
+	const struct h_rec *last = nth_write(&run, z, 2);
+	cr_assert_eq(last->off, 8192);
+	cr_assert_eq(syncs_before(&run, z, last->t1), 0, "a write into the hole cost a real sync (%d)",
+		     syncs_before(&run, z, last->t1));
+}
+
+/*
  * order = file: A's writes do not wait for B's acknowledged sync, while
  * B's writes still wait for A's.
  */
