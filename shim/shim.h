@@ -177,6 +177,7 @@ struct order_link {
 	_Atomic uint32_t hi_seq;    /* odd while a real sync's start moves cur_hi into prev_hi */
 	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
 	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
+	_Atomic uint64_t last_end;  /* where the latest write ended (UINT64_MAX: not known) */
 	struct shim_file *next;     /* the pending list, order lock */
 };
 

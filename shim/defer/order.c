@@ -37,20 +37,24 @@
  *     a file with an owed sync to another one; a single-file program
  *     never waits for another file.
  *   - Same-file order. A write to F while F itself is pending waits for
- *     F's sync unless it is forward: past the file's size (fstat, and
- *     lseek for a write at the descriptor's position: a log's next
- *     record), over bytes that hold nothing and were not written since F
- *     was last durable (zeros at or past the highest byte written since
- *     F's last completed real sync began: a hole or a preallocated log's
- *     tail, as good as past the end), or over bytes with the same content
- *     (pread; PostgreSQL rewriting its last partial WAL page). Overwriting
- *     old durable bytes is not forward, however far past the last write:
- *     sqlite restarts its WAL by syncing a new header and then writing
- *     frames over the old ones, and if a frame reached the disk before
- *     the header, the old header revives a shortened old WAL over a
- *     database that was already checkpointed past it (BENCHMARKS.md, the
- *     50-cut sqlite campaign: integrity_check failed so under adversarial
- *     writeback).
+ *     F's sync only if it changes bytes an acknowledged sync promised: a
+ *     write whose offset is at or past the highest byte written since F's
+ *     last completed real sync began is forward (a log's next record), and
+ *     so is one past the file's size (fstat, and lseek for a write at the
+ *     descriptor's position) or over bytes with the same content (pread;
+ *     PostgreSQL rewriting its last partial WAL page). The first rule
+ *     holds only while those writes went forward, each at or past the end
+ *     of the one before (order_after_write; the first write after an open
+ *     is not known to): then the old bytes past them are what followed the
+ *     log's end when it was durable, which its reader already stops at. A
+ *     write that went back (sqlite's new WAL header at 0, a rewritten page)
+ *     makes the highest byte unknown until a real sync covers it, so the
+ *     writes after it over old bytes wait: sqlite restarts its WAL by
+ *     syncing a new header and then writing frames over the old ones, and a
+ *     frame on the disk before the header lets the old header read a
+ *     shortened old WAL over a database already checkpointed past it
+ *     (integrity_check failed so under adversarial writeback: BENCHMARKS.md,
+ *     the 50-cut sqlite campaign).
  *   - Errors. A real sync that fails still ends the wait: its error is
  *     sticky for its own file, reported by that file's next fsync or
  *     close, as every deferred sync error is; the waiting call is not
@@ -237,6 +241,7 @@ void order_reset(struct shim_file *f)
 	atomic_store(&f->ord.hi_seq, 0);
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
+	atomic_store(&f->ord.last_end, UINT64_MAX); /* where the last write before the open ended: not known */
 	f->ord.next = NULL;
 }
 
@@ -465,11 +470,10 @@ static void wait_for_others(struct shim_file *self, int own_fd)
 #define COMPARE_CHUNK 4096
 
 /* Bytes [pos, pos + n) of buf are what the file holds there (end: its
- * size); buf NULL: they are all zero. false when they differ or cannot be
- * read (an O_WRONLY descriptor): then it is an overwrite. */
+ * size). false when they differ or cannot be read (an O_WRONLY
+ * descriptor): then it is an overwrite. */
 static bool same_bytes(int fd, off_t pos, const char *buf, size_t n, off_t end, size_t *budget)
 {
-	static const char zeros[COMPARE_CHUNK];
 	char have[COMPARE_CHUNK];
 	while (n && pos < end) {
 		size_t len = n < sizeof(have) ? n : sizeof(have);
@@ -478,24 +482,11 @@ static bool same_bytes(int fd, off_t pos, const char *buf, size_t n, off_t end, 
 		if (len > *budget)
 			return false;
 		*budget -= len;
-		if (pread(fd, have, len, pos) != (ssize_t)len || memcmp(have, buf ? buf : zeros, len) != 0)
+		if (pread(fd, have, len, pos) != (ssize_t)len || memcmp(have, buf, len) != 0)
 			return false;
 		pos += (off_t)len;
-		if (buf)
-			buf += len;
+		buf += len;
 		n -= len;
-	}
-	return true;
-}
-
-/* The bytes cnt buffers of iov would cover at pos, up to end, are all
- * zero. */
-static bool covers_only_zeros(int fd, off_t pos, const struct iovec *iov, int cnt, off_t end, size_t *budget)
-{
-	for (int i = 0; i < cnt && pos < end; i++) {
-		if (!same_bytes(fd, pos, NULL, iov[i].iov_len, end, budget))
-			return false;
-		pos += (off_t)iov[i].iov_len;
 	}
 	return true;
 }
@@ -505,6 +496,8 @@ static bool covers_only_zeros(int fd, off_t pos, const struct iovec *iov, int cn
 static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
 {
 	uint64_t hi = same_file_hi(f);
+	if (off >= 0 && hi != UINT64_MAX && (uint64_t)off >= hi)
+		return false; /* forward: past every byte written since the file was last durable */
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		return true;
@@ -521,11 +514,6 @@ static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const
 	if (!iov) /* copy_file_range: the bytes are not ours to compare */
 		return true;
 	size_t budget = COMPARE_MAX;
-	/* Past every byte written since the file was last durable, the file
-	 * holds what is durable; forward only where that is nothing. */
-	if (hi != UINT64_MAX && (uint64_t)pos >= hi && covers_only_zeros(fd, pos, iov, cnt, st.st_size, &budget))
-		return false;
-	budget = COMPARE_MAX;
 	for (int i = 0; i < cnt && pos < st.st_size; i++) {
 		if (!same_bytes(fd, pos, iov[i].iov_base, iov[i].iov_len, st.st_size, &budget))
 			return true;
