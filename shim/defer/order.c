@@ -42,7 +42,19 @@
  *     last completed real sync began is forward (a log's next record), and
  *     so is one past the file's size (fstat, and lseek for a write at the
  *     descriptor's position) or over bytes with the same content (pread;
- *     PostgreSQL rewriting its last partial WAL page).
+ *     PostgreSQL rewriting its last partial WAL page). The first rule
+ *     holds only while those writes went forward, each at or past the end
+ *     of the one before (order_after_write; the first write after an open
+ *     is not known to): then the old bytes past them are what followed the
+ *     log's end when it was durable, which its reader already stops at. A
+ *     write that went back (sqlite's new WAL header at 0, a rewritten page)
+ *     makes the highest byte unknown until a real sync covers it, so the
+ *     writes after it over old bytes wait: sqlite restarts its WAL by
+ *     syncing a new header and then writing frames over the old ones, and a
+ *     frame on the disk before the header lets the old header read a
+ *     shortened old WAL over a database already checkpointed past it
+ *     (integrity_check failed so under adversarial writeback: BENCHMARKS.md,
+ *     the 50-cut sqlite campaign).
  *   - Errors. A real sync that fails still ends the wait: its error is
  *     sticky for its own file, reported by that file's next fsync or
  *     close, as every deferred sync error is; the waiting call is not
@@ -246,6 +258,7 @@ void order_reset(struct shim_file *f)
 	atomic_store(&f->ord.hi_seq, 0);
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
+	atomic_store(&f->ord.last_end, UINT64_MAX); /* where the last write before the open ended: not known */
 	f->ord.next = NULL;
 }
 

@@ -31,6 +31,7 @@ struct order_link {
 	_Atomic uint32_t hi_seq;    /* odd while a real sync's start moves cur_hi into prev_hi */
 	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
 	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
+	_Atomic uint64_t last_end;  /* where the latest write ended (UINT64_MAX: not known) */
 	struct shim_file *next;     /* the pending list, order lock */
 };
 
@@ -82,11 +83,15 @@ static inline void order_before_write(struct shim_file *f, int fd, off_t off, co
 
 /* After a write of r bytes at off (-1: the position, not known) to f
  * (ord is &f->ord): the highest byte written so far this sync round
- * (order.c: what is "forward"). Only for files whose syncs can be
- * answered unsynced. */
+ * (order.c: what is "forward"), unknown (UINT64_MAX) for the rest of the
+ * round if this write went back, below the end of the write before it.
+ * Only for files whose syncs can be answered unsynced. */
 static inline void order_after_write(struct order_link *ord, off_t off, ssize_t r)
 {
 	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
+	uint64_t before = atomic_exchange_explicit(&ord->last_end, end, memory_order_relaxed);
+	if (off < 0 || (uint64_t)off < before)
+		end = UINT64_MAX; /* the bytes past it are not what followed a log's end */
 	uint64_t old = atomic_load_explicit(&ord->cur_hi, memory_order_relaxed);
 	while (end > old && !atomic_compare_exchange_weak_explicit(&ord->cur_hi, &old, end, memory_order_relaxed,
 								   memory_order_relaxed))

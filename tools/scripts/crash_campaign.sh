@@ -28,11 +28,13 @@ SEED=${CAMPAIGN_SEED:-18}
 POLICIES=${CAMPAIGN_POLICIES:-passthrough defer100 auto}
 WRITEBACKS=${CAMPAIGN_WRITEBACK:-plain adversarial}
 WINDOW=${CAMPAIGN_WINDOW_MS:-200}
+NOMINAL=${CAMPAIGN_NOMINAL_MS:-100}
 EXAMPLES=$(cd "$(dirname "$0")/../../examples" && pwd)
 RUN=$B/syncshim
 WORK=$(mktemp -d /tmp/syncshim-campaign.XXXXXX)
 OUT=${CAMPAIGN_OUT:-$WORK/out}
 mkdir -p "$OUT"
+KEEP=${CAMPAIGN_KEEP:-${CAMPAIGN_OUT:+$OUT/keep}}
 trap 'rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
@@ -109,8 +111,11 @@ setup_program() {
 count() { { grep -oE "$1" "$2" || true; } | wc -l; }
 total() { sed -n "s/.*\"total\":{.*\"$1\":\([0-9.]*\).*/\1/p" "$2"; }
 
-echo "| program | policy | writeback | trials | integrity failures | lost beyond the window | trials with any loss | unusable | oldest lost ack, ms |"
-echo "|---|---|---|---|---|---|---|---|---|"
+# older MS FILE: trials whose oldest lost acknowledgement is older than MS
+older() { { grep -oE 'lost_oldest_ms=[0-9.]+' "$2" || true; } | awk -F= -v ms="$1" '$2 > ms { n++ } END { print n + 0 }'; }
+
+echo "| program | policy | writeback | trials | integrity failures | lost beyond the window | lost older than $NOMINAL ms | trials with any loss | unusable | oldest lost ack, ms |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for prog in $PROGRAMS; do
 	setup_program "$prog"
 	scope_args=()
@@ -118,19 +123,21 @@ for prog in $PROGRAMS; do
 	for pol in $POLICIES; do
 		for wb in $WRITEBACKS; do
 			json=$OUT/$prog.$pol.$wb.json
+			keep_args=()
+			[ -z "$KEEP" ] || keep_args=(--keep "$KEEP/$prog.$pol.$wb")
 			"$RUN" crashtest --json -n "$TRIALS" -c "$WORK/$pol.ini" --cut "$CUT" "${scope_args[@]}" \
-				--setup "$SETUP" --writeback "$wb" --seed "$SEED" --timeout "$TIMEOUT" \
+				--setup "$SETUP" --writeback "$wb" --seed "$SEED" --timeout "$TIMEOUT" "${keep_args[@]}" \
 				--check "$CHECK $WINDOW" -- "${CMD[@]}" >"$json" 2>"$OUT/$prog.$pol.$wb.err" || true
 			if ! grep -q '"total":' "$json"; then
-				echo "| $prog | $pol | $wb | crashtest failed: $(tail -n 1 "$OUT/$prog.$pol.$wb.err") | | | | | |"
+				echo "| $prog | $pol | $wb | crashtest failed: $(tail -n 1 "$OUT/$prog.$pol.$wb.err") | | | | | | |"
 				continue
 			fi
 			oldest=$(grep -oE 'lost_oldest_ms=[0-9.]+' "$json" | cut -d= -f2 | sort -g | tail -n 1 || true)
 			echo "| $prog | ${pol/defer100/defer 100 ms} | $wb | $(total trials "$json") | $(count 'result: integrity=failed' "$json") |" \
-				"$(count 'lost_beyond_window=[1-9][0-9]*' "$json") | $(count ' lost=[1-9][0-9]*' "$json") |" \
+				"$(count 'lost_beyond_window=[1-9][0-9]*' "$json") | $(older "$NOMINAL" "$json") | $(count ' lost=[1-9][0-9]*' "$json") |" \
 				"$(total unusable "$json") | ${oldest:-0} |"
 		done
 	done
 done
 echo
-echo "$TRIALS trials per row, seed $SEED, window $WINDOW ms; $(date -u '+%Y-%m-%d %H:%M UTC'), $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?')."
+echo "$TRIALS trials per row, seed $SEED, window $WINDOW ms${KEEP:+, trials that did not pass kept in $KEEP}; $(date -u '+%Y-%m-%d %H:%M UTC'), $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?')."
