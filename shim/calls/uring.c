@@ -491,7 +491,8 @@ uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt)
  * A write submitted around libc, of n bytes (counted when submitted: the
  * completion is not the shim's to see): RWF_SYNC/RWF_DSYNC in *rw_flags
  * as pwritev2's, then the write path's accounting (data at risk, the
- * flusher's thresholds, the live counters). Crash-test mode cannot log it.
+ * flusher's thresholds, the live counters). Crash-test mode cannot log it
+ * here (a ring's write it can log is made by crash_made instead).
  */
 void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n)
 {
@@ -726,7 +727,10 @@ static void ring_scan(struct ring *r, unsigned to, unsigned published, bool may_
 			continue; /* the kernel drops it */
 		struct io_uring_sqe *s = &r->sqes[idx * stride];
 		bool was_nop = s->opcode == IORING_OP_NOP;
+		uint8_t source = trace_source;
+		trace_source = LOGREC_RING; /* the records of the calls this entry becomes */
 		ring_entry_in_chain(r, s);
+		trace_source = source;
 		if (!was_nop && s->opcode == IORING_OP_NOP) {
 			r->done_end = i + 1;
 			r->done_set = true;

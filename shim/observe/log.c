@@ -150,6 +150,7 @@ static struct {
 	char path[PATH_MAX];
 } L = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .queue_mu = PTHREAD_MUTEX_INITIALIZER };
 
+__thread uint8_t trace_source;
 static __thread struct thread_log *my_log;
 static __thread uint32_t my_tid;
 static __thread uint64_t my_second, my_second_end; /* current second, its end as a stamp */
@@ -347,6 +348,7 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		.file_id = f ? f->id : 0,
 		.tid = my_tid,
 		.op = (uint8_t)op,
+		.flags = op < OP_REAL_FSYNC ? trace_source : 0, /* the shim's own syncs have no source */
 		.rule = (uint16_t)rule,
 	};
 	struct ring *g = &L.rings[t - L.threads];

@@ -24,7 +24,7 @@
 
 #define LOGFMT_MAGIC 0x474c5353u        /* bytes "SSLG" */
 #define LOGFMT_MAJOR 1                  /* readers reject any other major */
-#define LOGFMT_MINOR 1                  /* newer minors only append; 1 added RISK */
+#define LOGFMT_MINOR 2                  /* newer minors only append; 1 added RISK, 2 record sources */
 #define LOGFMT_BLOCK_HDR 24
 #define LOGFMT_MAX_PAYLOAD (4u << 20)   /* readers reject longer blocks */
 #define LOGFMT_RECORD_SIZE 40
@@ -148,8 +148,11 @@ _Static_assert(sizeof(struct logfmt_record) == LOGFMT_RECORD_SIZE, "record layou
 
 /* Record flag bits a reader accepts in a log of this minor. Bit 0 ("the
  * shim answered without the real call") was defined in 1.0 but never set:
- * retired, still accepted, never reused. */
-#define LOGREC_FLAGS_KNOWN 0x01
+ * retired, still accepted, never reused. Since minor 2 an app call's
+ * record says when it was submitted around libc. */
+#define LOGREC_RING 0x02 /* through an io_uring ring (an entry the shim looked at) */
+#define LOGREC_AIO 0x04  /* through libaio's io_submit */
+#define LOGREC_FLAGS_KNOWN (0x01 | LOGREC_RING | LOGREC_AIO)
 
 /* Which histogram a HIST block carries, and its place in the set. */
 struct logfmt_histkey {
