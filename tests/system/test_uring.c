@@ -238,7 +238,9 @@ Test(uring, defer_turns_ring_fsyncs_into_nops)
 	 * with more rounds); the shim corrects that. */
 	struct tr_counts n = traced_run("defer", file, (const char *const[]){ "chain", file, "400", "sqpoll", NULL }, NULL);
 	cr_assert_eq(n.ring_syncs, 0, "sqpoll: %s", tr_show(&n));
-	cr_assert(n.other_syncs >= 1 && n.other_syncs <= 3, "sqpoll: %s", tr_show(&n));
+	/* 400 rounds last a few of the flusher's delays on a busy machine:
+	 * some real syncs, far fewer than one per round */
+	cr_assert(n.other_syncs >= 1 && n.other_syncs <= 40, "sqpoll: %s", tr_show(&n));
 }
 
 /* noop: NOPs, and no real sync of the file by anyone. */
