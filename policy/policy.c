@@ -152,7 +152,7 @@ const struct rule *policy_match(const struct policy *p, const char *abspath)
 
 enum key_id {
 	K_POLICY, K_LOG, K_LOG_MODE, K_MAX_FLUSHERS, K_RING_RECORDS, K_RELOAD, K_UNREPORTED_ERRORS,
-	K_LIVE, K_LIVE_DIR,
+	K_LIVE, K_LIVE_DIR, K_INLINE_SYSCALLS,
 	K_PATH, K_SYNC,
 	K_OSYNC, K_REAL_SYNC, K_ON_CLOSE, K_ORDER, K_MAX_DELAY_MS, K_MAX_BYTES, K_MAX_CALLS,
 	K_WRITEBACK_BYTES, K_GROUP_WAIT_US, K_MAX_AT_RISK_MS,
@@ -174,6 +174,7 @@ static const struct key_def {
 	[K_UNREPORTED_ERRORS] = { "unreported_errors", IN_SHIM },
 	[K_LIVE] = { "live", IN_SHIM },
 	[K_LIVE_DIR] = { "live_dir", IN_SHIM },
+	[K_INLINE_SYSCALLS] = { "inline_syscalls", IN_SHIM },
 	[K_PATH] = { "path", IN_RULE },
 	[K_SYNC] = { "sync", IN_RULE },
 	[K_OSYNC] = { "osync", IN_BOTH },
@@ -410,6 +411,16 @@ static bool set_bool(struct parser *ps, int k, const char *v, bool *out)
 
 /* live: "auto" (the default: on where a rule can acknowledge a sync
  * early, policy_live_wanted), or a boolean that forces it. */
+static bool set_inline_syscalls(struct parser *ps, int k, const char *v, struct policy *p)
+{
+	static const char *const names[] = { "off", "trap" };
+	int e;
+	if (!set_enum(ps, k, v, names, 2, &e))
+		return false;
+	p->inline_trap = e == 1;
+	return true;
+}
+
 static bool set_live(struct parser *ps, int k, const char *v, struct policy *p)
 {
 	p->live_set = strcmp(v, "auto") != 0;
@@ -521,6 +532,8 @@ static bool set_key(struct parser *ps, int k, const char *v)
 		return set_live(ps, k, v, p);
 	case K_LIVE_DIR:
 		return set_dir_path(ps, k, v, p->live_dir, sizeof(p->live_dir));
+	case K_INLINE_SYSCALLS:
+		return set_inline_syscalls(ps, k, v, p);
 	case K_UNREPORTED_ERRORS:
 		if (!set_enum(ps, k, v, unreported_names, UNREPORTED_COUNT, &e))
 			return false;
@@ -575,6 +588,9 @@ int policy_apply_env(struct policy *p, const struct policy_env *env, char *err, 
 	if (env_one(p, "SYNCSHIM_LIVE", env->live, K_LIVE, bad ? NULL : first, sizeof(first)) < 0)
 		bad = -1;
 	if (env_one(p, "SYNCSHIM_LIVE_DIR", env->live_dir, K_LIVE_DIR, bad ? NULL : first, sizeof(first)) < 0)
+		bad = -1;
+	if (env_one(p, "SYNCSHIM_INLINE_SYSCALLS", env->inline_syscalls, K_INLINE_SYSCALLS, bad ? NULL : first,
+		    sizeof(first)) < 0)
 		bad = -1;
 	if (bad && err && errlen)
 		snprintf(err, errlen, "%s", first);
@@ -1115,6 +1131,7 @@ size_t policy_format(const struct policy *p, char *buf, size_t len)
 	put(&o, "unreported_errors = %s\n", unreported_errors_name(p->unreported_errors));
 	put(&o, "live = %s\n", !p->live_set ? "auto" : p->live ? "true" : "false");
 	put_str(&o, "live_dir", p->live_dir);
+	put(&o, "inline_syscalls = %s\n", p->inline_trap ? "trap" : "off");
 	put_knobs(&o, &p->deflt);
 	for (int i = 0; i < p->nrules && i < POLICY_MAX_RULES; i++) {
 		const struct rule *r = &p->rules[i];

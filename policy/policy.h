@@ -111,6 +111,7 @@ struct policy {
 	bool live_set;                /* live given (ini or SYNCSHIM_LIVE); else "auto":
 	                               * policy_live_wanted() decides */
 	char live_dir[POLICY_PATH_MAX]; /* where, "" = the default place */
+	bool inline_trap;             /* inline_syscalls = trap: see shim/calls/inline_trap.c */
 	char source[POLICY_PATH_MAX]; /* file it came from, "" if built-in */
 };
 
@@ -145,6 +146,7 @@ struct policy_env {
 	const char *log_mode;  /* SYNCSHIM_LOG_MODE: replaces [shim] log_mode */
 	const char *live;      /* SYNCSHIM_LIVE: replaces [shim] live */
 	const char *live_dir;  /* SYNCSHIM_LIVE_DIR: replaces [shim] live_dir */
+	const char *inline_syscalls; /* SYNCSHIM_INLINE_SYSCALLS: replaces [shim] inline_syscalls */
 };
 
 /*

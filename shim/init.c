@@ -22,6 +22,7 @@
 
 #include "crash.h"
 #include "flusher.h"
+#include "inline_trap.h"
 #include "live.h"
 #include "log.h"
 #include "nextsync.h"
@@ -159,6 +160,7 @@ static struct policy_env env_overrides(bool with_policy)
 		.log_mode = getenv("SYNCSHIM_LOG_MODE"),
 		.live = getenv("SYNCSHIM_LIVE"),
 		.live_dir = getenv("SYNCSHIM_LIVE_DIR"),
+		.inline_syscalls = getenv("SYNCSHIM_INLINE_SYSCALLS"),
 	};
 }
 
@@ -289,6 +291,7 @@ static void atfork_child(void)
 	live_atfork_child();
 	crash_atfork_child();
 	lifecycle_atfork_child();
+	inline_trap_atfork_child();
 }
 
 /* ---- load and exit ---------------------------------------------------------- */
@@ -337,6 +340,7 @@ __attribute__((constructor)) static void shim_init(void)
 	lifecycle_init();
 	log_start(&boot_policy);
 	live_start(&boot_policy);
+	inline_trap_start(&boot_policy);
 	atomic_store_explicit(&shim.ready, 1, memory_order_release);
 	shim_leave();
 }

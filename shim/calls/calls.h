@@ -137,7 +137,10 @@
 	X(int, pthread_create, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *), fb_enosys_int)  \
 	X(int, __libc_start_main, (int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),  \
 				   void (*)(void), void *), fb_enosys_int)  \
-	X(long, syscall, (long, ...), fb_syscall)
+	X(long, syscall, (long, ...), fb_syscall)                                                                \
+	X(int, sigaction, (int, const struct sigaction *, struct sigaction *), fb_enosys_int)                    \
+	X(int, sigprocmask, (int, const sigset_t *, sigset_t *), fb_sigprocmask)                                 \
+	X(int, pthread_sigmask, (int, const sigset_t *, sigset_t *), fb_pthread_sigmask)
 
 /*
  * liburing's exported entry points (liburing.so.2), interposed so a ring's

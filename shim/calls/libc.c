@@ -174,6 +174,14 @@ static int fb_linkat(int da, const char *a, int db, const char *b, int fl)
 {
 	return syscall(SYS_linkat, da, a, db, b, fl);
 }
+static int fb_sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	return syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+}
+static int fb_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	return fb_sigprocmask(how, set, old) == 0 ? 0 : errno; /* an error number, as pthread_sigmask's */
+}
 static pid_t fb_vfork(void) { return fork(); } /* a valid vfork, if a slower one */
 static int fb_rename(const char *a, const char *b)
 {

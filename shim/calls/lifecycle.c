@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "inline_trap.h"
 #include "live.h"
 #include "log.h"
 #include "shim.h"
@@ -163,6 +164,7 @@ __attribute__((no_sanitize("address", "thread"))) static void *app_thread_start(
 	struct app_start *s = p;
 	my_start = s;
 	pthread_setspecific(end_key, (void *)(uintptr_t)THREAD_END_APP);
+	inline_trap_thread_start(); /* dispatch is per thread */
 	return s->fn(s->arg);
 }
 

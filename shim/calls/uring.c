@@ -261,7 +261,7 @@ static void check_unseen(struct ring *r, unsigned head)
 {
 	if (r->seen_set ? (int)(head - r->seen) > 0 : head != 0)
 		ring_warn(r, "entries reached the kernel without a call the shim sees "
-			     "(io_uring_enter by inline system call, or a polling ring)");
+			     "(io_uring_enter by inline system call: inline_syscalls = trap; or a polling ring)");
 }
 
 /* The raw ring's pointers, once both mappings are known. */

@@ -28,6 +28,15 @@
  *                       together (sync() cannot fail: it is only skipped).
  *                       ERRNO is a name (EIO, ENOSPC, EDQUOT, EROFS, EINTR,
  *                       EAGAIN, EBADF, EINVAL, EPERM, ENOMEM) or a number.
+ *   RECLAYER_FAIL_SUFFIX=S
+ *                       count and fail only calls on files whose name ends
+ *                       in S (the descriptor's /proc/self/fd link, or the
+ *                       path argument); calls without a file (msync, sync)
+ *                       still count. A differential test needs this: the
+ *                       shim above makes calls of its own (live counters,
+ *                       its log) that would move the injection point.
+ *                       An injected close still releases the descriptor,
+ *                       as the kernel's close does whatever it returns.
  *   RECLAYER_OPS=OP[,OP...]
  *                       record only these ops (names below); the others
  *                       are forwarded without a record or an inode lookup,
@@ -96,6 +105,7 @@ static struct {
 	long skip;
 	long count; /* 0: unlimited */
 	_Atomic long seen;
+	char suffix[64]; /* RECLAYER_FAIL_SUFFIX; empty: every file */
 } fail;
 
 /* ---- the real functions ------------------------------------------------- */
@@ -365,6 +375,9 @@ static void do_init(void)
 	const char *f = getenv("RECLAYER_FAIL");
 	if (f && *f)
 		parse_fail(f);
+	const char *sfx = getenv("RECLAYER_FAIL_SUFFIX");
+	if (sfx && strlen(sfx) < sizeof(fail.suffix))
+		strcpy(fail.suffix, sfx);
 	const char *ops = getenv("RECLAYER_OPS");
 	if (ops && *ops)
 		parse_ops(ops);
@@ -529,13 +542,45 @@ static void rec_end(struct rec *r, long long ret)
 	rec_emit(r);
 }
 
-/* Should this call fail? Counts every call of a matching op. */
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Is the call's file one RECLAYER_FAIL_SUFFIX names? */
+static int fail_target(const struct rec *r)
+{
+	if (!fail.suffix[0])
+		return 1;
+	if (r->path)
+		return ends_with(r->path, fail.suffix);
+	if (!(r->fields & F_FD))
+		return 1;
+	char link[32], target[512];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", r->fd);
+	int e = errno;
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	errno = e;
+	if (n <= 0)
+		return 0;
+	target[n] = 0;
+	char *del = strstr(target, " (deleted)");
+	if (del && del[10] == 0)
+		*del = 0;
+	return ends_with(target, fail.suffix);
+}
+
+/* Should this call fail? Counts every call of a matching op (on a matching
+ * file, with RECLAYER_FAIL_SUFFIX). */
 static int injected(struct rec *r, const char *op)
 {
 	if (!fail.active)
 		return 0;
 	if (strcmp(fail.op, op) != 0 &&
 	    !(strcmp(fail.op, "sync") == 0 && (strcmp(op, "fsync") == 0 || strcmp(op, "fdatasync") == 0)))
+		return 0;
+	if (!fail_target(r))
 		return 0;
 	long k = atomic_fetch_add_explicit(&fail.seen, 1, memory_order_relaxed);
 	if (k < fail.skip || (fail.count > 0 && k >= fail.skip + fail.count))
@@ -756,10 +801,20 @@ API int close(int fd)
 	r.ino = ino_of(&r, fd);
 	close_fn real = REAL(close);
 	long ret;
-	if (injected(&r, "close"))
+	if (injected(&r, "close")) {
+		/* Linux frees the number even when close reports an error (an
+		 * NFS write-back failure, say): model that, or the app and the
+		 * shim above would see a descriptor no kernel leaves open. */
+		int e = errno;
+		if (real)
+			real(fd);
+		else
+			syscall(SYS_close, fd);
+		errno = e;
 		ret = -1;
-	else
+	} else {
 		ret = real ? real(fd) : syscall(SYS_close, fd);
+	}
 	rec_end(&r, ret);
 	return (int)ret;
 }

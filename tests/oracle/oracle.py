@@ -539,6 +539,7 @@ def _run_case(c, with_shim, d):
     env["RECLAYER_LOG"] = os.path.join(d, "rec.log")
     if c.fail:
         env["RECLAYER_FAIL"] = c.fail
+        env["RECLAYER_FAIL_SUFFIX"] = ".dat"  # the case's files, not the shim's own
     if c.slow:
         env["RECLAYER_SLOW"] = c.slow
     argv = [RUNNER, os.path.join(d, "case.txt"), d, os.path.join(d, "journal")]

@@ -704,6 +704,12 @@ static void *thread_main(void *p)
 {
 	int th = (int)(intptr_t)p;
 	slots = slot_tables[th];
+	/* Born with SIGUSR1 blocked (main): its handler runs the handler list
+	 * on this thread's slots, which exist only from here on. */
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
 	if (cancel_async)
 		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
 	run_list(th, &threads[th]);
@@ -806,8 +812,13 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 
 	tids[0] = pthread_self();
+	sigset_t usr1, before;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &before);
 	for (int t = 1; t < nthreads; t++)
 		pthread_create(&tids[t], NULL, thread_main, (void *)(intptr_t)t);
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
 	run_list(0, &threads[0]);
 
 	struct line l = { .n = 0 };

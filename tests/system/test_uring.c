@@ -389,6 +389,45 @@ Test(uring, unseen_ring_is_warned)
 	cr_assert_not(h_has(strstr(r.err, w) + 1, w), "warned more than once:\n%s", r.err);
 }
 
+/* The same fio with `inline_syscalls = trap`: its ring is seen after all.
+ * Under defer every ring FSYNC reaches the kernel as a NOP and no kernel
+ * worker syncs the file; the warning is gone; fio's own verify pass reads
+ * every block back. The untrapped run in the same test is the control. */
+Test(uring, fio_ring_is_seen_with_inline_trap)
+{
+	tr_need(true);
+	if (access("/usr/bin/fio", X_OK) != 0)
+		cr_skip_test("fio not installed");
+	char *file = h_path("fiot.dat");
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	cr_assert(fd >= 0);
+	close(fd);
+	for (int trap = 0; trap <= 1; trap++) {
+		struct h_cmd c;
+		h_cmd_policy(&c, H_SHIM, "defer");
+		if (trap)
+			h_env(&c, "SYNCSHIM_INLINE_SYSCALLS=trap");
+		h_args(&c, "fio", "--name=u", h_fmt("--filename=%s", file), "--size=256k", "--bs=4k", "--rw=write",
+		       "--ioengine=io_uring", "--fsync=1", "--verify=crc32c", "--do_verify=1", NULL);
+		struct tr t;
+		tr_start(&t, file);
+		struct h_result r = h_run(&c);
+		struct tr_counts n = tr_stop(&t);
+		h_assert_ok(r, h_fmt("fio io_uring under defer, trap %d", trap));
+		if (trap && h_has(r.err, "this kernel cannot"))
+			cr_skip_test("no inclusive syscall user dispatch in this kernel (Linux 6.16+)");
+		if (!trap) {
+			cr_assert_geq(n.fsync, 63, "control: %s", tr_show(&n));
+			continue;
+		}
+		cr_assert_not(h_has(r.err, "entries reached the kernel without a call the shim sees"), "%s", r.err);
+		cr_assert_eq(n.fsync, 0, "%s", tr_show(&n));
+		cr_assert_geq(n.nop, 63, "%s", tr_show(&n));
+		cr_assert_eq(n.ring_syncs, 0, "%s", tr_show(&n));
+		cr_assert_eq(h_size(file), 256 * 1024LL);
+	}
+}
+
 /* libaio (io_submit through libc's syscall()): under defer and noop an
  * FSYNC completes with 0, its own iocb and data, and no kernel worker
  * syncs the file (defer: the flusher does, once); under fdatasync every

@@ -463,7 +463,7 @@ Test(errors, unknown_keys_list_the_valid_ones)
 {
 	expect_err("[shim]\nflush = 1\n", "t.ini:2: ",
 		   "unknown key 'flush' in [shim]; valid keys here: policy, log, log_mode, max_flushers, "
-		   "ring_records, reload, unreported_errors, live, live_dir, osync, real_sync, on_close, order, "
+		   "ring_records, reload, unreported_errors, live, live_dir, inline_syscalls, osync, real_sync, on_close, order, "
 		   "max_delay_ms, max_bytes, max_calls, writeback_bytes, group_wait_us, max_at_risk_ms");
 	expect_err("[rule a]\npath = /a\nPath = /b\n", "t.ini:3: ",
 		   "unknown key 'Path' in [rule a]; valid keys here: path, sync, osync, real_sync, on_close, "
@@ -568,6 +568,23 @@ Test(good, live_keys_load_format_and_env)
 	env = (struct policy_env){ .live_dir = "x" };
 	cr_expect_eq(policy_apply_env(&p, &env, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "SYNCSHIM_LIVE_DIR=x: live_dir 'x' is relative"), "%s", err);
+}
+
+Test(good, inline_syscalls_loads_formats_and_env)
+{
+	struct policy p, q;
+	char out[8192], err[POLICY_ERR_MAX];
+	expect_ok("[shim]\ninline_syscalls = trap\n", &p);
+	cr_expect(p.inline_trap);
+	policy_format(&p, out, sizeof(out));
+	expect_ok(out, &q);
+	cr_expect(q.inline_trap, "%s", out);
+	expect_bad_value(SHIM, "inline_syscalls", "sometimes", "off, trap");
+	policy_init_defaults(&p);
+	cr_expect(!p.inline_trap, "off unless asked for");
+	struct policy_env env = { .inline_syscalls = "trap" };
+	cr_expect_eq(policy_apply_env(&p, &env, err, sizeof(err)), 0, "%s", err);
+	cr_expect(p.inline_trap);
 }
 
 Test(good, auto_pacing_values_load_and_format)

@@ -1,0 +1,149 @@
+/*
+ * inline_calls - a program that makes its system calls with its own
+ * `syscall` instruction, as fio does for its rings, for the tests of
+ * `inline_syscalls = trap` (shim/calls/inline_trap.c).
+ *
+ *   inline_calls MODE FILE [N]
+ *
+ * Every mode appends N (default 8) 4 KiB records to FILE, each followed by
+ * an inline fsync, and checks each call's result itself; it exits 0 when
+ * everything returned what the kernel promises. The modes add the shapes
+ * that would break a trap:
+ *   plain     the main thread
+ *   thread    a thread pthread_create started
+ *   fork      a forked child
+ *   masked    with every signal blocked through libc's sigprocmask first
+ *   inmask    with every signal blocked by an inline rt_sigprocmask, which
+ *             must still be in force afterwards (SIGUSR1 blocked)
+ *   sigsys    the program's own SIGSYS handler, which must get a raised
+ *             SIGSYS once
+ *   badfd     an inline fsync of a closed number: -EBADF, errno untouched
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static long inline_call(long nr, long a, long b, long c, long d)
+{
+#if defined(__x86_64__)
+	long ret;
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	return ret;
+#else
+	long r = syscall(nr, a, b, c, d);
+	return r < 0 ? -errno : r;
+#endif
+}
+
+static const char *file;
+static int count = 8;
+
+static void die(const char *what, long r)
+{
+	fprintf(stderr, "inline_calls: %s: %s\n", what, strerror((int)-r));
+	exit(1);
+}
+
+static void *appends(void *unused)
+{
+	(void)unused;
+	static char rec[4096];
+	memset(rec, 'r', sizeof(rec));
+	long fd = inline_call(SYS_openat, AT_FDCWD, (long)file, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0)
+		die("open", fd);
+	for (int i = 0; i < count; i++) {
+		long r = inline_call(SYS_write, fd, (long)rec, sizeof(rec), 0);
+		if (r != (long)sizeof(rec))
+			die("write", r < 0 ? r : -EIO);
+		r = inline_call(SYS_fsync, fd, 0, 0, 0);
+		if (r != 0)
+			die("fsync", r);
+	}
+	long r = inline_call(SYS_close, fd, 0, 0, 0);
+	if (r != 0)
+		die("close", r);
+	return NULL;
+}
+
+static volatile sig_atomic_t sigsys_seen;
+static void on_sigsys(int sig)
+{
+	(void)sig;
+	sigsys_seen++;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: inline_calls MODE FILE [N]\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	file = argv[2];
+	if (argc > 3)
+		count = atoi(argv[3]);
+
+	if (strcmp(mode, "plain") == 0) {
+		appends(NULL);
+	} else if (strcmp(mode, "thread") == 0) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, appends, NULL) != 0 || pthread_join(t, NULL) != 0)
+			return 1;
+	} else if (strcmp(mode, "fork") == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			appends(NULL);
+			_exit(0);
+		}
+		int st;
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 1;
+	} else if (strcmp(mode, "masked") == 0) {
+		sigset_t all;
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
+		appends(NULL);
+	} else if (strcmp(mode, "inmask") == 0) {
+		sigset_t all, now;
+		sigfillset(&all);
+		long r = inline_call(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, 0, _NSIG / 8);
+		if (r != 0)
+			die("rt_sigprocmask", r);
+		appends(NULL);
+		sigprocmask(SIG_SETMASK, NULL, &now);
+		if (!sigismember(&now, SIGUSR1)) {
+			fprintf(stderr, "inline_calls: the inline mask did not stay\n");
+			return 1;
+		}
+	} else if (strcmp(mode, "sigsys") == 0) {
+		struct sigaction sa = { .sa_handler = on_sigsys };
+		sigaction(SIGSYS, &sa, NULL);
+		appends(NULL);
+		raise(SIGSYS);
+		if (sigsys_seen != 1) {
+			fprintf(stderr, "inline_calls: own SIGSYS handler ran %d times\n", (int)sigsys_seen);
+			return 1;
+		}
+	} else if (strcmp(mode, "badfd") == 0) {
+		errno = 1234;
+		long r = inline_call(SYS_fsync, 999, 0, 0, 0);
+		if (r != -EBADF || errno != 1234) {
+			fprintf(stderr, "inline_calls: fsync(999) = %ld, errno %d\n", r, errno);
+			return 1;
+		}
+		appends(NULL);
+	} else {
+		fprintf(stderr, "inline_calls: unknown mode %s\n", mode);
+		return 2;
+	}
+	return 0;
+}
