@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <ini.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +49,7 @@ static const char *const on_close_names[ON_CLOSE_COUNT] = { "async", "sync" };
 static const char *const order_names[ORDER_MODE_COUNT] = { "domain", "file" };
 static const char *const log_mode_names[LOG_MODE_COUNT] = { "off", "summary", "calls" };
 static const char *const unreported_names[UNREPORTED_COUNT] = { "warn", "exit" };
+static const char *const inline_syscalls_names[] = { "off", "trap" }; /* inline_trap false, true */
 
 static int ascii_lower(int c)
 {
@@ -81,9 +83,7 @@ int sync_policy_parse(const char *name) { return name_parse(sync_names, SYNC_POL
 int osync_mode_parse(const char *name) { return name_parse(osync_names, OSYNC_MODE_COUNT, name); }
 int real_sync_parse(const char *name) { return name_parse(real_sync_names, REAL_SYNC_COUNT, name); }
 int on_close_parse(const char *name) { return name_parse(on_close_names, ON_CLOSE_COUNT, name); }
-int order_mode_parse(const char *name) { return name_parse(order_names, ORDER_MODE_COUNT, name); }
 int log_mode_parse(const char *name) { return name_parse(log_mode_names, LOG_MODE_COUNT, name); }
-int unreported_errors_parse(const char *name) { return name_parse(unreported_names, UNREPORTED_COUNT, name); }
 
 const char *sync_policy_name(enum sync_policy s) { return name_of(sync_names, SYNC_POLICY_COUNT, s); }
 const char *osync_mode_name(enum osync_mode m) { return name_of(osync_names, OSYNC_MODE_COUNT, m); }
@@ -161,33 +161,68 @@ enum key_id {
 
 enum { IN_SHIM = 1, IN_RULE = 2, IN_BOTH = 3 };
 
+/* How a key's value is checked and stored. */
+enum key_kind {
+	KIND_ENUM,     /* one of names[]: an int-sized enum field */
+	KIND_U32,      /* a number in ranges[k] */
+	KIND_U64,
+	KIND_BOOL,
+	KIND_SWITCH,   /* one of two names[]: a bool field, true for the second */
+	KIND_LIVE,     /* "auto" or a boolean (set_live) */
+	KIND_DIR,      /* an absolute directory, or "" (a POLICY_PATH_MAX field) */
+	KIND_LOG_PATH, /* set_log_path */
+	KIND_GLOB,     /* set_glob */
+};
+
+/* Which struct a key's field is in: the section's rule (in [shim], the
+ * default rule) or the policy itself. */
+enum key_home { OF_RULE, OF_POLICY };
+#define RULE_FIELD(field) OF_RULE, offsetof(struct rule, field)
+#define POLICY_FIELD(field) OF_POLICY, offsetof(struct policy, field)
+#define NAMES(array) array, (int)(sizeof(array) / sizeof(array[0]))
+
 static const struct key_def {
 	const char *name;
 	int sections;
+	enum key_kind kind;
+	enum key_home home;
+	size_t offset;
+	const char *const *names; /* KIND_ENUM, KIND_SWITCH */
+	int count;
 } keys[KEY_COUNT] = {
-	[K_POLICY] = { "policy", IN_SHIM },
-	[K_LOG] = { "log", IN_SHIM },
-	[K_LOG_MODE] = { "log_mode", IN_SHIM },
-	[K_MAX_FLUSHERS] = { "max_flushers", IN_SHIM },
-	[K_RING_RECORDS] = { "ring_records", IN_SHIM },
-	[K_RELOAD] = { "reload", IN_SHIM },
-	[K_UNREPORTED_ERRORS] = { "unreported_errors", IN_SHIM },
-	[K_LIVE] = { "live", IN_SHIM },
-	[K_LIVE_DIR] = { "live_dir", IN_SHIM },
-	[K_INLINE_SYSCALLS] = { "inline_syscalls", IN_SHIM },
-	[K_PATH] = { "path", IN_RULE },
-	[K_SYNC] = { "sync", IN_RULE },
-	[K_OSYNC] = { "osync", IN_BOTH },
-	[K_REAL_SYNC] = { "real_sync", IN_BOTH },
-	[K_ON_CLOSE] = { "on_close", IN_BOTH },
-	[K_ORDER] = { "order", IN_BOTH },
-	[K_MAX_DELAY_MS] = { "max_delay_ms", IN_BOTH },
-	[K_MAX_BYTES] = { "max_bytes", IN_BOTH },
-	[K_MAX_CALLS] = { "max_calls", IN_BOTH },
-	[K_WRITEBACK_BYTES] = { "writeback_bytes", IN_BOTH },
-	[K_GROUP_WAIT_US] = { "group_wait_us", IN_BOTH },
-	[K_MAX_AT_RISK_MS] = { "max_at_risk_ms", IN_BOTH },
+	[K_POLICY] = { "policy", IN_SHIM, KIND_ENUM, RULE_FIELD(sync), NAMES(sync_names) },
+	[K_LOG] = { "log", IN_SHIM, KIND_LOG_PATH, POLICY_FIELD(log_path) },
+	[K_LOG_MODE] = { "log_mode", IN_SHIM, KIND_ENUM, POLICY_FIELD(log_mode), NAMES(log_mode_names) },
+	[K_MAX_FLUSHERS] = { "max_flushers", IN_SHIM, KIND_U32, POLICY_FIELD(max_flushers) },
+	[K_RING_RECORDS] = { "ring_records", IN_SHIM, KIND_U32, POLICY_FIELD(ring_records) },
+	[K_RELOAD] = { "reload", IN_SHIM, KIND_BOOL, POLICY_FIELD(reload) },
+	[K_UNREPORTED_ERRORS] = { "unreported_errors", IN_SHIM, KIND_ENUM, POLICY_FIELD(unreported_errors),
+				  NAMES(unreported_names) },
+	[K_LIVE] = { "live", IN_SHIM, KIND_LIVE, POLICY_FIELD(live) },
+	[K_LIVE_DIR] = { "live_dir", IN_SHIM, KIND_DIR, POLICY_FIELD(live_dir) },
+	[K_INLINE_SYSCALLS] = { "inline_syscalls", IN_SHIM, KIND_SWITCH, POLICY_FIELD(inline_trap),
+				NAMES(inline_syscalls_names) },
+	[K_PATH] = { "path", IN_RULE, KIND_GLOB, RULE_FIELD(glob) },
+	[K_SYNC] = { "sync", IN_RULE, KIND_ENUM, RULE_FIELD(sync), NAMES(sync_names) },
+	[K_OSYNC] = { "osync", IN_BOTH, KIND_ENUM, RULE_FIELD(osync), NAMES(osync_names) },
+	[K_REAL_SYNC] = { "real_sync", IN_BOTH, KIND_ENUM, RULE_FIELD(real_sync), NAMES(real_sync_names) },
+	[K_ON_CLOSE] = { "on_close", IN_BOTH, KIND_ENUM, RULE_FIELD(on_close), NAMES(on_close_names) },
+	[K_ORDER] = { "order", IN_BOTH, KIND_ENUM, RULE_FIELD(order), NAMES(order_names) },
+	[K_MAX_DELAY_MS] = { "max_delay_ms", IN_BOTH, KIND_U32, RULE_FIELD(max_delay_ms) },
+	[K_MAX_BYTES] = { "max_bytes", IN_BOTH, KIND_U64, RULE_FIELD(max_bytes) },
+	[K_MAX_CALLS] = { "max_calls", IN_BOTH, KIND_U32, RULE_FIELD(max_calls) },
+	[K_WRITEBACK_BYTES] = { "writeback_bytes", IN_BOTH, KIND_U64, RULE_FIELD(writeback_bytes) },
+	[K_GROUP_WAIT_US] = { "group_wait_us", IN_BOTH, KIND_U32, RULE_FIELD(group_wait_us) },
+	[K_MAX_AT_RISK_MS] = { "max_at_risk_ms", IN_BOTH, KIND_U32, RULE_FIELD(max_at_risk_ms) },
 };
+
+/* KIND_ENUM stores through an int: every enum a key names is int-sized. */
+_Static_assert(sizeof(enum sync_policy) == sizeof(int) && sizeof(enum osync_mode) == sizeof(int) &&
+		       sizeof(enum real_sync) == sizeof(int) && sizeof(enum on_close) == sizeof(int) &&
+		       sizeof(enum order_mode) == sizeof(int) && sizeof(enum log_mode) == sizeof(int) &&
+		       sizeof(enum unreported_errors) == sizeof(int),
+	       "an enum key's field is not int-sized");
+_Static_assert(sizeof(((struct policy *)0)->live_dir) == POLICY_PATH_MAX, "KIND_DIR's field size");
 
 static int key_find(const char *name)
 {
@@ -411,16 +446,6 @@ static bool set_bool(struct parser *ps, int k, const char *v, bool *out)
 
 /* live: "auto" (the default: on where a rule can acknowledge a sync
  * early, policy_live_wanted), or a boolean that forces it. */
-static bool set_inline_syscalls(struct parser *ps, int k, const char *v, struct policy *p)
-{
-	static const char *const names[] = { "off", "trap" };
-	int e;
-	if (!set_enum(ps, k, v, names, 2, &e))
-		return false;
-	p->inline_trap = e == 1;
-	return true;
-}
-
 static bool set_live(struct parser *ps, int k, const char *v, struct policy *p)
 {
 	p->live_set = strcmp(v, "auto") != 0;
@@ -470,86 +495,46 @@ static bool set_glob(struct parser *ps, const char *v)
 	return true;
 }
 
-/* A numeric key's value, already checked against the key's range. */
-static void store_number(struct parser *ps, int k, uint64_t n)
-{
-	struct rule *r = ps->rule;
-	struct policy *p = ps->p;
-	switch (k) {
-	case K_MAX_FLUSHERS: p->max_flushers = (uint32_t)n; break;
-	case K_RING_RECORDS: p->ring_records = (uint32_t)n; break;
-	case K_MAX_DELAY_MS: r->max_delay_ms = (uint32_t)n; break;
-	case K_MAX_BYTES: r->max_bytes = n; break;
-	case K_MAX_CALLS: r->max_calls = (uint32_t)n; break;
-	case K_WRITEBACK_BYTES: r->writeback_bytes = n; break;
-	case K_GROUP_WAIT_US: r->group_wait_us = (uint32_t)n; break;
-	case K_MAX_AT_RISK_MS: r->max_at_risk_ms = (uint32_t)n; break;
-	}
-}
-
+/* One key's value, checked as its kind says, into its field. */
 static bool set_key(struct parser *ps, int k, const char *v)
 {
-	struct rule *r = ps->rule;
-	struct policy *p = ps->p;
+	const struct key_def *d = &keys[k];
+	char *field = (d->home == OF_RULE ? (char *)ps->rule : (char *)ps->p) + d->offset;
 	uint64_t n = 0;
-	int e;
 
-	switch (k) {
-	case K_POLICY:
-	case K_SYNC:
-		if (!set_enum(ps, k, v, sync_names, SYNC_POLICY_COUNT, &e))
+	switch (d->kind) {
+	case KIND_ENUM:
+		return set_enum(ps, k, v, d->names, d->count, (int *)(void *)field);
+	case KIND_U32:
+	case KIND_U64:
+		if (!set_number(ps, k, v, &n))
 			return false;
-		r->sync = (enum sync_policy)e;
+		if (d->kind == KIND_U32)
+			*(uint32_t *)(void *)field = (uint32_t)n;
+		else
+			*(uint64_t *)(void *)field = n;
 		return true;
-	case K_OSYNC:
-		if (!set_enum(ps, k, v, osync_names, OSYNC_MODE_COUNT, &e))
+	case KIND_BOOL:
+		return set_bool(ps, k, v, (bool *)field);
+	case KIND_SWITCH: {
+		int e;
+		if (!set_enum(ps, k, v, d->names, d->count, &e))
 			return false;
-		r->osync = (enum osync_mode)e;
+		*(bool *)field = e == 1;
 		return true;
-	case K_REAL_SYNC:
-		if (!set_enum(ps, k, v, real_sync_names, REAL_SYNC_COUNT, &e))
-			return false;
-		r->real_sync = (enum real_sync)e;
-		return true;
-	case K_ON_CLOSE:
-		if (!set_enum(ps, k, v, on_close_names, ON_CLOSE_COUNT, &e))
-			return false;
-		r->on_close = (enum on_close)e;
-		return true;
-	case K_ORDER:
-		if (!set_enum(ps, k, v, order_names, ORDER_MODE_COUNT, &e))
-			return false;
-		r->order = (enum order_mode)e;
-		return true;
-	case K_LOG_MODE:
-		if (!set_enum(ps, k, v, log_mode_names, LOG_MODE_COUNT, &e))
-			return false;
-		p->log_mode = (enum log_mode)e;
-		return true;
-	case K_RELOAD:
-		return set_bool(ps, k, v, &p->reload);
-	case K_LIVE:
-		return set_live(ps, k, v, p);
-	case K_LIVE_DIR:
-		return set_dir_path(ps, k, v, p->live_dir, sizeof(p->live_dir));
-	case K_INLINE_SYSCALLS:
-		return set_inline_syscalls(ps, k, v, p);
-	case K_UNREPORTED_ERRORS:
-		if (!set_enum(ps, k, v, unreported_names, UNREPORTED_COUNT, &e))
-			return false;
-		p->unreported_errors = (enum unreported_errors)e;
-		return true;
-	case K_LOG:
+	}
+	case KIND_LIVE:
+		return set_live(ps, k, v, ps->p);
+	case KIND_DIR:
+		return set_dir_path(ps, k, v, field, POLICY_PATH_MAX);
+	case KIND_LOG_PATH:
 		return set_log_path(ps, v);
-	case K_PATH:
+	case KIND_GLOB:
 		return set_glob(ps, v);
 	}
-
-	if (!set_number(ps, k, v, &n))
-		return false;
-	store_number(ps, k, n);
-	return true;
+	return false;
 }
+
 /* ---- environment overrides --------------------------------------------- */
 
 /* One variable, checked by the same code and with the same messages as

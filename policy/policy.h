@@ -174,9 +174,7 @@ int real_sync_parse(const char *name);
 const char *real_sync_name(enum real_sync r);
 int on_close_parse(const char *name);
 const char *on_close_name(enum on_close c);
-int order_mode_parse(const char *name);
 const char *order_mode_name(enum order_mode o);
-int unreported_errors_parse(const char *name);
 const char *unreported_errors_name(enum unreported_errors u);
 
 /* The O_SYNC handling a rule resolves to once OSYNC_AUTO is applied. */

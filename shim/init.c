@@ -20,15 +20,22 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "inline_trap.h"
+#include "lifecycle.h"
 #include "live.h"
 #include "log.h"
+#include "mmap_track.h"
 #include "nextsync.h"
-#include "reload.h"
 #include "order.h"
+#include "paths.h"
+#include "reload.h"
 #include "shim.h"
+#include "snapshot.h"
 
 /* ---- the shim's messages --------------------------------------------------- */
 

@@ -18,27 +18,10 @@
 set -euo pipefail
 
 rounds=3 secs=10 clients=4 out=""
-while getopts n:t:c:o: opt; do
-	case $opt in
-	n) rounds=$OPTARG ;;
-	t) secs=$OPTARG ;;
-	c) clients=$OPTARG ;;
-	o) out=$OPTARG ;;
-	*) sed -n 's/^#   //p' "$0" >&2; exit 1 ;;
-	esac
-done
-shift $((OPTIND - 1))
-a=${1:-passthrough} b=${2:-defer}
-
 here=$(cd "$(dirname "$0")" && pwd)
-build=${SYNCSHIM_BUILD:-$here/../../build}
-syncshim=$build/syncshim
-[ -x "$syncshim" ] || syncshim=syncshim
+ab_name=postgres ab_opt=t ab_var=secs
+. "$here/../ab_common.sh"
 bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncshim-postgres.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-run=${out:-$tmp/run}
 mkdir -p "$run"
 as=()
 if [ "$(id -u)" = 0 ]; then

@@ -15,26 +15,9 @@
 set -euo pipefail
 
 rounds=3 requests=20000 clients=8 out=""
-while getopts n:r:c:o: opt; do
-	case $opt in
-	n) rounds=$OPTARG ;;
-	r) requests=$OPTARG ;;
-	c) clients=$OPTARG ;;
-	o) out=$OPTARG ;;
-	*) sed -n 's/^#   //p' "$0" >&2; exit 1 ;;
-	esac
-done
-shift $((OPTIND - 1))
-a=${1:-passthrough} b=${2:-defer}
-
 here=$(cd "$(dirname "$0")" && pwd)
-build=${SYNCSHIM_BUILD:-$here/../../build}
-syncshim=$build/syncshim
-[ -x "$syncshim" ] || syncshim=syncshim
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/syncshim-redis.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-run=${out:-$tmp/run}
+ab_name=redis ab_opt=r ab_var=requests
+. "$here/../ab_common.sh"
 sock=$tmp/redis.sock
 
 "$syncshim" ab -n "$rounds" -o "$run" "$a" "$b" \

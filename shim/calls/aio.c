@@ -32,6 +32,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "fdtable.h"
+#include "files.h"
 #include "shim.h"
 #include "trace.h"
 #include "uring.h"

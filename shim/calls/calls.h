@@ -144,7 +144,7 @@
 
 /*
  * liburing's exported entry points (liburing.so.2), interposed so a ring's
- * new entries are seen before they are published (shim/uring.c). Not
+ * new entries are seen before they are published (shim/calls/uring.c). Not
  * libc's: resolved lazily, each time until found (liburing may be loaded
  * late, by dlopen), never through the table above. Their prototypes come
  * from <liburing.h>, in uring.c only.

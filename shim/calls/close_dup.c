@@ -21,9 +21,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "close_dup.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "log.h"
 #include "shim.h"
+#include "shimfd.h"
+#include "syncerr.h"
 #include "trace.h"
 
 /* Everything but the real close: the flusher's say, the slot cleared.

@@ -26,9 +26,11 @@
 #include <unistd.h>
 
 #include "flusher.h"
+#include "lifecycle.h"
 #include "live.h"
 #include "log.h"
 #include "shim.h"
+#include "syncerr.h"
 
 /* The real vfork, for the assembly below; fork until resolved. */
 static pid_t vfork_fallback(void)

@@ -34,11 +34,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "flusher.h"
 #include "inline_trap.h"
+#include "lastgasp.h"
+#include "lifecycle.h"
 #include "live.h"
 #include "log.h"
 #include "shim.h"
+#include "snapshot.h"
+#include "syncerr.h"
 
 int shim_exit_status;
 _Atomic int shim_exit_begun;

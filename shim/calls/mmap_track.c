@@ -14,7 +14,10 @@
 #include <sys/mman.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
+#include "mmap_track.h"
 #include "shim.h"
 #include "uring.h"
 

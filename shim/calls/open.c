@@ -14,13 +14,21 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#include "flusher.h"
-#include "log.h"
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
+#include "flusher.h"
+#include "knobs.h"
 #include "live.h"
+#include "log.h"
+#include "open.h"
+#include "paths.h"
 #include "reload.h"
 #include "shim.h"
+#include "shimfd.h"
+#include "snapshot.h"
 #include "trace.h"
 #include "workers.h"
 

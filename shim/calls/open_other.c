@@ -25,8 +25,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "close_dup.h"
+#include "fdtable.h"
 #include "flusher.h"
+#include "open.h"
+#include "paths.h"
 #include "shim.h"
+#include "shimfd.h"
 
 /* r = CALL; on EMFILE, relieve and retry once. */
 #define RETRY_EMFILE(r, call)                                                        \

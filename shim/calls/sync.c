@@ -17,12 +17,18 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
 #include "live.h"
 #include "log.h"
+#include "mmap_track.h"
 #include "reload.h"
 #include "risk.h"
 #include "shim.h"
+#include "snapshot.h"
+#include "syncerr.h"
 #include "trace.h"
 
 #define SFR_VALID_FLAGS (SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
@@ -106,6 +112,65 @@ static int untracked_sync(int fd, enum shim_op op)
 	return r;
 }
 
+/*
+ * Every wrapper below has one shape, as SQLite's vfstrace gives each of its
+ * methods the same few lines:
+ *
+ *	if (shim_bypass())
+ *		return the real call;
+ *	app_sync_open(&s, the file the call is about);  with a reference, its rule
+ *	if (the shim does not act on it)
+ *		return the real call (app_sync_drop first);
+ *	app_sync_begin(&s, counts);                      the clocks start
+ *	return app_sync_end(&s, op, what the decision says);  the one place the
+ *	                                                      observers hear of it
+ *
+ * The decision is read once, from the file's copy of the decision table
+ * (s.k.act[call]), by one switch. What happened reaches the observers in
+ * app_sync_end: the live counters (the app's sync and how long it took),
+ * the latency log (trace_end), then the reference goes and errno is the
+ * real call's on failure, the app's own on success. A real sync the call
+ * makes on the spot tells data at risk, crash-test mode and the live
+ * counters in synced_call; a deferred one is the flusher's (flusher.c).
+ */
+struct app_sync {
+	struct shim_file *f;   /* with a reference; NULL: not a tracked file */
+	struct knobs k;        /* f's rule; ACT_PASS for every call when f is NULL */
+	int e0;                /* the app's errno, left as it was on success */
+	bool counted;          /* one of the app's syncs, in the live counters */
+	uint64_t live_t0;
+	struct trace_start t;
+};
+
+/* The call is about f (a reference, or NULL), found without touching
+ * errno (file_of_fd, file_of_range). */
+static void app_sync_open(struct app_sync *s, struct shim_file *f)
+{
+	*s = (struct app_sync){ .f = f, .e0 = errno };
+	if (f)
+		knobs_of(f, &s->k);
+}
+
+/* The file behind fd, with a reference (fd_get checks the number); errno
+ * as it was. */
+static struct shim_file *file_of_fd(int fd)
+{
+	int e0 = errno;
+	uint32_t state = 0;
+	struct shim_file *f = fd_get(fd, &state);
+	errno = e0;
+	return f;
+}
+
+/* The file mapped over [addr, addr+len), with a reference; errno as it was. */
+static struct shim_file *file_of_range(void *addr, size_t len)
+{
+	int e0 = errno;
+	struct shim_file *f = mmap_track_find(addr, len);
+	errno = e0;
+	return f;
+}
+
 /* The slow-path chores every tracked call may do. */
 static void chores(void)
 {
@@ -114,39 +179,59 @@ static void chores(void)
 	reload_maybe_start();
 }
 
+/* The shim acts on the call from here. counts: an app's sync of a tracked
+ * file (fsync, fdatasync, msync), which runs the chores and is timed for
+ * the live counters. */
+static void app_sync_begin(struct app_sync *s, bool counts)
+{
+	if (counts && s->f)
+		chores();
+	s->counted = counts && s->f && s->f->live;
+	trace_begin(&s->t);
+	s->live_t0 = s->counted ? trace_now() : 0;
+}
+
+/* The call ended with r (-1: errno says why): the observers hear of it. */
+static int app_sync_end(struct app_sync *s, enum shim_op op, int r)
+{
+	int e = r == 0 ? s->e0 : errno;
+	if (s->counted)
+		live_app_synced(s->f, trace_now() - s->live_t0);
+	trace_end(&s->t, op, s->f, r, r == 0 ? 0 : e);
+	file_put(s->f);
+	errno = e;
+	return r;
+}
+
+/* The shim leaves the call alone: the real call follows, untraced. */
+static void app_sync_drop(struct app_sync *s)
+{
+	file_put(s->f);
+}
+
+/* fsync or fdatasync of a number the shim does not track. A number the
+ * shim holds for itself (its log, the live counters' file for a moment)
+ * is one the app closed: the app gets the EBADF it would get without the
+ * shim, never a sync of the shim's file. */
+static int untracked_sync_call(int fd, enum shim_op op)
+{
+	if (fd_shim_owner(fd, NULL) != OWN_NONE) {
+		errno = EBADF;
+		return -1;
+	}
+	return crash_on() ? untracked_sync(fd, op) : real_sync_call(fd, op);
+}
+
 static int sync_call(int fd, enum shim_op op)
 {
 	if (shim_bypass())
 		return real_sync_call(fd, op);
-	int e0 = errno;
-	uint32_t state = 0;
-	struct shim_file *f = fd_get(fd, &state);
-	errno = e0;
-	if (!f) {
-		/* A number the shim holds for itself (its log, the live
-		 * counters' file for a moment) is one the app closed: the app
-		 * gets the EBADF it would get without the shim, never a sync of
-		 * the shim's file. */
-		if (fd_shim_owner(fd, NULL) != OWN_NONE) {
-			errno = EBADF;
-			return -1;
-		}
-		return crash_on() ? untracked_sync(fd, op) : real_sync_call(fd, op);
-	}
-	chores();
-	struct knobs k;
-	knobs_of(f, &k);
-	struct trace_start t;
-	trace_begin(&t);
-	uint64_t t0 = f->live ? trace_now() : 0;
-	int r = apply_sync_rule(f, &k, fd, op);
-	int e = r == 0 ? e0 : errno;
-	if (f->live)
-		live_app_synced(f, trace_now() - t0);
-	trace_end(&t, op, f, r, r == 0 ? 0 : e);
-	file_put(f);
-	errno = e;
-	return r;
+	struct app_sync s;
+	app_sync_open(&s, file_of_fd(fd));
+	if (!s.f)
+		return untracked_sync_call(fd, op);
+	app_sync_begin(&s, true);
+	return app_sync_end(&s, op, apply_sync_rule(s.f, &s.k, fd, op));
 }
 
 SHIM_API int fsync(int fd)
@@ -159,36 +244,29 @@ SHIM_API int fdatasync(int fd)
 	return sync_call(fd, OP_FDATASYNC);
 }
 
+/* sync_file_range under noop: checked by the kernel (flags 0: it validates
+ * fd and range and does no I/O), nothing written. */
+static int sync_file_range_noop(int fd, off64_t off, off64_t n, unsigned int flags)
+{
+	if (flags & ~SFR_VALID_FLAGS) {
+		errno = EINVAL;
+		return -1;
+	}
+	return LIBC(sync_file_range)(fd, off, n, 0);
+}
+
 SHIM_API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 {
 	if (shim_bypass())
 		return LIBC(sync_file_range)(fd, off, n, flags);
-	int e0 = errno;
-	uint32_t state = 0;
-	struct shim_file *f = fd_get(fd, &state);
-	errno = e0;
-	struct knobs k = { .act[CALL_SYNC_FILE_RANGE] = ACT_PASS };
-	if (f)
-		knobs_of(f, &k);
-	if (k.act[CALL_SYNC_FILE_RANGE] != ACT_NOOP) {
-		file_put(f);
+	struct app_sync s;
+	app_sync_open(&s, file_of_fd(fd));
+	if (s.k.act[CALL_SYNC_FILE_RANGE] != ACT_NOOP) {
+		app_sync_drop(&s);
 		return LIBC(sync_file_range)(fd, off, n, flags);
 	}
-	struct trace_start t;
-	trace_begin(&t);
-	int r;
-	if (flags & ~SFR_VALID_FLAGS) {
-		errno = EINVAL;
-		r = -1;
-	} else {
-		/* flags 0: the kernel validates fd and range and does no I/O */
-		r = LIBC(sync_file_range)(fd, off, n, 0);
-	}
-	int e = r == 0 ? e0 : errno;
-	trace_end(&t, OP_SYNC_FILE_RANGE, f, r, r == 0 ? 0 : e);
-	file_put(f);
-	errno = e;
-	return r;
+	app_sync_begin(&s, false);
+	return app_sync_end(&s, OP_SYNC_FILE_RANGE, sync_file_range_noop(fd, off, n, flags));
 }
 
 /* Flags the kernel would reject go to the kernel, so the caller gets its
@@ -217,43 +295,34 @@ static int msync_defer(struct shim_file *f, const struct knobs *k, void *addr, s
 	return flusher_app_sync(f, k, ACT_DEFER, -1, false);
 }
 
+static int apply_msync_rule(struct shim_file *f, const struct knobs *k, void *addr, size_t len, int flags)
+{
+	switch (k->act[CALL_MSYNC]) {
+	case ACT_NOOP: {
+		int r = LIBC(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
+		if (r == 0)
+			risk_acked(f, trace_now());
+		return r;
+	}
+	case ACT_DEFER:
+		return msync_defer(f, k, addr, len, flags);
+	default:
+		return LIBC(msync)(addr, len, flags);
+	}
+}
+
 /* On Linux msync(MS_SYNC) already writes data only (it is an fdatasync
  * of the range), so the fdatasync policy leaves it alone. */
 SHIM_API int msync(void *addr, size_t len, int flags)
 {
 	if (shim_bypass() || !(flags & MS_SYNC) || !msync_flags_valid(flags))
 		return LIBC(msync)(addr, len, flags);
-	int e0 = errno;
-	struct shim_file *f = mmap_track_find(addr, len);
-	errno = e0;
-	if (!f)
+	struct app_sync s;
+	app_sync_open(&s, file_of_range(addr, len));
+	if (!s.f)
 		return LIBC(msync)(addr, len, flags);
-	chores();
-	struct knobs k;
-	knobs_of(f, &k);
-	struct trace_start t;
-	trace_begin(&t);
-	uint64_t t0 = f->live ? trace_now() : 0;
-	int r;
-	switch (k.act[CALL_MSYNC]) {
-	case ACT_NOOP:
-		r = LIBC(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
-		if (r == 0)
-			risk_acked(f, trace_now());
-		break;
-	case ACT_DEFER:
-		r = msync_defer(f, &k, addr, len, flags);
-		break;
-	default:
-		r = LIBC(msync)(addr, len, flags);
-	}
-	int e = r == 0 ? e0 : errno;
-	if (f->live)
-		live_app_synced(f, trace_now() - t0);
-	trace_end(&t, OP_MSYNC, f, r, r == 0 ? 0 : e);
-	file_put(f);
-	errno = e;
-	return r;
+	app_sync_begin(&s, true);
+	return app_sync_end(&s, OP_MSYNC, apply_msync_rule(s.f, &s.k, addr, len, flags));
 }
 
 /* What the [shim] default rule does to a call that is not about a file. */
@@ -263,6 +332,19 @@ static enum shim_action default_action(enum shim_call call)
 	enum shim_action a = rule_decide(&policy_enter(&ticket)->deflt, call);
 	policy_leave(ticket);
 	return a;
+}
+
+/* A syncfs the rule lets through: pending deferred syncs first, so
+ * "everything before syncfs() is durable" still holds. */
+static int syncfs_flushed(int fd)
+{
+	flusher_flush_all();
+	uint64_t upto = crash_mark_any();
+	int r = LIBC(syncfs)(fd);
+	struct stat st;
+	if (r == 0 && upto && fstat(fd, &st) == 0)
+		crash_durable_dev(st.st_dev, upto);
+	return r;
 }
 
 /* syncfs and sync are not about one file: the file's rule (syncfs on a
@@ -276,36 +358,11 @@ SHIM_API int syncfs(int fd)
 		errno = EBADF;
 		return -1;
 	}
-	int e0 = errno;
-	uint32_t state = 0;
-	struct shim_file *f = fd_get(fd, &state);
-	enum shim_action act;
-	if (f) {
-		struct knobs k;
-		knobs_of(f, &k);
-		act = k.act[CALL_SYNCFS];
-	} else {
-		act = default_action(CALL_SYNCFS);
-	}
-	errno = e0;
-	struct trace_start t;
-	trace_begin(&t);
-	int ret;
-	if (act == ACT_NOOP) {
-		ret = sync_validate_fd(fd);
-	} else {
-		flusher_flush_all();
-		uint64_t upto = crash_mark_any();
-		ret = LIBC(syncfs)(fd);
-		struct stat st;
-		if (ret == 0 && upto && fstat(fd, &st) == 0)
-			crash_durable_dev(st.st_dev, upto);
-	}
-	int e = ret == 0 ? e0 : errno;
-	trace_end(&t, OP_SYNCFS, f, ret, ret == 0 ? 0 : e);
-	file_put(f);
-	errno = e;
-	return ret;
+	struct app_sync s;
+	app_sync_open(&s, file_of_fd(fd));
+	enum shim_action act = s.f ? s.k.act[CALL_SYNCFS] : default_action(CALL_SYNCFS);
+	app_sync_begin(&s, false);
+	return app_sync_end(&s, OP_SYNCFS, act == ACT_NOOP ? sync_validate_fd(fd) : syncfs_flushed(fd));
 }
 
 SHIM_API void sync(void)
@@ -314,15 +371,14 @@ SHIM_API void sync(void)
 		LIBC(sync)();
 		return;
 	}
-	int e0 = errno;
-	struct trace_start t;
-	trace_begin(&t);
+	struct app_sync s;
+	app_sync_open(&s, NULL);
+	app_sync_begin(&s, false);
 	if (default_action(CALL_SYNCFS) != ACT_NOOP) {
 		flusher_flush_all();
 		uint64_t upto = crash_mark_any();
 		LIBC(sync)();
 		crash_durable_dev(0, upto);
 	}
-	trace_end(&t, OP_SYNC, NULL, 0, 0);
-	errno = e0;
+	app_sync_end(&s, OP_SYNC, 0);
 }

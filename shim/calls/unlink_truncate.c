@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "order.h"
+#include "paths.h"
 #include "shim.h"
 
 SHIM_API int unlink(const char *path)

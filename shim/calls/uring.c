@@ -62,12 +62,18 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "order.h"
+#include "alloc.h"
+#include "close_dup.h"
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
 #include "live.h"
+#include "order.h"
 #include "risk.h"
 #include "shim.h"
+#include "syncerr.h"
 #include "trace.h"
 #include "uring.h"
 
@@ -523,8 +529,8 @@ void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, ui
 	if (work & WRITES_LIVE)
 		live_wrote(f, (ssize_t)n);
 	if (counted) {
-		order_after_write(f, -1, (ssize_t)n); /* where it lands is the ring's: not known as forward */
-		risk_wrote(f, n);
+		order_after_write(&f->ord, -1, (ssize_t)n); /* where it lands is the ring's: not known as forward */
+		risk_wrote(&f->risk, n);
 		if (state & SLOT_OSYNC_STRIP)
 			risk_acked(f, trace_now());
 		if ((work & WRITES_DEFERRED) || (state & SLOT_OSYNC_DEFER))

@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
 #include "live.h"
 #include "order.h"
 #include "risk.h"
@@ -34,8 +37,8 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;
 	if (counted) {
-		order_after_write(f, off, r);
-		risk_wrote(f, (uint64_t)r);
+		order_after_write(&f->ord, off, r);
+		risk_wrote(&f->risk, (uint64_t)r);
 		if (state & SLOT_OSYNC_STRIP)
 			risk_acked(f, trace_now()); /* the app thinks this write is durable */
 		if ((work & WRITES_DEFERRED) || (state & SLOT_OSYNC_DEFER)) {

@@ -40,12 +40,17 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
-#include "log.h"
+#include "knobs.h"
 #include "live.h"
+#include "log.h"
 #include "order.h"
 #include "pace.h"
 #include "risk.h"
+#include "shimfd.h"
+#include "syncerr.h"
 #include "trace.h"
 #include "workers.h"
 
@@ -83,7 +88,7 @@ void flusher_reset(struct shim_file *f)
 /* Bytes written since the last real sync began; marks it as begun now. */
 static uint64_t take_dirty(struct shim_file *f)
 {
-	uint64_t w = risk_written(f);
+	uint64_t w = risk_written(&f->risk);
 	atomic_store_explicit(&f->fl.wb_mark, w, memory_order_relaxed);
 	uint64_t mark = atomic_exchange_explicit(&f->fl.synced_mark, w, memory_order_relaxed);
 	return w > mark ? w - mark : 0;
@@ -91,7 +96,7 @@ static uint64_t take_dirty(struct shim_file *f)
 
 static uint64_t dirty_bytes(const struct shim_file *f)
 {
-	uint64_t w = risk_written(f), mark = atomic_load_explicit(&f->fl.synced_mark, memory_order_relaxed);
+	uint64_t w = risk_written(&f->risk), mark = atomic_load_explicit(&f->fl.synced_mark, memory_order_relaxed);
 	return w > mark ? w - mark : 0;
 }
 
@@ -704,7 +709,7 @@ void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
 				osync_inline(f, fd);
 		}
 	}
-	uint64_t written = risk_written(f);
+	uint64_t written = risk_written(&f->risk);
 	uint64_t mark = atomic_load_explicit(&f->fl.wb_mark, memory_order_relaxed);
 	if (k.writeback_bytes && written >= mark + k.writeback_bytes &&
 	    atomic_compare_exchange_strong(&f->fl.wb_mark, &mark, written)) {
@@ -843,7 +848,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 			atomic_store(&f->fl.priv_fd, d);
 		}
 	}
-	shimfd_forget(fd); /* the app's dup2 closes it */
+	fd_unmark_shim(fd); /* the app's dup2 closes it */
 	unlock_fl(f);
 	shim_leave();
 }

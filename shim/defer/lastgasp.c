@@ -22,8 +22,13 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
+#include "lastgasp.h"
 #include "shim.h"
+#include "syncerr.h"
 
 /* The file behind fd, as its slot says: an app descriptor or the shim's
  * private one of a closed file; NULL for anything else. */

@@ -68,8 +68,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "order.h"
+#include "shimfd.h"
 #include "workers.h"
 
 /*

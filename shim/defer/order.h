@@ -14,7 +14,24 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "shim.h"
+
+struct shim_file;
+
+/* A file's place in the order of acknowledged syncs (order.c's alone, but
+ * for order_after_write below). */
+struct order_link {
+	_Atomic uint32_t listed;    /* it has a deferred ack not yet durable (the list holds a ref) */
+	uint32_t slot;              /* its slot in the domain + 1, 0 none (set before listed) */
+	_Atomic uint32_t hi_seq;    /* odd while a real sync's start moves cur_hi into prev_hi */
+	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
+	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
+	struct shim_file *next;     /* the pending list, order lock */
+};
 
 /* The ordering domain (order.c): this process and its fork children.
  * Its first word is the summary: (files with an acknowledged deferred
@@ -57,14 +74,15 @@ static inline void order_before_write(struct shim_file *f, int fd, off_t off, co
 	order_write_slow(f, fd, s, off, iov, cnt);
 }
 
-/* After a write of r bytes at off (-1: the position, not known) to f:
- * the highest byte written so far this sync round (order.c: what is
- * "forward"). Only for files whose syncs can be answered unsynced. */
-static inline void order_after_write(struct shim_file *f, off_t off, ssize_t r)
+/* After a write of r bytes at off (-1: the position, not known) to f
+ * (ord is &f->ord): the highest byte written so far this sync round
+ * (order.c: what is "forward"). Only for files whose syncs can be
+ * answered unsynced. */
+static inline void order_after_write(struct order_link *ord, off_t off, ssize_t r)
 {
 	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
-	uint64_t old = atomic_load_explicit(&f->ord.cur_hi, memory_order_relaxed);
-	while (end > old && !atomic_compare_exchange_weak_explicit(&f->ord.cur_hi, &old, end, memory_order_relaxed,
+	uint64_t old = atomic_load_explicit(&ord->cur_hi, memory_order_relaxed);
+	while (end > old && !atomic_compare_exchange_weak_explicit(&ord->cur_hi, &old, end, memory_order_relaxed,
 								   memory_order_relaxed))
 		;
 }

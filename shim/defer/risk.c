@@ -11,6 +11,7 @@
  * callers on several threads) share `covering` with compare-and-swap:
  * the figures stay conservative (never younger than the truth).
  */
+#include "files.h"
 #include "risk.h"
 
 static void store_max(_Atomic uint64_t *p, uint64_t v)

@@ -19,7 +19,23 @@
 #ifndef SYNCSHIM_RISK_H
 #define SYNCSHIM_RISK_H
 
-#include "shim.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shim_file;
+
+/* A file's share (struct shim_file's risk; only risk.c reads it but for
+ * the two inlines below). */
+struct risk {
+	_Atomic uint64_t written;        /* bytes written while the rule can answer syncs unsynced */
+	_Atomic uint64_t acked;          /* written, at the latest such answer */
+	_Atomic uint64_t durable;        /* written, at the start of the latest completed real sync */
+	_Atomic uint64_t since;          /* oldest answer no real sync has taken up, 0 none */
+	_Atomic uint64_t covering;       /* oldest answer a running real sync covers, 0 none */
+	_Atomic uint64_t worst_bytes[2]; /* per reader (enum risk_reader), since it last looked */
+	_Atomic uint64_t worst_age[2];
+};
 
 /* Who reads the worst-per-interval figures; each has its own. */
 enum risk_reader { RISK_LOG, RISK_LIVE, RISK_READERS };
@@ -40,14 +56,16 @@ struct risk_sync {
 
 void risk_reset(struct shim_file *f);
 
-static inline void risk_wrote(struct shim_file *f, uint64_t bytes)
+/* The write path's share: r is the file's (&f->risk), so this header needs
+ * no struct shim_file (files.h embeds struct risk). */
+static inline void risk_wrote(struct risk *r, uint64_t bytes)
 {
-	atomic_fetch_add_explicit(&f->risk.written, bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->written, bytes, memory_order_relaxed);
 }
 
-static inline uint64_t risk_written(const struct shim_file *f)
+static inline uint64_t risk_written(const struct risk *r)
 {
-	return atomic_load_explicit(&f->risk.written, memory_order_relaxed);
+	return atomic_load_explicit(&r->written, memory_order_relaxed);
 }
 
 /* The shim answered a sync of f without the device (at now, ns). */

@@ -36,8 +36,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
 #include "pace.h"
+#include "snapshot.h"
 #include "trace.h"
 #include "workers.h"
 
@@ -85,11 +88,6 @@ uint64_t workers_disarm(struct shim_file *f)
 {
 	atomic_store(&f->sched.force, 0);
 	return atomic_exchange(&f->sched.first_req_ns, 0);
-}
-
-uint64_t workers_first_request(struct shim_file *f)
-{
-	return atomic_load_explicit(&f->sched.first_req_ns, memory_order_relaxed);
 }
 
 bool workers_force(struct shim_file *f)

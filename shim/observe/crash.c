@@ -19,9 +19,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "glob.h"
 #include "logfmt.h"
+#include "paths.h"
+#include "shimfd.h"
 #include "trace.h"
 #include "undofmt.h"
 
@@ -31,6 +36,7 @@
 
 bool crash_enabled;
 
+/* Crash-test mode's process-wide state: the undo log and the scope. */
 static struct {
 	int fd;                               /* undo.log, the shim's own */
 	dev_t dev;
@@ -41,7 +47,7 @@ static struct {
 	char globs[MAX_GLOBS][POLICY_GLOB_MAX];
 	int nglobs;
 	_Atomic uint32_t kept;                /* hard links made in dir so far */
-} C = { .fd = -1 };
+} crash_mode = { .fd = -1 };
 
 static __thread pid_t my_tid;
 
@@ -62,7 +68,7 @@ static void stop(const char *why, int err)
 
 static uint64_t log_end(void)
 {
-	off_t end = lseek(C.fd, 0, SEEK_END);
+	off_t end = lseek(crash_mode.fd, 0, SEEK_END);
 	return end < 0 ? 0 : (uint64_t)end;
 }
 
@@ -85,14 +91,14 @@ static uint64_t append(struct undo_rec *h, const void *p1, uint32_t n1, const vo
 	size_t want = sizeof(*h) + n1 + n2;
 	ssize_t r;
 	do
-		r = writev(C.fd, v, 3);
+		r = writev(crash_mode.fd, v, 3);
 	while (r < 0 && errno == EINTR);
 	if (r != (ssize_t)want) {
 		stop("cannot append to the undo log", r < 0 ? errno : ENOSPC);
 		return 0;
 	}
 	uint64_t end = log_end();
-	if (h->type != UNDO_FULL && end > C.max)
+	if (h->type != UNDO_FULL && end > crash_mode.max)
 		full();
 	return end;
 }
@@ -103,7 +109,7 @@ static void full(void)
 	append(&h, NULL, 0, NULL, 0);
 	__atomic_store_n(&crash_enabled, false, __ATOMIC_RELAXED);
 	shim_say("crash-test mode: the undo log reached its bound (%llu bytes); recording stops",
-		 (unsigned long long)C.max);
+		 (unsigned long long)crash_mode.max);
 }
 
 static void limit(dev_t dev, ino_t ino, const char *what)
@@ -116,17 +122,17 @@ static void limit(dev_t dev, ino_t ino, const char *what)
 
 static void read_scope(const char *scope)
 {
-	while (scope && *scope && C.nglobs < MAX_GLOBS) {
+	while (scope && *scope && crash_mode.nglobs < MAX_GLOBS) {
 		const char *nl = strchr(scope, '\n');
 		size_t n = nl ? (size_t)(nl - scope) : strlen(scope);
 		char why[128];
 		if (n && n < POLICY_GLOB_MAX) {
-			memcpy(C.globs[C.nglobs], scope, n);
-			C.globs[C.nglobs][n] = '\0';
-			if (glob_check(C.globs[C.nglobs], why, sizeof(why)) == 0)
-				C.nglobs++;
+			memcpy(crash_mode.globs[crash_mode.nglobs], scope, n);
+			crash_mode.globs[crash_mode.nglobs][n] = '\0';
+			if (glob_check(crash_mode.globs[crash_mode.nglobs], why, sizeof(why)) == 0)
+				crash_mode.nglobs++;
 			else
-				shim_say("crash-test mode: bad scope glob '%s': %s; left out", C.globs[C.nglobs], why);
+				shim_say("crash-test mode: bad scope glob '%s': %s; left out", crash_mode.globs[crash_mode.nglobs], why);
 		}
 		scope = nl ? nl + 1 : NULL;
 	}
@@ -138,42 +144,42 @@ void crash_start(void)
 	if (!dir || !*dir)
 		return;
 	const char *max = getenv("SYNCSHIM_CRASH_MAX");
-	C.max = max && *max ? strtoull(max, NULL, 10) : 0;
-	if (!C.max)
-		C.max = 1ull << 30;
-	snprintf(C.dir, sizeof(C.dir), "%s", dir);
-	snprintf(C.log, sizeof(C.log), "%s/%s", dir, UNDO_NAME);
+	crash_mode.max = max && *max ? strtoull(max, NULL, 10) : 0;
+	if (!crash_mode.max)
+		crash_mode.max = 1ull << 30;
+	snprintf(crash_mode.dir, sizeof(crash_mode.dir), "%s", dir);
+	snprintf(crash_mode.log, sizeof(crash_mode.log), "%s/%s", dir, UNDO_NAME);
 	read_scope(getenv("SYNCSHIM_CRASH_SCOPE"));
-	int fd = shimfd_open(C.log, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_TEMP);
+	int fd = shimfd_open(crash_mode.log, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_TEMP);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		shim_say("crash-test mode: cannot append to %s: %s; nothing is recorded", C.log,
+		shim_say("crash-test mode: cannot append to %s: %s; nothing is recorded", crash_mode.log,
 			 strerror(fd < 0 ? errno : EINVAL));
 		shimfd_close(fd);
 		return;
 	}
-	C.fd = shimfd_dup(fd, OWN_CRASH, NULL); /* high, out of the app's way */
+	crash_mode.fd = shimfd_dup(fd, OWN_CRASH, NULL); /* high, out of the app's way */
 	shimfd_close(fd);
-	C.dev = st.st_dev;
-	C.ino = st.st_ino;
-	__atomic_store_n(&crash_enabled, C.fd >= 0, __ATOMIC_RELAXED);
+	crash_mode.dev = st.st_dev;
+	crash_mode.ino = st.st_ino;
+	__atomic_store_n(&crash_enabled, crash_mode.fd >= 0, __ATOMIC_RELAXED);
 }
 
 bool crash_in_scope(const char *abspath)
 {
 	if (!crash_on() || !abspath)
 		return false;
-	for (int i = 0; i < C.nglobs; i++)
-		if (glob_match(C.globs[i], abspath))
+	for (int i = 0; i < crash_mode.nglobs; i++)
+		if (glob_match(crash_mode.globs[i], abspath))
 			return true;
 	return false;
 }
 
 bool crash_identity(dev_t *dev, ino_t *ino)
 {
-	*dev = C.dev;
-	*ino = C.ino;
-	return C.fd >= 0;
+	*dev = crash_mode.dev;
+	*ino = crash_mode.ino;
+	return crash_mode.fd >= 0;
 }
 
 /* The app took our number behind our back (raw close, dup2): reopen. */
@@ -184,10 +190,10 @@ void crash_fd_lost(struct shim_file *f, int fd)
 			f->crash.rfd = -1;
 		return;
 	}
-	int nfd = shimfd_open(C.log, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_TEMP);
+	int nfd = shimfd_open(crash_mode.log, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_TEMP);
 	int high = nfd >= 0 ? shimfd_dup(nfd, OWN_CRASH, NULL) : -1;
 	shimfd_close(nfd);
-	C.fd = high;
+	crash_mode.fd = high;
 	if (high < 0)
 		stop("lost the undo log's descriptor", EBADF);
 }
@@ -224,7 +230,7 @@ static void reinit(struct shim_file *f, void *arg)
 void crash_atfork_child(void)
 {
 	my_tid = 0;
-	if (C.fd >= 0)
+	if (crash_mode.fd >= 0)
 		registry_each(reinit, NULL);
 }
 
@@ -452,7 +458,7 @@ void crash_before_size(int fd, const char *abspath, off_t new_size)
  * unlink removes; "" if it could not be made. */
 static void keep(const char *abspath, char *saved, size_t len)
 {
-	snprintf(saved, len, "%s/kept.%d.%u", C.dir, (int)getpid(), atomic_fetch_add(&C.kept, 1));
+	snprintf(saved, len, "%s/kept.%d.%u", crash_mode.dir, (int)getpid(), atomic_fetch_add(&crash_mode.kept, 1));
 	if (LIBC(link)(abspath, saved) != 0)
 		saved[0] = '\0';
 }

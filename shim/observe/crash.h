@@ -13,9 +13,22 @@
 #ifndef SYNCSHIM_CRASH_H
 #define SYNCSHIM_CRASH_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
-#include "shim.h"
+struct shim_file;
+
+/* A file's crash-test state (crash.c's alone). */
+struct crash_state {
+	pthread_mutex_t mu;         /* a write and its record, one at a time */
+	_Atomic pid_t owner;        /* the thread inside mu, 0 none */
+	int rfd;                    /* the shim's reader of the file, -1 none */
+	bool tracked;               /* in scope: its changes are logged */
+};
 
 extern bool crash_enabled;
 static inline bool crash_on(void)

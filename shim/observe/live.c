@@ -26,15 +26,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "decide.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "live.h"
+#include "procself.h"
 #include "risk.h"
+#include "shimfd.h"
+#include "snapshot.h"
 #include "trace.h"
 
 #define INTERVAL_MS 1000
 #define NS_PER_MS 1000000ull
 
+/* The live counters' process-wide state: where the file goes and the publisher's. */
 static struct {
 	bool configured;            /* live = on at load */
 	char dir[POLICY_PATH_MAX + 16];  /* where the file goes (LIVEFORMAT.md) */
@@ -50,13 +57,13 @@ static struct {
 	ino_t ino;                  /* ours: a file someone put in its place is not */
 	uint64_t last_mono;
 	struct live_file *stage;    /* [LIVE_MAX_FILES]: a round's busiest files, busiest first */
-} V = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} live_state = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- statistics (app threads) ----------------------------------------------- */
 
 struct live_stats *live_stats_new(void)
 {
-	return V.configured ? shim_alloc(sizeof(struct live_stats)) : NULL;
+	return live_state.configured ? shim_alloc(sizeof(struct live_stats)) : NULL;
 }
 
 void live_stats_reset(struct live_stats *s)
@@ -202,7 +209,7 @@ static void entry_of(struct shim_file *f, uint64_t now, struct live_file *e)
 	e->pending = flusher_pending(f);
 }
 
-/* ---- a round (publisher, V.mu) ---------------------------------------------- */
+/* ---- a round (publisher, live_state.mu) ---------------------------------------------- */
 
 static bool has_stats(struct shim_file *f)
 {
@@ -223,11 +230,11 @@ static bool busier(const struct live_file *a, const struct live_file *b)
 static void stage_offer(uint32_t kept, const struct live_file *e)
 {
 	uint32_t i = kept < LIVE_MAX_FILES ? kept : LIVE_MAX_FILES - 1;
-	if (kept >= LIVE_MAX_FILES && !busier(e, &V.stage[i]))
+	if (kept >= LIVE_MAX_FILES && !busier(e, &live_state.stage[i]))
 		return;
-	for (; i > 0 && busier(e, &V.stage[i - 1]); i--)
-		V.stage[i] = V.stage[i - 1];
-	V.stage[i] = *e;
+	for (; i > 0 && busier(e, &live_state.stage[i - 1]); i--)
+		live_state.stage[i] = live_state.stage[i - 1];
+	live_state.stage[i] = *e;
 }
 
 static bool active(const struct live_file *e)
@@ -239,7 +246,7 @@ static bool active(const struct live_file *e)
  * stage holds the busiest of them). */
 static uint32_t gather(uint64_t now)
 {
-	static struct live_file e; /* V.mu; too big for the thread's small stack */
+	static struct live_file e; /* live_state.mu; too big for the thread's small stack */
 	struct shim_file *files[64];
 	uint64_t cursor = 0;
 	uint32_t n = 0;
@@ -275,11 +282,11 @@ static bool put(int fd, const void *buf, size_t n, off_t off)
  * a reader's two looks at the count bracket a consistent copy. */
 static bool write_round(int fd, uint32_t shown)
 {
-	V.h.seq++;
-	bool ok = put(fd, &V.h.seq, sizeof(V.h.seq), offsetof(struct live_header, seq));
-	V.h.seq++;
-	ok = ok && put(fd, V.stage, shown * sizeof(struct live_file), sizeof(V.h));
-	return ok && put(fd, &V.h, sizeof(V.h), 0);
+	live_state.h.seq++;
+	bool ok = put(fd, &live_state.h.seq, sizeof(live_state.h.seq), offsetof(struct live_header, seq));
+	live_state.h.seq++;
+	ok = ok && put(fd, live_state.stage, shown * sizeof(struct live_file), sizeof(live_state.h));
+	return ok && put(fd, &live_state.h, sizeof(live_state.h), 0);
 }
 
 /* The publisher's descriptors live above shimfd_high_base(), as the log's
@@ -292,7 +299,7 @@ static int move_high(int fd)
 	int hi = fcntl(fd, F_DUPFD_CLOEXEC, shimfd_high_base());
 	if (hi < 0)
 		return fd; /* no room up there: keep the low one */
-	shimfd_claim(hi, OWN_TEMP, NULL);
+	fd_mark_shim(hi, OWN_TEMP, NULL);
 	shimfd_close(fd);
 	return hi;
 }
@@ -302,8 +309,8 @@ static int move_high(int fd)
 static int open_ours(void)
 {
 	struct stat st;
-	int fd = move_high(shimfd_open(V.path, O_WRONLY | O_NOFOLLOW, OWN_TEMP));
-	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != V.ino || !S_ISREG(st.st_mode))) {
+	int fd = move_high(shimfd_open(live_state.path, O_WRONLY | O_NOFOLLOW, OWN_TEMP));
+	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != live_state.ino || !S_ISREG(st.st_mode))) {
 		shimfd_close(fd);
 		fd = -1;
 	}
@@ -320,16 +327,16 @@ static void publish(bool ended)
 	uint32_t shown = n < LIVE_MAX_FILES ? n : LIVE_MAX_FILES;
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	V.h.nfiles = shown;
-	V.h.omitted = n - shown;
-	V.h.ended = ended;
-	V.h.updated_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
-	V.h.updated_mono_ns = now;
-	V.h.interval_ns = V.last_mono ? now - V.last_mono : 0;
-	V.last_mono = now;
+	live_state.h.nfiles = shown;
+	live_state.h.omitted = n - shown;
+	live_state.h.ended = ended;
+	live_state.h.updated_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+	live_state.h.updated_mono_ns = now;
+	live_state.h.interval_ns = live_state.last_mono ? now - live_state.last_mono : 0;
+	live_state.last_mono = now;
 	int fd = open_ours();
 	if (fd < 0) {
-		V.made = false; /* gone: made again next round */
+		live_state.made = false; /* gone: made again next round */
 		return;
 	}
 	write_round(fd, shown); /* a full disk loses a round, nothing more */
@@ -340,16 +347,16 @@ static void publish(bool ended)
 
 static void say_once(const char *fmt, const char *what, int err)
 {
-	if (!V.gave_up)
+	if (!live_state.gave_up)
 		shim_say(fmt, what, strerror(err));
-	V.gave_up = true;
+	live_state.gave_up = true;
 }
 
 /* The directory the spec names; made 0700 if missing, and used only if it
  * is ours and nobody else can write in it. An fd, or -1 (said once). */
 static int open_dir(void)
 {
-	const char *dir = V.dir;
+	const char *dir = live_state.dir;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		say_once("cannot make the live directory %s: %s; live counters off", dir, errno);
 		return -1;
@@ -394,8 +401,8 @@ static void fill_header(struct live_header *h)
 	h->start_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
 	proc_self_cmdline(h->cmdline, sizeof(h->cmdline));
 	proc_self_comm(h->comm, sizeof(h->comm));
-	copy_cut(h->config, sizeof(h->config), V.config);
-	snprintf(h->default_policy, sizeof(h->default_policy), "%s", V.default_policy);
+	copy_cut(h->config, sizeof(h->config), live_state.config);
+	snprintf(h->default_policy, sizeof(h->default_policy), "%s", live_state.default_policy);
 }
 
 /* Made under a temporary name (a stale one of an earlier process with our
@@ -411,7 +418,7 @@ static int create_tmp(int dirfd, const char *tmp)
 	    S_ISREG(st.st_mode) && unlinkat(dirfd, tmp, 0) == 0)
 		fd = openat(dirfd, tmp, flags, 0600);
 	if (fd >= 0)
-		shimfd_claim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
+		fd_mark_shim(fd, OWN_TEMP, NULL); /* the app's close loops cannot take it from us */
 	return move_high(fd);
 }
 
@@ -419,12 +426,12 @@ static bool write_new(int dirfd, const char *tmp, const char *name)
 {
 	int fd = create_tmp(dirfd, tmp);
 	struct stat st;
-	bool ok = fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0 && put(fd, &V.h, sizeof(V.h), 0) &&
+	bool ok = fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0 && put(fd, &live_state.h, sizeof(live_state.h), 0) &&
 		  fstat(fd, &st) == 0 && renameat(dirfd, tmp, dirfd, name) == 0;
 	int e = errno;
 	shimfd_close(fd);
 	if (ok)
-		V.ino = st.st_ino;
+		live_state.ino = st.st_ino;
 	else if (fd >= 0)
 		unlinkat(dirfd, tmp, 0);
 	errno = e;
@@ -433,7 +440,7 @@ static bool write_new(int dirfd, const char *tmp, const char *name)
 
 static bool make_file(void)
 {
-	if (!V.stage && !(V.stage = shim_alloc(LIVE_MAX_FILES * sizeof(struct live_file))))
+	if (!live_state.stage && !(live_state.stage = shim_alloc(LIVE_MAX_FILES * sizeof(struct live_file))))
 		return false;
 	int dirfd = open_dir();
 	if (dirfd < 0)
@@ -441,15 +448,15 @@ static bool make_file(void)
 	char name[32], tmp[48];
 	snprintf(name, sizeof(name), "%d" LIVE_SUFFIX, (int)getpid());
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	snprintf(V.path, sizeof(V.path), "%s/%s", V.dir, name);
-	memset(&V.h, 0, sizeof(V.h));
-	fill_header(&V.h);
+	snprintf(live_state.path, sizeof(live_state.path), "%s/%s", live_state.dir, name);
+	memset(&live_state.h, 0, sizeof(live_state.h));
+	fill_header(&live_state.h);
 	bool ok = write_new(dirfd, tmp, name);
 	int e = errno;
 	shimfd_close(dirfd);
 	if (!ok)
-		say_once("cannot create the live file %s: %s; live counters off", V.path, e);
-	return V.made = ok;
+		say_once("cannot create the live file %s: %s; live counters off", live_state.path, e);
+	return live_state.made = ok;
 }
 
 static void drop_file(void)
@@ -457,9 +464,9 @@ static void drop_file(void)
 	int fd = open_ours();
 	if (fd >= 0) {
 		shimfd_close(fd);
-		unlink(V.path); /* only ours: a file put in its place is left alone */
+		unlink(live_state.path); /* only ours: a file put in its place is left alone */
 	}
-	V.made = false;
+	live_state.made = false;
 }
 
 /* ---- the thread and the process's life ---------------------------------------- */
@@ -468,11 +475,11 @@ static void *live_main(void *arg)
 {
 	(void)arg;
 	shim_busy = 1; /* everything this thread calls is the shim's own */
-	while (!atomic_load(&V.stop)) {
-		pthread_mutex_lock(&V.mu);
-		if (!atomic_load(&V.stop) && !V.gave_up && (V.made || make_file()))
+	while (!atomic_load(&live_state.stop)) {
+		pthread_mutex_lock(&live_state.mu);
+		if (!atomic_load(&live_state.stop) && !live_state.gave_up && (live_state.made || make_file()))
 			publish(false);
-		pthread_mutex_unlock(&V.mu);
+		pthread_mutex_unlock(&live_state.mu);
 		struct timespec ts = { INTERVAL_MS / 1000, (INTERVAL_MS % 1000) * (long)NS_PER_MS };
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
@@ -484,39 +491,34 @@ void live_start(const struct policy *p)
 {
 	if (!policy_live_wanted(p))
 		return;
-	V.configured = true;
+	live_state.configured = true;
 	/* Read at load, in the constructor: getenv in the publisher thread
 	 * could race with the app's setenv. */
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	if (p->live_dir[0])
-		snprintf(V.dir, sizeof(V.dir), "%s", p->live_dir);
+		snprintf(live_state.dir, sizeof(live_state.dir), "%s", p->live_dir);
 	else if (xdg && xdg[0] == '/')
-		snprintf(V.dir, sizeof(V.dir), "%s/syncshim", xdg);
+		snprintf(live_state.dir, sizeof(live_state.dir), "%s/syncshim", xdg);
 	else
-		snprintf(V.dir, sizeof(V.dir), "/tmp/syncshim-%u", (unsigned)getuid());
-	snprintf(V.config, sizeof(V.config), "%s", p->source);
-	snprintf(V.default_policy, sizeof(V.default_policy), "%s", sync_policy_name(p->deflt.sync));
-}
-
-bool live_configured(void)
-{
-	return V.configured;
+		snprintf(live_state.dir, sizeof(live_state.dir), "/tmp/syncshim-%u", (unsigned)getuid());
+	snprintf(live_state.config, sizeof(live_state.config), "%s", p->source);
+	snprintf(live_state.default_policy, sizeof(live_state.default_policy), "%s", sync_policy_name(p->deflt.sync));
 }
 
 void live_maybe_start(void)
 {
-	if (likely(atomic_load_explicit(&V.running, memory_order_relaxed)) || !V.configured)
+	if (likely(atomic_load_explicit(&live_state.running, memory_order_relaxed)) || !live_state.configured)
 		return;
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* V.mu is held across open, write, close */
-	pthread_mutex_lock(&V.mu);
-	if (!V.thread_started && !atomic_load(&V.stop)) {
-		V.thread_started = true;
+	int cancel = shim_nocancel_begin(); /* live_state.mu is held across open, write, close */
+	pthread_mutex_lock(&live_state.mu);
+	if (!live_state.thread_started && !atomic_load(&live_state.stop)) {
+		live_state.thread_started = true;
 		if (shim_start_thread(live_main, 64 * 1024, "syncshim-live") < 0)
-			V.gave_up = true;
+			live_state.gave_up = true;
 	}
-	atomic_store(&V.running, 1);
-	pthread_mutex_unlock(&V.mu);
+	atomic_store(&live_state.running, 1);
+	pthread_mutex_unlock(&live_state.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
 }
@@ -525,17 +527,17 @@ void live_maybe_start(void)
  * it in between sees a process on its way out, not a stalled one. */
 void live_stop(void)
 {
-	if (!V.configured)
+	if (!live_state.configured)
 		return;
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* V.mu is held across open, write, close */
-	atomic_store(&V.stop, 1);
-	pthread_mutex_lock(&V.mu);
-	if (V.made) {
+	int cancel = shim_nocancel_begin(); /* live_state.mu is held across open, write, close */
+	atomic_store(&live_state.stop, 1);
+	pthread_mutex_lock(&live_state.mu);
+	if (live_state.made) {
 		publish(true);
 		drop_file();
 	}
-	pthread_mutex_unlock(&V.mu);
+	pthread_mutex_unlock(&live_state.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
 }
@@ -550,12 +552,12 @@ static void reset_in_child(struct shim_file *f, void *arg)
 
 void live_atfork_child(void)
 {
-	pthread_mutex_init(&V.mu, NULL);
-	if (V.configured)
+	pthread_mutex_init(&live_state.mu, NULL);
+	if (live_state.configured)
 		registry_each(reset_in_child, NULL);
-	V.made = false; /* the parent's file is the parent's: ours is made lazily */
-	V.thread_started = false;
-	V.last_mono = 0;
-	atomic_store(&V.running, 0);
-	atomic_store(&V.stop, 0);
+	live_state.made = false; /* the parent's file is the parent's: ours is made lazily */
+	live_state.thread_started = false;
+	live_state.last_mono = 0;
+	atomic_store(&live_state.running, 0);
+	atomic_store(&live_state.stop, 0);
 }

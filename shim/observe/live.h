@@ -11,7 +11,7 @@
 #define SYNCSHIM_LIVE_H
 
 #include "livefmt.h"
-#include "shim.h"
+#include "files.h"
 
 /* writes_packed: calls in the high bits, bytes in the low ones. The
  * publisher takes differences once a second, which stay exact while a
@@ -32,7 +32,6 @@ struct live_stats {
 
 /* At load: remember whether and where to publish (nothing starts yet). */
 void live_start(const struct policy *p);
-bool live_configured(void);
 /* The first call worth publishing starts the publisher thread. */
 void live_maybe_start(void);
 /* Exit or exec: the file says so and goes. */

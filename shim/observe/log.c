@@ -49,10 +49,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
+#include "fdtable.h"
+#include "files.h"
+#include "knobs.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "logfmt.h"
+#include "procself.h"
 #include "risk.h"
 #include "shim.h"
+#include "shimfd.h"
+#include "snapshot.h"
 #include "trace.h"
 #include <sys/stat.h>
 
@@ -109,6 +117,7 @@ struct notice {
 	char text[] __attribute__((aligned(8))); /* strings, or a struct policy */
 };
 
+/* The logger's process-wide state; a field's note names the lock that guards it, if any. */
 static struct {
 	int fd;
 	enum log_mode mode;
@@ -144,11 +153,11 @@ static struct {
 	uint64_t *announced;          /* mu: bit per file id with a FILE block in this log */
 	uint32_t announced_words;
 	_Atomic int fd_lost;          /* the app got our number: reopen before writing */
-	_Atomic uint64_t ident_dev, ident_ino; /* the log file, for checks of L.fd */
+	_Atomic uint64_t ident_dev, ident_ino; /* the log file, for checks of log_state.fd */
 	_Atomic int ident_ok;
 	char tmpl[POLICY_PATH_MAX];   /* the configured name, %p unexpanded */
 	char path[PATH_MAX];
-} L = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .queue_mu = PTHREAD_MUTEX_INITIALIZER };
+} log_state = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .queue_mu = PTHREAD_MUTEX_INITIALIZER };
 
 __thread uint8_t trace_source;
 static __thread struct thread_log *my_log;
@@ -171,9 +180,9 @@ static bool tsc_is_invariant(void)
 static void calibrate(void)
 {
 	uint64_t t = trace_stamp(), m = trace_now();
-	if (t > L.tsc0 && m > L.mono0)
-		atomic_store(&L.ns_per_tick_q32,
-			     (uint64_t)(((unsigned __int128)(m - L.mono0) << 32) / (t - L.tsc0)));
+	if (t > log_state.tsc0 && m > log_state.mono0)
+		atomic_store(&log_state.ns_per_tick_q32,
+			     (uint64_t)(((unsigned __int128)(m - log_state.mono0) << 32) / (t - log_state.tsc0)));
 }
 
 /* The first timed call before the logger thread has measured the rate:
@@ -182,9 +191,9 @@ static void calibrate(void)
 static void calibrate_first(void)
 {
 	uint64_t t = trace_stamp(), m = trace_now(), zero = 0;
-	if (t > L.tsc0 && m > L.mono0)
-		atomic_compare_exchange_strong(&L.ns_per_tick_q32, &zero,
-					       (uint64_t)(((unsigned __int128)(m - L.mono0) << 32) / (t - L.tsc0)));
+	if (t > log_state.tsc0 && m > log_state.mono0)
+		atomic_compare_exchange_strong(&log_state.ns_per_tick_q32, &zero,
+					       (uint64_t)(((unsigned __int128)(m - log_state.mono0) << 32) / (t - log_state.tsc0)));
 }
 
 /* Two stamps now; the rate between them is measured by the logger thread
@@ -193,23 +202,23 @@ static void calibrate_first(void)
 static void clock_start(void)
 {
 	trace_use_tsc = tsc_is_invariant();
-	L.tsc0 = trace_stamp();
-	L.mono0 = trace_now();
+	log_state.tsc0 = trace_stamp();
+	log_state.mono0 = trace_now();
 }
 
 static uint64_t ticks_to_ns(uint64_t ticks)
 {
 	if (!trace_use_tsc)
 		return ticks;
-	return (uint64_t)(((unsigned __int128)ticks * atomic_load(&L.ns_per_tick_q32)) >> 32);
+	return (uint64_t)(((unsigned __int128)ticks * atomic_load(&log_state.ns_per_tick_q32)) >> 32);
 }
 
 static uint64_t stamp_to_ns(uint64_t stamp)
 {
 	if (!trace_use_tsc)
 		return stamp;
-	return stamp >= L.tsc0 ? L.mono0 + ticks_to_ns(stamp - L.tsc0)
-			       : L.mono0 - ticks_to_ns(L.tsc0 - stamp);
+	return stamp >= log_state.tsc0 ? log_state.mono0 + ticks_to_ns(stamp - log_state.tsc0)
+			       : log_state.mono0 - ticks_to_ns(log_state.tsc0 - stamp);
 }
 
 /* ns since the log started -> a stamp, for the app's "is this still the
@@ -218,8 +227,8 @@ static uint64_t ns_to_stamp(uint64_t mono_ns)
 {
 	if (!trace_use_tsc)
 		return mono_ns;
-	uint64_t q = atomic_load(&L.ns_per_tick_q32);
-	return q ? L.tsc0 + (uint64_t)(((unsigned __int128)(mono_ns - L.mono0) << 32) / q) : 0;
+	uint64_t q = atomic_load(&log_state.ns_per_tick_q32);
+	return q ? log_state.tsc0 + (uint64_t)(((unsigned __int128)(mono_ns - log_state.mono0) << 32) / q) : 0;
 }
 
 /* ---- the app side: no locks, no allocation, no system calls ------------- */
@@ -238,12 +247,12 @@ static struct thread_log *claim_thread(void)
 		my_tid = (uint32_t)syscall(SYS_gettid); /* once per thread */
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
 		uint32_t free_owner = 0;
-		if (atomic_compare_exchange_strong_explicit(&L.threads[i].owner, &free_owner, my_tid,
+		if (atomic_compare_exchange_strong_explicit(&log_state.threads[i].owner, &free_owner, my_tid,
 							    memory_order_acquire, memory_order_relaxed)) {
-			if (!atomic_load_explicit(&L.threads[i].used, memory_order_relaxed))
-				atomic_store_explicit(&L.threads[i].used, 1, memory_order_release);
+			if (!atomic_load_explicit(&log_state.threads[i].used, memory_order_relaxed))
+				atomic_store_explicit(&log_state.threads[i].used, 1, memory_order_release);
 			thread_end_watch(THREAD_END_LOG);
-			return my_log = &L.threads[i];
+			return my_log = &log_state.threads[i];
 		}
 	}
 	return NULL;
@@ -261,7 +270,7 @@ void log_thread_ended(void)
 
 static struct hist *shared_hist(unsigned op, unsigned rule)
 {
-	return &L.shared[op * RULE_SLOTS + rule];
+	return &log_state.shared[op * RULE_SLOTS + rule];
 }
 
 /* This thread's histogram for (op, rule), or NULL when its slots are full. */
@@ -285,8 +294,8 @@ static struct tally *thread_tally(struct thread_log *t, uint64_t s0)
 {
 	if (s0 >= my_second_end || !my_second_end) {
 		uint64_t ns = stamp_to_ns(s0);
-		my_second = ns > L.start_mono ? (ns - L.start_mono) / NS_PER_S : 0;
-		my_second_end = ns_to_stamp(L.start_mono + (my_second + 1) * NS_PER_S);
+		my_second = ns > log_state.start_mono ? (ns - log_state.start_mono) / NS_PER_S : 0;
+		my_second_end = ns_to_stamp(log_state.start_mono + (my_second + 1) * NS_PER_S);
 	}
 	struct thread_second *ts = &t->sec[my_second & 1];
 	if (atomic_load_explicit(&ts->tag, memory_order_relaxed) != my_second + 1) {
@@ -300,12 +309,12 @@ static struct tally *thread_tally(struct thread_log *t, uint64_t s0)
 static bool ring_push(struct ring *g, const struct logfmt_record *r)
 {
 	uint64_t h = atomic_load_explicit(&g->head, memory_order_relaxed);
-	if (h - g->tail_seen >= L.ring_cap) {
+	if (h - g->tail_seen >= log_state.ring_cap) {
 		g->tail_seen = atomic_load_explicit(&g->tail, memory_order_acquire);
-		if (h - g->tail_seen >= L.ring_cap)
+		if (h - g->tail_seen >= log_state.ring_cap)
 			return false;
 	}
-	g->recs[h & (L.ring_cap - 1)] = *r;
+	g->recs[h & (log_state.ring_cap - 1)] = *r;
 	atomic_store_explicit(&g->head, h + 1, memory_order_release);
 	return true;
 }
@@ -317,19 +326,19 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		return;
 	int ri = f ? file_rule_index(f) : -1;
 	unsigned rule = ri >= 0 && ri < POLICY_MAX_RULES ? (unsigned)ri + 1 : 0;
-	if (unlikely(trace_use_tsc && !atomic_load_explicit(&L.ns_per_tick_q32, memory_order_relaxed)))
+	if (unlikely(trace_use_tsc && !atomic_load_explicit(&log_state.ns_per_tick_q32, memory_order_relaxed)))
 		calibrate_first();
 	uint64_t ns = ticks_to_ns(s1 > s0 ? s1 - s0 : 0);
 	uint64_t b = bytes > 0 ? (uint64_t)bytes : 0;
 	if (op != OP_OPEN && op != OP_CLOSE &&
-	    unlikely(!atomic_load_explicit(&L.activity, memory_order_relaxed)))
-		atomic_store_explicit(&L.activity, 1, memory_order_relaxed);
+	    unlikely(!atomic_load_explicit(&log_state.activity, memory_order_relaxed)))
+		atomic_store_explicit(&log_state.activity, 1, memory_order_relaxed);
 	struct thread_log *t = my_log ? my_log : claim_thread();
 	if (!t) { /* more threads than the pool: shared counters, no record */
 		hist_record(shared_hist(op, rule), ns);
-		tally_add(&L.shared_tally[op], ns, b);
-		if (L.mode == LOG_CALLS)
-			atomic_fetch_add_explicit(&L.ringless_drops, 1, memory_order_relaxed);
+		tally_add(&log_state.shared_tally[op], ns, b);
+		if (log_state.mode == LOG_CALLS)
+			atomic_fetch_add_explicit(&log_state.ringless_drops, 1, memory_order_relaxed);
 		return;
 	}
 	struct hist *h = thread_hist(t, op, rule);
@@ -338,7 +347,7 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 	else
 		hist_record(shared_hist(op, rule), ns);
 	tally_add_local(&thread_tally(t, s0)[op], ns, b);
-	if (L.mode != LOG_CALLS)
+	if (log_state.mode != LOG_CALLS)
 		return;
 	struct logfmt_record rec = {
 		.start_ns = s0,
@@ -351,7 +360,7 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 		.flags = op < OP_REAL_FSYNC ? trace_source : 0, /* the shim's own syncs have no source */
 		.rule = (uint16_t)rule,
 	};
-	struct ring *g = &L.rings[t - L.threads];
+	struct ring *g = &log_state.rings[t - log_state.threads];
 	if (!ring_push(g, &rec))
 		atomic_fetch_add_explicit(&g->drops, 1, memory_order_relaxed);
 }
@@ -361,14 +370,14 @@ void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint6
 static void enqueue(struct notice *n)
 {
 	shim_enter();
-	pthread_mutex_lock(&L.queue_mu);
+	pthread_mutex_lock(&log_state.queue_mu);
 	TEST_POINT("log_queue");
-	if (L.queue_tail)
-		L.queue_tail->next = n;
+	if (log_state.queue_tail)
+		log_state.queue_tail->next = n;
 	else
-		L.queue_head = n;
-	L.queue_tail = n;
-	pthread_mutex_unlock(&L.queue_mu);
+		log_state.queue_head = n;
+	log_state.queue_tail = n;
+	pthread_mutex_unlock(&log_state.queue_mu);
 	shim_leave();
 }
 
@@ -393,7 +402,7 @@ static const char *fstype_name(const char *path)
 
 struct log_notice *log_file_notice_new(const char *path, const char *rule_name)
 {
-	if (!L.configured)
+	if (!log_state.configured)
 		return NULL;
 	size_t plen = strlen(path) + 1, rlen = strlen(rule_name) + 1;
 	struct notice *n = shim_alloc(sizeof(*n) + plen + rlen);
@@ -429,7 +438,7 @@ void log_notice_free(struct log_notice *n)
 
 void log_event(int kind, const struct shim_file *f, int err, const char *fmt, ...)
 {
-	if (!L.open)
+	if (!log_state.open)
 		return;
 	char text[512];
 	va_list ap;
@@ -449,7 +458,7 @@ void log_event(int kind, const struct shim_file *f, int err, const char *fmt, ..
 
 void log_policy_changed(const struct policy *p)
 {
-	if (!L.open)
+	if (!log_state.open)
 		return;
 	/* A copy: the snapshot may be retired before the logger gets here. */
 	struct notice *n = shim_alloc(sizeof(*n) + sizeof(struct policy));
@@ -469,7 +478,7 @@ static int write_all(const uint8_t *buf, size_t len)
 {
 	size_t off = 0;
 	while (off < len) {
-		ssize_t w = LIBC(write)(L.fd, buf + off, len - off);
+		ssize_t w = LIBC(write)(log_state.fd, buf + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -489,8 +498,8 @@ static void write_block(size_t len)
 	for (int attempt = 0; len && attempt < 2; attempt++) {
 		if (!log_fd_usable())
 			return;
-		if (write_all(L.buf, len) == 0) {
-			L.seq++;
+		if (write_all(log_state.buf, len) == 0) {
+			log_state.seq++;
 			return;
 		}
 		if (errno != EBADF)
@@ -505,7 +514,7 @@ static void write_policy(const struct policy *p, uint64_t time_ns)
 	struct logfmt_rule rules[POLICY_MAX_RULES + 1];
 	policy_format(p, ini, sizeof(ini));
 	uint16_t n = logfmt_rules_from_policy(p, rules);
-	write_block(logfmt_encode_policy(L.buf, BUF_BYTES, L.seq, time_ns, rules, n, ini));
+	write_block(logfmt_encode_policy(log_state.buf, BUF_BYTES, log_state.seq, time_ns, rules, n, ini));
 }
 
 /* ---- which files this log has named ----------------------------------------- */
@@ -514,41 +523,41 @@ static void write_policy(const struct policy *p, uint64_t time_ns)
  * lost to a failed allocation (or not yet drained) leaves its file out. */
 static bool announced(uint32_t id)
 {
-	return id / 64 < L.announced_words && (L.announced[id / 64] >> (id % 64) & 1);
+	return id / 64 < log_state.announced_words && (log_state.announced[id / 64] >> (id % 64) & 1);
 }
 
 static void set_announced(uint32_t id)
 {
-	if (id / 64 >= L.announced_words) {
-		uint32_t words = L.announced_words ? L.announced_words : 64;
+	if (id / 64 >= log_state.announced_words) {
+		uint32_t words = log_state.announced_words ? log_state.announced_words : 64;
 		while (words <= id / 64)
 			words *= 2;
 		uint64_t *bits = shim_alloc(words * sizeof(uint64_t));
 		if (!bits)
 			return;
-		if (L.announced)
-			memcpy(bits, L.announced, L.announced_words * sizeof(uint64_t));
-		shim_free(L.announced);
-		L.announced = bits;
-		L.announced_words = words;
+		if (log_state.announced)
+			memcpy(bits, log_state.announced, log_state.announced_words * sizeof(uint64_t));
+		shim_free(log_state.announced);
+		log_state.announced = bits;
+		log_state.announced_words = words;
 	}
-	L.announced[id / 64] |= 1ull << (id % 64);
+	log_state.announced[id / 64] |= 1ull << (id % 64);
 }
 
 static void drain_queue(void)
 {
-	pthread_mutex_lock(&L.queue_mu);
-	struct notice *n = L.queue_head;
-	L.queue_head = L.queue_tail = NULL;
-	pthread_mutex_unlock(&L.queue_mu);
+	pthread_mutex_lock(&log_state.queue_mu);
+	struct notice *n = log_state.queue_head;
+	log_state.queue_head = log_state.queue_tail = NULL;
+	pthread_mutex_unlock(&log_state.queue_mu);
 	while (n) {
 		struct notice *next = n->next;
 		switch (n->kind) {
 		case NOTICE_EVENT:
-			write_block(logfmt_encode_event(L.buf, BUF_BYTES, L.seq, &n->event));
+			write_block(logfmt_encode_event(log_state.buf, BUF_BYTES, log_state.seq, &n->event));
 			break;
 		case NOTICE_FILE:
-			write_block(logfmt_encode_file(L.buf, BUF_BYTES, L.seq, &n->file));
+			write_block(logfmt_encode_file(log_state.buf, BUF_BYTES, log_state.seq, &n->file));
 			set_announced(n->file.id);
 			break;
 		case NOTICE_POLICY:
@@ -595,9 +604,9 @@ static bool thread_gone(uint32_t tid)
  * slot (and ring, once drained) back to the pool. */
 static void retire_thread(unsigned i, uint32_t owner)
 {
-	struct thread_log *t = &L.threads[i];
-	struct ring *g = &L.rings[i];
-	if (L.mode == LOG_CALLS && atomic_load(&g->head) != atomic_load(&g->tail))
+	struct thread_log *t = &log_state.threads[i];
+	struct ring *g = &log_state.rings[i];
+	if (log_state.mode == LOG_CALLS && atomic_load(&g->head) != atomic_load(&g->tail))
 		return;
 	/* Nobody may claim it while it is zeroed (a slot handed back by its
 	 * thread's end is claimed again without the logger). */
@@ -608,12 +617,12 @@ static void retire_thread(unsigned i, uint32_t owner)
 		hist_merge(shared_hist(t->key[k].op, t->key[k].rule), &t->h[k]);
 	for (int p = 0; p < 2; p++) {
 		uint64_t tag = atomic_load(&t->sec[p].tag);
-		if (!tag || tag - 1 < L.next_second)
+		if (!tag || tag - 1 < log_state.next_second)
 			continue; /* already written */
 		for (unsigned op = 0; op < LOGOP_COUNT; op++)
-			tally_give(&L.shared_tally[op], &t->sec[p].t[op]);
+			tally_give(&log_state.shared_tally[op], &t->sec[p].t[op]);
 	}
-	atomic_fetch_add(&L.ringless_drops, atomic_exchange(&g->drops, 0));
+	atomic_fetch_add(&log_state.ringless_drops, atomic_exchange(&g->drops, 0));
 	atomic_store(&g->head, 0);
 	atomic_store(&g->tail, 0);
 	g->tail_seen = 0;
@@ -624,7 +633,7 @@ static void retire_thread(unsigned i, uint32_t owner)
 static void retire_dead_threads(void)
 {
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
-		uint32_t owner = atomic_load(&L.threads[i].owner);
+		uint32_t owner = atomic_load(&log_state.threads[i].owner);
 		if (owner && owner != SLOT_RETIRING && thread_gone(owner))
 			retire_thread(i, owner);
 	}
@@ -635,7 +644,7 @@ static void write_interval(uint64_t second)
 	struct tally sum[LOGOP_COUNT];
 	memset(sum, 0, sizeof(sum));
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
-		struct thread_log *t = &L.threads[i];
+		struct thread_log *t = &log_state.threads[i];
 		if (!atomic_load_explicit(&t->used, memory_order_acquire))
 			continue;
 		for (int p = 0; p < 2; p++)
@@ -645,19 +654,19 @@ static void write_interval(uint64_t second)
 	}
 	for (unsigned op = 0; op < LOGOP_COUNT; op++) {
 		struct tally d;
-		tally_take(&L.shared_tally[op], &d);
+		tally_take(&log_state.shared_tally[op], &d);
 		tally_sum(&sum[op], &d);
 	}
-	write_block(logfmt_encode_interval(L.buf, BUF_BYTES, L.seq, (uint32_t)second, sum));
+	write_block(logfmt_encode_interval(log_state.buf, BUF_BYTES, log_state.seq, (uint32_t)second, sum));
 }
 
 static void mark_used(uint8_t *used)
 {
 	memset(used, 0, LOGOP_COUNT * RULE_SLOTS);
 	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
-		used[i] = hist_count(&L.shared[i]) > 0;
+		used[i] = hist_count(&log_state.shared[i]) > 0;
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
-		struct thread_log *t = &L.threads[i];
+		struct thread_log *t = &log_state.threads[i];
 		if (!atomic_load_explicit(&t->used, memory_order_acquire))
 			continue;
 		uint32_t n = atomic_load_explicit(&t->nhists, memory_order_acquire);
@@ -666,19 +675,19 @@ static void mark_used(uint8_t *used)
 	}
 }
 
-/* The shared histogram of (op, rule) plus every thread's, in L.scratch. */
+/* The shared histogram of (op, rule) plus every thread's, in log_state.scratch. */
 static void sum_hist(unsigned op, unsigned rule)
 {
-	hist_init(L.scratch);
-	hist_merge(L.scratch, shared_hist(op, rule));
+	hist_init(log_state.scratch);
+	hist_merge(log_state.scratch, shared_hist(op, rule));
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
-		struct thread_log *t = &L.threads[i];
+		struct thread_log *t = &log_state.threads[i];
 		if (!atomic_load_explicit(&t->used, memory_order_acquire))
 			continue;
 		uint32_t n = atomic_load_explicit(&t->nhists, memory_order_acquire);
 		for (uint32_t k = 0; k < n; k++)
 			if (t->key[k].op == op && t->key[k].rule == rule)
-				hist_merge(L.scratch, &t->h[k]);
+				hist_merge(log_state.scratch, &t->h[k]);
 	}
 }
 
@@ -694,11 +703,11 @@ static void write_hist_set(uint64_t now)
 			if (!used[op * RULE_SLOTS + rule])
 				continue;
 			sum_hist(op, rule);
-			struct logfmt_histkey k = { .snap = L.hist_snap, .part = part++, .nparts = nparts,
+			struct logfmt_histkey k = { .snap = log_state.hist_snap, .part = part++, .nparts = nparts,
 						    .time_ns = now, .op = (uint8_t)op, .rule = (uint16_t)rule };
-			write_block(logfmt_encode_hist(L.buf, BUF_BYTES, L.seq, &k, L.scratch));
+			write_block(logfmt_encode_hist(log_state.buf, BUF_BYTES, log_state.seq, &k, log_state.scratch));
 		}
-	L.hist_snap++;
+	log_state.hist_snap++;
 }
 
 /* ---- data at risk ----------------------------------------------------------- */
@@ -723,7 +732,7 @@ static struct logfmt_risk risk_entry(struct shim_file *f, uint64_t now)
 
 void log_file_gone(struct shim_file *f)
 {
-	if (!L.configured || !risk_seen(f))
+	if (!log_state.configured || !risk_seen(f))
 		return;
 	uint32_t h = atomic_load_explicit(&gone.head, memory_order_relaxed);
 	if (h - atomic_load_explicit(&gone.tail, memory_order_acquire) >= GONE_RING)
@@ -732,7 +741,7 @@ void log_file_gone(struct shim_file *f)
 	atomic_store_explicit(&gone.head, h + 1, memory_order_release);
 }
 
-/* L.mu: one tick's entries, grown in the logger thread. */
+/* log_state.mu: one tick's entries, grown in the logger thread. */
 static struct {
 	struct logfmt_risk *e;
 	uint32_t n, cap;
@@ -823,19 +832,19 @@ static void write_risk(uint64_t second, uint64_t now)
 	uint32_t n = batch_unique();
 	for (uint32_t i = 0; i < n; i += PER_BLOCK) {
 		uint16_t k = (uint16_t)(n - i < PER_BLOCK ? n - i : PER_BLOCK);
-		write_block(logfmt_encode_risk(L.buf, BUF_BYTES, L.seq, (uint32_t)second, batch.e + i, k));
+		write_block(logfmt_encode_risk(log_state.buf, BUF_BYTES, log_state.seq, (uint32_t)second, batch.e + i, k));
 	}
 }
 
 static void write_records_staged(void)
 {
 	drain_queue(); /* announces every file the staged records name */
-	if (!L.nstaged)
+	if (!log_state.nstaged)
 		return;
-	for (uint32_t i = 0; i < L.nstaged; i++)
-		logfmt_record_put(L.buf + LOGFMT_RECORDS_AT(i), &L.staged[i]);
-	write_block(logfmt_records_seal(L.buf, L.seq, L.nstaged));
-	L.nstaged = 0;
+	for (uint32_t i = 0; i < log_state.nstaged; i++)
+		logfmt_record_put(log_state.buf + LOGFMT_RECORDS_AT(i), &log_state.staged[i]);
+	write_block(logfmt_records_seal(log_state.buf, log_state.seq, log_state.nstaged));
+	log_state.nstaged = 0;
 }
 
 /* Calls mode: move every ring's records out, stamps made nanoseconds.
@@ -844,18 +853,18 @@ static uint64_t drain_rings(void)
 {
 	uint64_t fullest = 0;
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
-		if (!atomic_load_explicit(&L.threads[i].used, memory_order_acquire))
+		if (!atomic_load_explicit(&log_state.threads[i].used, memory_order_acquire))
 			continue;
-		struct ring *g = &L.rings[i];
+		struct ring *g = &log_state.rings[i];
 		uint64_t t = atomic_load_explicit(&g->tail, memory_order_relaxed);
 		uint64_t h = atomic_load_explicit(&g->head, memory_order_acquire);
 		if (h - t > fullest)
 			fullest = h - t;
 		for (; t < h; t++) {
-			if (L.nstaged == L.staged_cap)
+			if (log_state.nstaged == log_state.staged_cap)
 				write_records_staged();
-			struct logfmt_record *r = &L.staged[L.nstaged++];
-			*r = g->recs[t & (L.ring_cap - 1)];
+			struct logfmt_record *r = &log_state.staged[log_state.nstaged++];
+			*r = g->recs[t & (log_state.ring_cap - 1)];
 			r->start_ns = stamp_to_ns(r->start_ns);
 			r->dur_ns = ticks_to_ns(r->dur_ns);
 		}
@@ -866,18 +875,18 @@ static uint64_t drain_rings(void)
 
 static uint64_t total_drops(void)
 {
-	uint64_t d = atomic_load(&L.ringless_drops);
+	uint64_t d = atomic_load(&log_state.ringless_drops);
 	for (unsigned i = 0; i < MAX_THREADS; i++)
-		d += atomic_load(&L.rings[i].drops);
+		d += atomic_load(&log_state.rings[i].drops);
 	return d;
 }
 
 static uint64_t second_of(uint64_t mono_ns)
 {
-	return mono_ns > L.start_mono ? (mono_ns - L.start_mono) / NS_PER_S : 0;
+	return mono_ns > log_state.start_mono ? (mono_ns - log_state.start_mono) / NS_PER_S : 0;
 }
 
-/* L.mu held. In calls mode, adapts the drain period to how fast the
+/* log_state.mu held. In calls mode, adapts the drain period to how fast the
  * rings fill. */
 static void tick(bool final)
 {
@@ -885,27 +894,27 @@ static void tick(bool final)
 		return;
 	if (trace_use_tsc)
 		calibrate();
-	if (L.mode == LOG_CALLS) {
+	if (log_state.mode == LOG_CALLS) {
 		uint64_t fullest = drain_rings();
 		write_records_staged();
-		long t = atomic_load(&L.tick_ns);
-		if (fullest > L.ring_cap / 4 && t > TICK_MIN_NS)
-			atomic_store(&L.tick_ns, t / 2);
-		else if (fullest < L.ring_cap / 16 && t < TICK_MAX_NS)
-			atomic_store(&L.tick_ns, t * 2);
+		long t = atomic_load(&log_state.tick_ns);
+		if (fullest > log_state.ring_cap / 4 && t > TICK_MIN_NS)
+			atomic_store(&log_state.tick_ns, t / 2);
+		else if (fullest < log_state.ring_cap / 16 && t < TICK_MAX_NS)
+			atomic_store(&log_state.tick_ns, t * 2);
 	} else {
 		drain_queue();
 	}
 	uint64_t now = trace_now();
 	uint64_t second = second_of(now);
-	if (second > L.next_second || final) {
-		while (L.next_second < second)
-			write_interval(L.next_second++);
+	if (second > log_state.next_second || final) {
+		while (log_state.next_second < second)
+			write_interval(log_state.next_second++);
 		if (final)
-			write_interval(L.next_second++);
+			write_interval(log_state.next_second++);
 		write_hist_set(now);
-		write_risk(L.next_second - 1, now);
-		write_block(logfmt_encode_drops(L.buf, BUF_BYTES, L.seq, now, total_drops()));
+		write_risk(log_state.next_second - 1, now);
+		write_block(logfmt_encode_drops(log_state.buf, BUF_BYTES, log_state.seq, now, total_drops()));
 		retire_dead_threads();
 	}
 }
@@ -918,16 +927,16 @@ static void *logger_main(void *arg)
 	shim_busy = 1;
 	if (trace_use_tsc)
 		calibrate();
-	while (!atomic_load(&L.stop)) {
-		struct timespec ts = { 0, L.mode == LOG_CALLS ? atomic_load(&L.tick_ns) : 4 * TICK_MAX_NS };
+	while (!atomic_load(&log_state.stop)) {
+		struct timespec ts = { 0, log_state.mode == LOG_CALLS ? atomic_load(&log_state.tick_ns) : 4 * TICK_MAX_NS };
 		while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 			;
-		pthread_mutex_lock(&L.mu);
-		if (!L.open && atomic_load(&L.activity) && !L.gave_up && !atomic_load(&L.stop))
+		pthread_mutex_lock(&log_state.mu);
+		if (!log_state.open && atomic_load(&log_state.activity) && !log_state.gave_up && !atomic_load(&log_state.stop))
 			open_log_now();
-		if (L.open && !atomic_load(&L.stop))
+		if (log_state.open && !atomic_load(&log_state.stop))
 			tick(false);
-		pthread_mutex_unlock(&L.mu);
+		pthread_mutex_unlock(&log_state.mu);
 	}
 	return NULL;
 }
@@ -996,49 +1005,49 @@ static int adopt_log_fd(int fd)
 	dev_t dev;
 	ino_t ino;
 	if (fd_identity(fd, &dev, &ino, NULL) == 0) {
-		atomic_store(&L.ident_dev, (uint64_t)dev);
-		atomic_store(&L.ident_ino, (uint64_t)ino);
-		atomic_store(&L.ident_ok, 1);
+		atomic_store(&log_state.ident_dev, (uint64_t)dev);
+		atomic_store(&log_state.ident_ino, (uint64_t)ino);
+		atomic_store(&log_state.ident_ok, 1);
 	}
 	return fd;
 }
 
 bool log_identity(dev_t *dev, ino_t *ino)
 {
-	if (!atomic_load(&L.ident_ok))
+	if (!atomic_load(&log_state.ident_ok))
 		return false;
-	*dev = (dev_t)atomic_load(&L.ident_dev);
-	*ino = (ino_t)atomic_load(&L.ident_ino);
+	*dev = (dev_t)atomic_load(&log_state.ident_dev);
+	*ino = (ino_t)atomic_load(&log_state.ident_ino);
 	return true;
 }
 
 static void stop_logging(const char *why)
 {
-	shim_say("log %s: %s; logging stopped", L.path, why);
+	shim_say("log %s: %s; logging stopped", log_state.path, why);
 	atomic_store(&trace_on, 0);
-	atomic_store(&L.stop, 1);
-	L.open = false;
-	L.gave_up = true;
-	atomic_store(&L.ident_ok, 0);
+	atomic_store(&log_state.stop, 1);
+	log_state.open = false;
+	log_state.gave_up = true;
+	atomic_store(&log_state.ident_ok, 0);
 }
 
-/* L.mu held, before any write of a tick: the descriptor must still be the
+/* log_state.mu held, before any write of a tick: the descriptor must still be the
  * log. If the app took the number (a raw close, then an open), reopen the
  * log by name; at the descriptor limit, wait for the next tick; else stop. */
 static bool log_fd_usable(void)
 {
-	if (!L.open)
+	if (!log_state.open)
 		return false;
-	if (L.fd >= 0 && shimfd_is_ours(L.fd))
+	if (log_state.fd >= 0 && shimfd_is_ours(log_state.fd))
 		return true;
-	shimfd_forget(L.fd); /* if it was taken, it is someone else's now */
-	L.fd = -1;
-	int fd = shimfd_open(L.path, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_LOG);
+	fd_unmark_shim(log_state.fd); /* if it was taken, it is someone else's now */
+	log_state.fd = -1;
+	int fd = shimfd_open(log_state.path, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_LOG);
 	dev_t dev, want_dev;
 	ino_t ino, want_ino;
 	if (fd >= 0 && log_identity(&want_dev, &want_ino) && fd_identity(fd, &dev, &ino, NULL) == 0 &&
 	    dev == want_dev && ino == want_ino) {
-		L.fd = fd;
+		log_state.fd = fd;
 		return true;
 	}
 	int e = errno;
@@ -1057,28 +1066,28 @@ void log_fd_lost(int fd)
 void log_vacate(int fd)
 {
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
-	pthread_mutex_lock(&L.mu);
-	if (L.fd == fd)
-		L.fd = shimfd_dup(fd, OWN_LOG, NULL); /* -1: reopened at the next tick */
-	shimfd_forget(fd);
-	pthread_mutex_unlock(&L.mu);
+	int cancel = shim_nocancel_begin(); /* log_state.mu is held across open and write */
+	pthread_mutex_lock(&log_state.mu);
+	if (log_state.fd == fd)
+		log_state.fd = shimfd_dup(fd, OWN_LOG, NULL); /* -1: reopened at the next tick */
+	fd_unmark_shim(fd);
+	pthread_mutex_unlock(&log_state.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
 }
 
 bool log_release_fd(void)
 {
-	if (!L.open)
+	if (!log_state.open)
 		return false;
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
-	pthread_mutex_lock(&L.mu);
-	bool had = L.fd >= 0;
+	int cancel = shim_nocancel_begin(); /* log_state.mu is held across open and write */
+	pthread_mutex_lock(&log_state.mu);
+	bool had = log_state.fd >= 0;
 	if (had)
-		shimfd_close(L.fd);
-	L.fd = -1;
-	pthread_mutex_unlock(&L.mu);
+		shimfd_close(log_state.fd);
+	log_state.fd = -1;
+	pthread_mutex_unlock(&log_state.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
 	return had;
@@ -1094,30 +1103,30 @@ static void *map_zeroed(size_t len)
 static void init_shared_hists(void)
 {
 	for (unsigned i = 0; i < LOGOP_COUNT * RULE_SLOTS; i++)
-		L.shared[i].min = UINT64_MAX; /* hist_init's empty state, without touching buckets */
+		log_state.shared[i].min = UINT64_MAX; /* hist_init's empty state, without touching buckets */
 }
 
 /* NORESERVE everywhere: counters and rings cost memory only as far as
  * threads actually use them. */
 static int alloc_state(const struct policy *p)
 {
-	L.shared = map_zeroed(sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS);
-	L.threads = map_zeroed(sizeof(struct thread_log) * MAX_THREADS);
-	L.scratch = map_zeroed(sizeof(struct hist));
-	L.buf = map_zeroed(BUF_BYTES);
-	if (!L.shared || !L.threads || !L.scratch || !L.buf)
+	log_state.shared = map_zeroed(sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS);
+	log_state.threads = map_zeroed(sizeof(struct thread_log) * MAX_THREADS);
+	log_state.scratch = map_zeroed(sizeof(struct hist));
+	log_state.buf = map_zeroed(BUF_BYTES);
+	if (!log_state.shared || !log_state.threads || !log_state.scratch || !log_state.buf)
 		return -1;
 	init_shared_hists();
 	if (p->log_mode != LOG_CALLS)
 		return 0;
-	L.ring_cap = p->ring_records;
-	struct logfmt_record *mem = map_zeroed((size_t)MAX_THREADS * L.ring_cap * sizeof(*mem));
-	L.staged_cap = logfmt_records_fit(BUF_BYTES);
-	L.staged = map_zeroed(L.staged_cap * sizeof(struct logfmt_record));
-	if (!mem || !L.staged)
+	log_state.ring_cap = p->ring_records;
+	struct logfmt_record *mem = map_zeroed((size_t)MAX_THREADS * log_state.ring_cap * sizeof(*mem));
+	log_state.staged_cap = logfmt_records_fit(BUF_BYTES);
+	log_state.staged = map_zeroed(log_state.staged_cap * sizeof(struct logfmt_record));
+	if (!mem || !log_state.staged)
 		return -1;
 	for (unsigned i = 0; i < MAX_THREADS; i++)
-		L.rings[i].recs = mem + (size_t)i * L.ring_cap;
+		log_state.rings[i].recs = mem + (size_t)i * log_state.ring_cap;
 	return 0;
 }
 
@@ -1134,9 +1143,9 @@ static void write_header(const struct policy *p)
 	struct logfmt_header h = {
 		.pid = (uint32_t)getpid(),
 		.ppid = (uint32_t)getppid(),
-		.log_mode = (uint8_t)L.mode,
+		.log_mode = (uint8_t)log_state.mode,
 		.start_wall_ns = (uint64_t)wall.tv_sec * NS_PER_S + (uint64_t)wall.tv_nsec,
-		.start_mono_ns = L.start_mono,
+		.start_mono_ns = log_state.start_mono,
 		.hostname = u.nodename,
 		.kernel = u.release,
 		.cmdline = cmdline,
@@ -1144,7 +1153,7 @@ static void write_header(const struct policy *p)
 		.nrules = logfmt_rules_from_policy(p, rules),
 		.policy_ini = ini,
 	};
-	write_block(logfmt_encode_header(L.buf, BUF_BYTES, &h));
+	write_block(logfmt_encode_header(log_state.buf, BUF_BYTES, &h));
 }
 
 static void start_thread(void)
@@ -1155,7 +1164,7 @@ static void start_thread(void)
 
 static bool inherited(struct shim_file *f)
 {
-	return f->id < L.first_id;
+	return f->id < log_state.first_id;
 }
 
 /* The files this log must name that have no notice queued: in a fork
@@ -1164,7 +1173,7 @@ static void announce_inherited(const struct policy *p)
 {
 	struct shim_file *files[64];
 	uint64_t cursor = 0;
-	if (L.first_id <= 1)
+	if (log_state.first_id <= 1)
 		return;
 	do {
 		int n = registry_collect(files, 64, inherited, &cursor);
@@ -1178,31 +1187,31 @@ static void announce_inherited(const struct policy *p)
 	} while (cursor);
 }
 
-/* L.mu held: create this process's log and write its header. On failure
+/* log_state.mu held: create this process's log and write its header. On failure
  * logging stops for good, with one line. */
 static void open_log_now(void)
 {
-	static struct policy snap; /* L.mu: a copy, so no reader section spans file creation */
+	static struct policy snap; /* log_state.mu: a copy, so no reader section spans file creation */
 	unsigned ticket;
 	snap = *policy_enter(&ticket);
 	policy_leave(ticket);
 	char path[PATH_MAX];
-	expand_path(L.tmpl, path, sizeof(path));
-	int fd = create_log(path, L.path, sizeof(L.path));
+	expand_path(log_state.tmpl, path, sizeof(path));
+	int fd = create_log(path, log_state.path, sizeof(log_state.path));
 	if (fd < 0) {
 		if (fd == -1)
 			shim_say("cannot create log %s: %s; logging off", path, strerror(errno));
-		L.gave_up = true;
+		log_state.gave_up = true;
 		atomic_store(&trace_on, 0);
 		return;
 	}
-	L.fd = adopt_log_fd(fd);
-	L.seq = 0;
-	atomic_store(&L.tick_ns, TICK_MAX_NS);
-	L.open = true;
+	log_state.fd = adopt_log_fd(fd);
+	log_state.seq = 0;
+	atomic_store(&log_state.tick_ns, TICK_MAX_NS);
+	log_state.open = true;
 	write_header(&snap);
 	announce_inherited(&snap);
-	atomic_store(&L.running, L.thread_started);
+	atomic_store(&log_state.running, log_state.thread_started);
 }
 
 /* At load: everything but the file and the thread, which wait until the
@@ -1211,35 +1220,35 @@ void log_start(const struct policy *p)
 {
 	if (p->log_mode == LOG_OFF || !p->log_path[0])
 		return;
-	snprintf(L.tmpl, sizeof(L.tmpl), "%s", p->log_path);
-	L.mode = p->log_mode;
+	snprintf(log_state.tmpl, sizeof(log_state.tmpl), "%s", p->log_path);
+	log_state.mode = p->log_mode;
 	if (alloc_state(p) < 0) {
 		shim_say("cannot allocate the log buffers; logging off");
 		return;
 	}
 	clock_start();
-	L.start_mono = L.mono0;
-	L.next_second = 0;
-	L.first_id = 1;
-	L.configured = true;
+	log_state.start_mono = log_state.mono0;
+	log_state.next_second = 0;
+	log_state.first_id = 1;
+	log_state.configured = true;
 	atomic_store_explicit(&trace_on, 1, memory_order_release);
 }
 
 void log_maybe_start(void)
 {
-	if (likely(atomic_load_explicit(&L.running, memory_order_relaxed)) || !L.configured)
+	if (likely(atomic_load_explicit(&log_state.running, memory_order_relaxed)) || !log_state.configured)
 		return;
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
-	pthread_mutex_lock(&L.mu);
-	if (!L.thread_started && !L.gave_up && !atomic_load(&L.stop)) {
-		L.thread_started = true;
+	int cancel = shim_nocancel_begin(); /* log_state.mu is held across open and write */
+	pthread_mutex_lock(&log_state.mu);
+	if (!log_state.thread_started && !log_state.gave_up && !atomic_load(&log_state.stop)) {
+		log_state.thread_started = true;
 		start_thread();
 	}
-	if (!L.open && atomic_load(&L.activity) && !L.gave_up && !atomic_load(&L.stop))
+	if (!log_state.open && atomic_load(&log_state.activity) && !log_state.gave_up && !atomic_load(&log_state.stop))
 		open_log_now();
-	atomic_store(&L.running, L.open && L.thread_started);
-	pthread_mutex_unlock(&L.mu);
+	atomic_store(&log_state.running, log_state.open && log_state.thread_started);
+	pthread_mutex_unlock(&log_state.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
 }
@@ -1248,30 +1257,30 @@ void log_maybe_start(void)
  * never did anything worth logging leaves no log at all. */
 void log_stop(int exit_status)
 {
-	if (!L.configured)
+	if (!log_state.configured)
 		return;
 	shim_enter();
-	int cancel = shim_nocancel_begin(); /* L.mu is held across open and write */
-	atomic_store(&L.stop, 1);
-	pthread_mutex_lock(&L.mu);
-	if (!L.open && atomic_load(&L.activity) && !L.gave_up)
+	int cancel = shim_nocancel_begin(); /* log_state.mu is held across open and write */
+	atomic_store(&log_state.stop, 1);
+	pthread_mutex_lock(&log_state.mu);
+	if (!log_state.open && atomic_load(&log_state.activity) && !log_state.gave_up)
 		open_log_now();
-	if (L.open) {
+	if (log_state.open) {
 		tick(true);
 		struct timespec wall;
 		clock_gettime(CLOCK_REALTIME, &wall);
 		struct logfmt_trailer t = { .end_wall_ns = (uint64_t)wall.tv_sec * NS_PER_S + (uint64_t)wall.tv_nsec,
 					    .end_mono_ns = trace_now(), .exit_status = exit_status };
 		atomic_store(&trace_on, 0);
-		write_block(logfmt_encode_trailer(L.buf, BUF_BYTES, L.seq, &t));
-		shimfd_close(L.fd);
-		L.fd = -1;
-		L.open = false;
-		atomic_store(&L.running, 0);
-		atomic_store(&L.ident_ok, 0);
+		write_block(logfmt_encode_trailer(log_state.buf, BUF_BYTES, log_state.seq, &t));
+		shimfd_close(log_state.fd);
+		log_state.fd = -1;
+		log_state.open = false;
+		atomic_store(&log_state.running, 0);
+		atomic_store(&log_state.ident_ok, 0);
 	}
-	L.gave_up = true; /* finished: nothing may create it again (a late tick, a second stop) */
-	pthread_mutex_unlock(&L.mu);
+	log_state.gave_up = true; /* finished: nothing may create it again (a late tick, a second stop) */
+	pthread_mutex_unlock(&log_state.mu);
 	shim_nocancel_end(cancel);
 	shim_leave();
 }
@@ -1281,23 +1290,23 @@ void log_stop(int exit_status)
 static void reset_for_child(void)
 {
 	/* Fresh zero pages in place: the parent's counts are the parent's. */
-	madvise(L.shared, sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS, MADV_DONTNEED);
-	madvise(L.threads, sizeof(struct thread_log) * MAX_THREADS, MADV_DONTNEED);
+	madvise(log_state.shared, sizeof(struct hist) * LOGOP_COUNT * RULE_SLOTS, MADV_DONTNEED);
+	madvise(log_state.threads, sizeof(struct thread_log) * MAX_THREADS, MADV_DONTNEED);
 	init_shared_hists();
-	memset(L.shared_tally, 0, sizeof(L.shared_tally));
-	L.nstaged = 0;
+	memset(log_state.shared_tally, 0, sizeof(log_state.shared_tally));
+	log_state.nstaged = 0;
 	for (unsigned i = 0; i < MAX_THREADS; i++) {
-		atomic_store(&L.rings[i].head, 0);
-		atomic_store(&L.rings[i].tail, 0);
-		L.rings[i].tail_seen = 0;
-		atomic_store(&L.rings[i].drops, 0);
+		atomic_store(&log_state.rings[i].head, 0);
+		atomic_store(&log_state.rings[i].tail, 0);
+		log_state.rings[i].tail_seen = 0;
+		atomic_store(&log_state.rings[i].drops, 0);
 	}
-	atomic_store(&L.ringless_drops, 0);
-	L.queue_head = L.queue_tail = NULL; /* may be mid-update: leak, never walk */
+	atomic_store(&log_state.ringless_drops, 0);
+	log_state.queue_head = log_state.queue_tail = NULL; /* may be mid-update: leak, never walk */
 	atomic_store(&gone.head, 0);
 	atomic_store(&gone.tail, 0);
-	if (L.announced) /* the parent's log named them, not the child's */
-		memset(L.announced, 0, L.announced_words * sizeof(uint64_t));
+	if (log_state.announced) /* the parent's log named them, not the child's */
+		memset(log_state.announced, 0, log_state.announced_words * sizeof(uint64_t));
 }
 
 /* Inside the fork handler: system calls only, no allocation, no file, no
@@ -1305,27 +1314,27 @@ static void reset_for_child(void)
  * made like any process's, at its first write or sync. */
 void log_atfork_child(void)
 {
-	pthread_mutex_init(&L.mu, NULL);
-	pthread_mutex_init(&L.queue_mu, NULL);
+	pthread_mutex_init(&log_state.mu, NULL);
+	pthread_mutex_init(&log_state.queue_mu, NULL);
 	my_log = NULL;
 	my_tid = 0;
 	my_second_end = 0;
-	if (!L.configured || L.gave_up)
+	if (!log_state.configured || log_state.gave_up)
 		return;
-	if (L.open)
-		shimfd_close(L.fd); /* the parent's log is the parent's */
+	if (log_state.open)
+		shimfd_close(log_state.fd); /* the parent's log is the parent's */
 	else
-		shimfd_forget(L.fd);
-	L.fd = -1;
-	L.open = false;
-	L.thread_started = false;
-	atomic_store(&L.running, 0);
-	atomic_store(&L.ident_ok, 0);
+		fd_unmark_shim(log_state.fd);
+	log_state.fd = -1;
+	log_state.open = false;
+	log_state.thread_started = false;
+	atomic_store(&log_state.running, 0);
+	atomic_store(&log_state.ident_ok, 0);
 	reset_for_child();
-	atomic_store(&L.activity, 0);
-	L.first_id = registry_next_id();
-	L.start_mono = trace_now();
-	L.next_second = 0;
-	atomic_store(&L.stop, 0);
+	atomic_store(&log_state.activity, 0);
+	log_state.first_id = registry_next_id();
+	log_state.start_mono = trace_now();
+	log_state.next_second = 0;
+	atomic_store(&log_state.stop, 0);
 	atomic_store_explicit(&trace_on, 1, memory_order_release);
 }

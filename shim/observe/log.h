@@ -21,6 +21,8 @@ void log_stop(int exit_status);
  * the logger thread, and the log file once there is something to log. */
 void log_maybe_start(void);
 void log_atfork_child(void);
+/* The thread ended (lifecycle.c): give its counting slot back. */
+void log_thread_ended(void);
 
 /* A new file's FILE block: made before the registry lock (allocates,
  * statfs), posted under it (fills in the id, queues; no allocation). NULL

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "shim.h"
 
 #ifdef SYNCSHIM_TSAN

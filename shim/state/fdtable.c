@@ -22,13 +22,18 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <linux/kcmp.h>
 #include <unistd.h>
 
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
+#include "paths.h"
 #include "shim.h"
+#include "shimfd.h"
 
 #define FD_TABLE_MAX (1 << 20)
 #define FD_TABLE_MIN 1024

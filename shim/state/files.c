@@ -26,12 +26,17 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "crash.h"
+#include "files.h"
 #include "flusher.h"
+#include "knobs.h"
 #include "live.h"
 #include "log.h"
 #include "risk.h"
 #include "shim.h"
+#include "snapshot.h"
+#include "syncerr.h"
 
 #define HASH_BUCKETS 4096
 #define MAX_GHOSTS 256

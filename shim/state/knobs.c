@@ -16,6 +16,8 @@
  */
 #include <string.h>
 
+#include "files.h"
+#include "knobs.h"
 #include "pace.h"
 #include "shim.h"
 

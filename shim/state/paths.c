@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "paths.h"
 #include "shim.h"
 
 static size_t put_uint(char *out, unsigned v)

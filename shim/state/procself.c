@@ -8,7 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdtable.h"
+#include "procself.h"
 #include "shim.h"
+#include "shimfd.h"
 
 static ssize_t read_proc(const char *name, char *out, size_t len)
 {

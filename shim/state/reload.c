@@ -18,11 +18,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "alloc.h"
+#include "files.h"
 #include "flusher.h"
 #include "log.h"
 #include "logfmt.h"
 #include "reload.h"
 #include "shim.h"
+#include "snapshot.h"
 
 #define POLL_NS 250000000L
 

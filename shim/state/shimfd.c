@@ -24,24 +24,17 @@
 #include <unistd.h>
 
 #include "crash.h"
+#include "fdtable.h"
+#include "files.h"
 #include "flusher.h"
 #include "log.h"
 #include "shim.h"
+#include "shimfd.h"
 
 #define HIGH_BASE 100
 
-void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f)
-{
-	fd_mark_shim(fd, owner, f);
-}
-
-void shimfd_forget(int fd)
-{
-	fd_unmark_shim(fd);
-}
-
 /* The number is marked ours and still refers to what its owner opened. */
-static bool really_ours(int fd)
+bool shimfd_is_ours(int fd)
 {
 	dev_t dev, want_dev;
 	ino_t ino, want_ino;
@@ -69,11 +62,6 @@ static bool really_ours(int fd)
 		return true; /* a short-lived read: nothing to compare against */
 	}
 	return fd_identity(fd, &dev, &ino, NULL) == 0 && dev == want_dev && ino == want_ino;
-}
-
-bool shimfd_is_ours(int fd)
-{
-	return really_ours(fd);
 }
 
 void shimfd_lost(int fd)
@@ -114,7 +102,7 @@ void shimfd_close(int fd)
 static int claim_or_close(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
 	if (fd >= 0)
-		shimfd_claim(fd, owner, f);
+		fd_mark_shim(fd, owner, f);
 	return fd;
 }
 
@@ -145,7 +133,7 @@ int shimfd_app_close(int fd)
 {
 	if (fd_shim_owner(fd, NULL) == OWN_NONE)
 		return 0;
-	if (really_ours(fd))
+	if (shimfd_is_ours(fd))
 		return 1;
 	shimfd_lost(fd); /* a stale mark: the number is the app's */
 	return 0;

@@ -18,7 +18,9 @@
  */
 #include <time.h>
 
+#include "alloc.h"
 #include "shim.h"
+#include "snapshot.h"
 
 static _Atomic uint64_t epoch;
 static _Atomic uint64_t readers[2];

@@ -16,7 +16,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fdtable.h"
+#include "files.h"
 #include "shim.h"
+#include "syncerr.h"
 
 void syncerr_reset(struct shim_file *f)
 {

@@ -73,7 +73,7 @@ static void env_lines(const uint8_t *data, size_t size)
 		at++;
 	}
 	policy_init_defaults(&p);
-	if (policy_apply_env(&p, &(struct policy_env){ v[0], v[1], v[2], v[3], v[4] }, err, sizeof(err)) < 0)
+	if (policy_apply_env(&p, &(struct policy_env){ v[0], v[1], v[2], v[3], v[4], NULL }, err, sizeof(err)) < 0)
 		die_unless(err[0] && !strchr(err, '\n'), "env error message");
 }
 

@@ -616,7 +616,7 @@ static int sync_fd_call(const char *op, int fd, int (*real)(int), long sysno)
 
 /* Tells the shim above that these sync functions pass every call on to
  * libc (but for RECLAYER_FAIL's injections): it must not take this layer
- * for a sync-eating preload (shim/nextsync.c). */
+ * for a sync-eating preload (shim/calls/nextsync.c). */
 API const int syncshim_layer_passes_syncs = 1;
 
 API int fsync(int fd)

@@ -1,6 +1,6 @@
 /*
  * ord_steps.c - a scripted sequence of writes, syncs and renames over a
- * few files, for the ordered-defer tests (tests/test_order.c).
+ * few files, for the ordered-defer tests (tests/system/test_order.c).
  *
  *   ord_steps DIR STEP...
  *

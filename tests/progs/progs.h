@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The 16-byte record pattern of tests/harness/harness.c: byte o of a file is part
+/* The 16-byte record pattern (h_check_pattern checks it): byte o of a file is part
  * of the record at o & ~15, that offset as 15 hex digits then '\n'. Fills
  * buf with the n bytes starting at file offset off. */
 static inline void pattern(char *buf, size_t n, unsigned long long off)

@@ -1,6 +1,6 @@
 /*
  * sched_many - many deferred files at once, for the schedule's cost check
- * (tests/test_sched.c).
+ * (tests/system/test_sched.c).
  *
  *   sched_many -d DIR -n N -L RECLOG [-c] [-T MAX_MS]
  *

@@ -1,7 +1,7 @@
 /*
- * test_crash.c - crash-test mode's recorder (shim/crash.c): the undo log
+ * test_crash.c - crash-test mode's recorder (shim/observe/crash.c): the undo log
  * a shimmed program leaves, read here with the format's own definitions
- * (shim/undofmt.h) and checked against what the program did and what the
+ * (shim/format/undo/undofmt.h) and checked against what the program did and what the
  * files hold. (The rollback and `syncshim crashtest` are tested in
  * test_crashtest.c.)
  */

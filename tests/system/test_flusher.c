@@ -83,32 +83,6 @@ static void fl_cmd(struct h_cmd *c, unsigned layers, const char *ini)
 		h_envf(c, "SYNCSHIM_CONFIG=%s", ini);
 }
 
-/* The 16-byte record pattern of tests/harness.h (h_check_pattern), read
- * a block at a time: the stress test's files are big. */
-static bool fl_pattern_ok(const char *path, long long expect_size)
-{
-	static const char hex[] = "0123456789abcdef";
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	static char buf[1 << 16];
-	long long o = 0;
-	ssize_t n;
-	bool ok = true;
-	while (ok && (n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++, o++) {
-			unsigned pos = (unsigned)(o & 15);
-			char want = pos == 15 ? '\n' : hex[(((unsigned long long)o & ~15ull) >> (4 * (14 - pos))) & 15];
-			if (buf[i] != want) {
-				ok = false;
-				break;
-			}
-		}
-	}
-	close(fd);
-	return ok && o == expect_size;
-}
-
 /* ---- programs' output -------------------------------------------------------- */
 
 /* The value of " key=" (or "key=" at the start) on the first line of text
@@ -234,7 +208,7 @@ Test(defer, deadline_batches_syncs_on_flusher_thread)
 	h_argf(&c, "-w%d", 4 * DEFER_DELAY_MS);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "fl_loop under defer");
-	cr_assert(fl_pattern_ok(file, DEFER_N * 4096LL), "defer: data in %s wrong", file);
+	cr_assert(h_check_pattern(file, DEFER_N * 4096LL), "defer: data in %s wrong", file);
 	long pid = (long)fl_val(r.out, "fl_loop:", "pid");
 	unsigned long long last_call = fl_val(r.out, "fl_loop:", "last_sync_t0");
 	cr_assert_eq(fl_val(r.out, "fl_loop:", "syncs"), DEFER_N);
@@ -307,7 +281,7 @@ static int threshold_run(const char *name, const char *knobs, const char *n, con
 	       NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, name);
-	cr_assert(fl_pattern_ok(file, atol(n) * 4096LL), "%s: data wrong", name);
+	cr_assert(h_check_pattern(file, atol(n) * 4096LL), "%s: data wrong", name);
 	long pid = (long)fl_val(r.out, "fl_loop:", "pid");
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file);
@@ -384,7 +358,7 @@ Test(defer, osync_defer_strips_odsync)
 	h_argf(&c, "-n%d", n);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "fl_loop -O under defer, osync=defer");
-	cr_assert(fl_pattern_ok(file, n * 4096LL));
+	cr_assert(h_check_pattern(file, n * 4096LL));
 	struct h_log log = h_log_load(&c);
 	const struct h_rec *op = find_open(&log, file);
 	cr_assert_not_null(op, "no open of %s recorded", file);
@@ -430,7 +404,7 @@ Test(defer, writeback_bytes_starts_early_writeback)
 		       "300", NULL);
 		struct h_result r = h_run(&c);
 		h_assert_ok(r, "fl_loop writes only");
-		cr_assert(fl_pattern_ok(file, 256 * 4096LL));
+		cr_assert(h_check_pattern(file, 256 * 4096LL));
 		long pid = (long)fl_val(r.out, "fl_loop:", "pid");
 		struct h_log log = h_log_load(&c);
 		unsigned long long ino = h_ino(file);
@@ -503,7 +477,7 @@ static int group_run(const char *policy_or_ini, bool is_ini, const char *name, s
 	h_argf(&c, "-n%d", G_COUNT);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, name);
-	cr_assert(fl_pattern_ok(file, G_THREADS * G_COUNT * 4096LL), "%s: data wrong", name);
+	cr_assert(h_check_pattern(file, G_THREADS * G_COUNT * 4096LL), "%s: data wrong", name);
 	*pid_out = (long)fl_val(r.out, "fl_group:", "pid");
 	struct call_iv *calls;
 	size_t n = load_calls(times, &calls);
@@ -631,6 +605,9 @@ Test(barrier, rename_completes_pending_sync)
 				       h_path("*.tmp"), B_LONG, h_path("*.dat"), B_LONG));
 	struct h_cmd c;
 	fl_cmd(&c, H_SHIM_REC, ini);
+	/* Ordered defer also holds a rename back until every acknowledged
+	 * sync is durable (order.c): off, so this sees the barrier alone. */
+	h_env(&c, "SYNCSHIM_TEST_NO_ORDER=1");
 	h_args(&c, h_prog("fl_barrier"), "rename", "-d", h_ctx.dir, NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "fl_barrier rename");
@@ -638,7 +615,7 @@ Test(barrier, rename_completes_pending_sync)
 	static const char *const calls[] = { "rename", "renameat", "renameat2" };
 	for (int v = 0; v < 3; v++) {
 		char *dst = h_path(h_fmt("%s.dat", calls[v]));
-		cr_assert(fl_pattern_ok(dst, B_SIZE), "%s: data at the new name wrong", calls[v]);
+		cr_assert(h_check_pattern(dst, B_SIZE), "%s: data at the new name wrong", calls[v]);
 		unsigned long long ino = h_ino(dst);
 		const struct h_rec *rn = find_rename_to(&log, h_fmt("%s.dat", calls[v]));
 		cr_assert_not_null(rn, "%s: no rename recorded", calls[v]);
@@ -668,7 +645,7 @@ Test(barrier, rename_after_close_completes_pending_sync)
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "fl_barrier replace");
 	cr_assert(h_has(r.out, "replace: fsync=0/0 close=0/0 rename=0/0"), "%s", r.out);
-	cr_assert(fl_pattern_ok(file, B_SIZE), "the new contents are not in place");
+	cr_assert(h_check_pattern(file, B_SIZE), "the new contents are not in place");
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file);
 	const struct h_rec *rn = find_rename_to(&log, "cl.dat");
@@ -703,7 +680,7 @@ Test(barrier, close_async_flusher_completes_later)
 	h_args(&c, h_prog("fl_barrier"), "close", "-f", file, "-w", "1200", NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "fl_barrier close (async)");
-	cr_assert(fl_pattern_ok(file, B_SIZE));
+	cr_assert(h_check_pattern(file, B_SIZE));
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file);
 	long fd = (long)fl_val(r.out, "close:", "fd");
@@ -735,7 +712,7 @@ Test(barrier, close_sync_waits)
 	h_args(&c, h_prog("fl_barrier"), "close", "-f", file, NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "fl_barrier close (sync)");
-	cr_assert(fl_pattern_ok(file, B_SIZE));
+	cr_assert(h_check_pattern(file, B_SIZE));
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file);
 	long fd = (long)fl_val(r.out, "close:", "fd");
@@ -767,7 +744,7 @@ Test(barrier, exec_completes_pending_sync)
 		struct h_result r = h_run(&c);
 		h_assert_ok(r, calls[v]);
 		cr_assert(h_has(r.out, "stamp:"), "%s: the new image did not run:\n%s", calls[v], r.out);
-		cr_assert(fl_pattern_ok(file, B_SIZE));
+		cr_assert(h_check_pattern(file, B_SIZE));
 		unsigned long long exec_t0 = fl_val(r.out, "exec:", "exec_t0");
 		unsigned long long start = fl_val(r.out, "stamp:", "t");
 		struct h_log log = h_log_load(&c);
@@ -806,8 +783,8 @@ Test(barrier, fork_parent_and_child_keep_their_syncs)
 		struct h_result r = h_run(&c);
 		h_assert_ok(r, "fl_barrier fork");
 		cr_assert_eq(fl_val(r.out, "parent:", "status"), 0);
-		cr_assert(fl_pattern_ok(pf, 2 * B_SIZE), "parent's data wrong");
-		cr_assert(fl_pattern_ok(cf, B_SIZE), "child's data wrong");
+		cr_assert(h_check_pattern(pf, 2 * B_SIZE), "parent's data wrong");
+		cr_assert(h_check_pattern(cf, B_SIZE), "child's data wrong");
 		long ppid = (long)fl_val(r.out, "parent:", "pid"), cpid = (long)fl_val(r.out, "child:", "pid");
 		struct h_log log = h_log_load(&c);
 		unsigned long long pino = h_ino(pf), cino = h_ino(cf);
@@ -844,7 +821,7 @@ Test(barrier, sync_and_syncfs_complete_pending_syncs)
 		h_args(&c, h_prog("fl_barrier"), "syncall", "-f", file, "-x", calls[v], NULL);
 		struct h_result r = h_run(&c);
 		h_assert_ok(r, calls[v]);
-		cr_assert(fl_pattern_ok(file, B_SIZE));
+		cr_assert(h_check_pattern(file, B_SIZE));
 		struct h_log log = h_log_load(&c);
 		const struct h_rec *op = find_open(&log, file);
 		cr_assert_not_null(op);
@@ -875,7 +852,7 @@ Test(barrier, exit_paths_complete_pending_syncs)
 		h_args(&c, h_prog("fl_barrier"), "exit", "-f", file, "-x", how[v], NULL);
 		struct h_result r = h_run(&c);
 		h_assert_ok(r, how[v]);
-		cr_assert(fl_pattern_ok(file, B_SIZE));
+		cr_assert(h_check_pattern(file, B_SIZE));
 		long pid = (long)fl_val(r.out, "exit:", "pid");
 		struct h_log log = h_log_load(&c);
 		unsigned long long ino = h_ino(file);
@@ -940,7 +917,7 @@ Test(barrier, sync_from_late_destructor_is_made)
 		struct h_result r = h_run(&c);
 		h_assert_ok(r, "fl_loop + late destructor");
 		cr_assert(h_has(r.out, "late: write=16 fsync=0"), "the library's destructor did not run:\n%s", r.out);
-		cr_assert(fl_pattern_ok(file, 16));
+		cr_assert(h_check_pattern(file, 16));
 		struct h_log log = h_log_load(&c);
 		unsigned long long ino = h_ino(file);
 		struct syncs s = real_syncs(&log, ino, 0);
@@ -956,7 +933,7 @@ Test(barrier, sync_from_late_destructor_is_made)
  * flusher's private number moves the dup away first, and the shim only
  * ever closes a number it still owns).
  * The flusher's private dup of a defer file takes the lowest free number
- * (PRIVATE_FD_MIN 3 in shim/flusher.c), i.e. the number the app's next
+ * (PRIVATE_FD_MIN 3 in shim/defer/flusher.c), i.e. the number the app's next
  * open would have got without the shim. An app that puts a descriptor at
  * a number of its choosing, as shells do for "exec 4>file" (open, dup2 to
  * 4, close), silently replaces the private dup; fd_copy() rebinds the
@@ -1026,7 +1003,7 @@ static void sticky_run(const char *errname, const char *settle, const char *knob
 	char *what = h_fmt("defer, injected %s, settle by %s", errname, settle);
 	h_assert_ok(r, what);
 	expect_sticky(what, r.out, errname, "fsync");
-	cr_expect(fl_pattern_ok(file, 8192), "%s: data wrong", what);
+	cr_expect(h_check_pattern(file, 8192), "%s: data wrong", what);
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file);
 	struct syncs s = real_syncs(&log, ino, 0);
@@ -1119,7 +1096,7 @@ Test(flush_errors, rename_barrier_failure_is_reported)
 	cr_assert(h_has(r.out, "replace: fsync=0/0 close=0/0 rename="), "%s", r.out);
 	cr_expect(h_has(r.out, "rename=-1/EIO"),
 		  "the failed sync of FILE.tmp was reported by no call (fsync, close, rename):\n%s", r.out);
-	cr_expect(fl_pattern_ok(file, 4096), "FILE was replaced by data whose sync failed (size %lld)", h_size(file));
+	cr_expect(h_check_pattern(file, 4096), "FILE was replaced by data whose sync failed (size %lld)", h_size(file));
 }
 
 /*
@@ -1268,7 +1245,7 @@ Test(reload, edit_applies_within_one_second)
 	struct h_result r = reload_stop(&c, pid, stop);
 	cr_expect_str_empty(r.err, "stderr:\n%s", r.err);
 	long iters = (long)fl_val(r.out, "fl_loop:", "iters");
-	cr_assert(fl_pattern_ok(file, iters * 4096LL), "data wrong");
+	cr_assert(h_check_pattern(file, iters * 4096LL), "data wrong");
 	long apid = (long)fl_val(r.out, "fl_loop:", "pid");
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file), end = ~0ull;
@@ -1350,7 +1327,7 @@ Test(reload, edit_flushes_pending_syncs)
 	sleep_ms(1500);
 	unsigned long long s0 = now_ns();
 	reload_stop(&c, pid, stop);
-	cr_assert(fl_pattern_ok(file, 5 * 4096LL));
+	cr_assert(h_check_pattern(file, 5 * 4096LL));
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file);
 	struct syncs s = real_syncs(&log, ino, 0);
@@ -1380,7 +1357,7 @@ Test(reload, broken_edit_keeps_policy)
 	sleep_ms(1500);
 	struct h_result r = reload_stop(&c, pid, stop);
 	long iters = (long)fl_val(r.out, "fl_loop:", "iters");
-	cr_assert(fl_pattern_ok(file, iters * 4096LL), "data wrong");
+	cr_assert(h_check_pattern(file, iters * 4096LL), "data wrong");
 	cr_assert_eq(h_nlines(r.err), 1, "want exactly one stderr line for the broken edit:\n%s", r.err);
 	cr_assert(!strncmp(r.err, "syncshim: ", 10) && h_has(r.err, "shim.ini"), "stderr:\n%s", r.err);
 	long apid = (long)fl_val(r.out, "fl_loop:", "pid");
@@ -1453,22 +1430,22 @@ Test(stress, threads_forks_and_reloads)
 	for (int s = 0; s < 3; s++) {
 		long n = (long)fl_val(r.out, h_fmt("shared %d ", s), "records");
 		char *f = h_path(h_fmt("shared.%d.dat", s));
-		cr_expect(n > 0 && fl_pattern_ok(f, n * S_RS), "stress: %s: want %ld records, size %lld", f, n,
+		cr_expect(n > 0 && h_check_pattern(f, n * S_RS), "stress: %s: want %ld records, size %lld", f, n,
 			  h_size(f));
 	}
 	for (int t = 0; t < 16; t++) {
 		long n = (long)fl_val(r.out, h_fmt("own %d ", t), "records");
 		char *f = h_path(h_fmt("own.%d.dat", t));
-		cr_expect(n > 0 && fl_pattern_ok(f, n * S_RS), "stress: %s: want %ld records, size %lld", f, n,
+		cr_expect(n > 0 && h_check_pattern(f, n * S_RS), "stress: %s: want %ld records, size %lld", f, n,
 			  h_size(f));
 		char *fin = h_path(h_fmt("final.%d.dat", t));
-		cr_expect(fl_pattern_ok(fin, S_RS), "stress: %s wrong (size %lld)", fin, h_size(fin));
+		cr_expect(h_check_pattern(fin, S_RS), "stress: %s wrong (size %lld)", fin, h_size(fin));
 	}
 	long kids = (long)fl_val(r.out, "children", "children");
 	cr_expect_geq(kids, h_ctx.asan ? 5 : 20, "stress: only %ld children forked", kids);
 	for (long i = 0; i < kids; i++) {
 		char *f = h_path(h_fmt("child.%ld.dat", i));
-		cr_expect(fl_pattern_ok(f, 8 * S_RS), "stress: %s wrong (size %lld)", f, h_size(f));
+		cr_expect(h_check_pattern(f, 8 * S_RS), "stress: %s wrong (size %lld)", f, h_size(f));
 	}
 }
 
@@ -1526,7 +1503,7 @@ Test(flush_pace, auto_window_syncs_without_waiting_out_a_window)
 	unsigned long long stopped = now_ns();
 	struct h_result r = reload_stop(&c, pid, stop);
 	cr_assert(synced, "auto window: no real sync while the app idled for 15 s");
-	cr_assert(fl_pattern_ok(file, 4096));
+	cr_assert(h_check_pattern(file, 4096));
 	struct h_log log = h_log_load(&c);
 	struct syncs s = real_syncs(&log, ino, 0);
 	log_syncs("auto window", &s);
@@ -1557,7 +1534,7 @@ Test(flush_pace, at_risk_ceiling_makes_the_app_sync_wait)
 	cr_assert(appears(h_fmt("%s.idle", stop), 15), "fl_loop never reached its idle state");
 	unsigned long long idle = now_ns();
 	struct h_result r = reload_stop(&c, pid, stop);
-	cr_assert(fl_pattern_ok(file, 3 * 4096));
+	cr_assert(h_check_pattern(file, 3 * 4096));
 	long app = (long)fl_val(r.out, "fl_loop:", "pid");
 	struct h_log log = h_log_load(&c);
 	unsigned long long ino = h_ino(file);
@@ -1602,7 +1579,7 @@ Test(flush_pace, auto_linger_keeps_every_group_call_durable)
 }
 
 /* ======================================================================== */
-/* Data at risk (shim/risk.c), as the log reports it, against what the     */
+/* Data at risk (shim/defer/risk.c), as the log reports it, against what the     */
 /* recording layer beneath the shim saw really happen                      */
 /* ======================================================================== */
 TestSuite(risk, .init = fl_setup, .fini = h_teardown, .timeout = 60);
@@ -1675,7 +1652,7 @@ Test(risk, defer_stays_within_the_window_plus_one_sync)
 	char *ini = fl_ini_rule("shim.ini", file, "defer", "max_delay_ms = 50\nmax_calls = 1000000\nmax_bytes = 1G\n");
 	struct h_cmd c;
 	risk_run(ini, file, log, "3000", "500", "0", &c);
-	cr_assert(fl_pattern_ok(file, 3000 * 4096LL));
+	cr_assert(h_check_pattern(file, 3000 * 4096LL));
 	struct risk_seen s = risk_of_log(log, file);
 	cr_assert(s.any && s.bytes > 0 && s.age_ns > 0, "defer: nothing at risk in the log");
 

@@ -1,5 +1,5 @@
 /*
- * test_order.c - ordered defer (shim/order.c): under defer, a change of a
+ * test_order.c - ordered defer (shim/defer/order.c): under defer, a change of a
  * file reaches the kernel only after the syncs the program was already
  * told are done, of its other files and of its own promised bytes.
  *

@@ -1,5 +1,5 @@
 /*
- * test_sched.c - the flusher threads' schedule (shim/workers.c) costs a
+ * test_sched.c - the flusher threads' schedule (shim/defer/workers.c) costs a
  * logarithm per file, not a scan of every file the threads hold.
  *
  * Counted, not timed: the shim counts its schedule steps (heap links and

@@ -983,7 +983,7 @@ Test(launcher, no_allocator_exported)
 	cr_expect(fsync_seen, "nm shows no fsync: wrong library or nm output?\n%s", r.out);
 }
 
-/* The names SHIM_CALLS and SHIM_EXTRA_EXPORTS list in shim/calls.h (the
+/* The names SHIM_CALLS and SHIM_EXTRA_EXPORTS list in shim/calls/calls.h (the
  * test reads the header, from the top of the tree: the list is the
  * truth), one per line, sorted. */
 static int str_cmp(const void *a, const void *b)
@@ -1026,7 +1026,7 @@ Test(launcher, exports_exactly_the_list_of_calls)
 				     h_shim_lib()), NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "nm -D");
-	cr_assert_str_eq(r.out, want, "exported symbols differ from shim/calls.h's list");
+	cr_assert_str_eq(r.out, want, "exported symbols differ from shim/calls/calls.h's list");
 }
 
 /* LD_PRELOAD already set: syncshim run appends the shim, keeps the rest. */

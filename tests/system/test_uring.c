@@ -1,6 +1,6 @@
 /*
  * test_uring.c - syncs that go around libc's sync calls: libc's syscall()
- * and io_uring rings (shim/syscall.c, shim/uring.c).
+ * and io_uring rings (shim/calls/syscall.c, shim/calls/uring.c).
  *
  * What reached the kernel is read from the kernel's own record, not the
  * shim's: tracefs, in a private instance, with io_uring:io_uring_submit_req

@@ -155,9 +155,14 @@ static int longest_function(const char *path, char *name, size_t cap)
 	return longest;
 }
 
-/* Small functions stay small: none in the shim, the policy or the tools
- * over 60 lines (issue 12). */
-Test(docs, no_function_over_60_lines)
+/* Function length is a judgment, not a rule: a function is as long as
+ * what it does reads best in one piece. A 60-line limit (issue 12) made
+ * code worse: policy.c's set_key split its tail into a second switch over
+ * the same key ids only to get under it (issue 16). So this is a ceiling
+ * that only catches the pathological (a function no reader can hold in
+ * mind, usually several that grew together): 120 lines, about two screens,
+ * twice the old limit. */
+Test(docs, no_function_over_120_lines)
 {
 	struct sources src = { 0 };
 	find_sources(&src, ".c");
@@ -165,6 +170,6 @@ Test(docs, no_function_over_60_lines)
 	for (size_t i = 0; i < src.n; i++) {
 		char name[1024] = "";
 		int n = longest_function(src.path[i], name, sizeof(name));
-		cr_expect_leq(n, 60, "%s: a function of %d lines: %s", src.path[i], n, name);
+		cr_expect_leq(n, 120, "%s: a function of %d lines: %s", src.path[i], n, name);
 	}
 }

@@ -958,6 +958,10 @@ section_uring() {
 			for e in psync libaio io_uring; do
 				fio_run "fio_${e}_$h" "$e" fsync "$h"
 			done
+			case $h in # the shim's policies again, fio's inline ring calls trapped
+			none | eatmydata) ;;
+			*) SYNCSHIM_INLINE_SYSCALLS=trap fio_run "fio_io_uring_trap_$h" io_uring fsync "$h" ;;
+			esac
 			for m in ring libc; do
 				local extra=()
 				[ $m = libc ] && extra=(libc)
@@ -969,16 +973,20 @@ section_uring() {
 			done
 		done
 	done
-	echo "| configuration | fio psync IOPS | fio libaio IOPS | fio io_uring IOPS | fio io_uring vs psync | uring_ops ring rounds/s | uring_ops libc rounds/s | uring_ops ring vs libc |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| configuration | fio psync IOPS | fio libaio IOPS | fio io_uring IOPS | fio io_uring vs psync | fio io_uring, inline_syscalls = trap | trap vs psync | uring_ops ring rounds/s | uring_ops libc rounds/s | uring_ops ring vs libc |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	for h in "${hows[@]}"; do
-		local p l u o ol
+		local p l u t o ol
 		p=$(medall "fio_psync_$h" iops); l=$(medall "fio_libaio_$h" iops); u=$(medall "fio_io_uring_$h" iops)
+		t=-
+		[ -f "$WORK/fio_io_uring_trap_$h.out" ] && t=$(medall "fio_io_uring_trap_$h" iops)
 		o=$(medall "ur_ring_$h" rounds_per_sec); ol=$(medall "ur_libc_$h" rounds_per_sec)
-		echo "| $h | $p | $l | $u | $(ratio "$u" "$p") | $o | $ol | $(ratio "$o" "$ol") |"
+		local tr=-
+		[ "$t" != - ] && tr=$(ratio "$t" "$p")
+		echo "| $h | $p | $l | $u | $(ratio "$u" "$p") | $t | $tr | $o | $ol | $(ratio "$o" "$ol") |"
 	done
 	echo
-	echo "fio enters its ring by inline system calls (\`objdump -d /usr/bin/fio\`: \`mov \$0x1aa,%eax; syscall\`, io_uring_enter), so its ring syncs are out of the shim's sight whatever the policy; the shim says so in one line at the ring's unmap. A program that submits through liburing's exported functions or libc's \`syscall()\` (\`uring_ops\`, QEMU) gets the policy."
+	echo "fio enters its ring by inline system calls (\`objdump -d /usr/bin/fio\`: \`mov \$0x1aa,%eax; syscall\`, io_uring_enter), so by default its ring syncs are out of the shim's sight whatever the policy; the shim says so in one line at the ring's unmap. With \`inline_syscalls = trap\` (syscall user dispatch on the program's own text, shim/calls/inline_trap.c) every inline call costs one SIGSYS and is carried out by the shim, so the ring's syncs follow the policy. A program that submits through liburing's exported functions or libc's \`syscall()\` (\`uring_ops\`, QEMU) gets the policy without it."
 	echo
 }
 

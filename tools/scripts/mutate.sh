@@ -79,7 +79,8 @@ parse
 log() { echo "$*" | tee -a "$SCRATCH/report.txt"; }
 
 # run_suite SPEC: 0 passed, 1 failed, 124 timed out, 3 no such suite in
-# this tree (another branch's, not landed yet: neither kills nor spares)
+# this tree (another branch's, not landed yet: neither kills nor spares),
+# 4 the filter selects no test (the list is out of date)
 run_suite() {
 	local spec=$1 bin filter
 	bin=${spec%%:*}
@@ -93,7 +94,14 @@ run_suite() {
 	make -C "$T" --no-print-directory -j"$JOBS" "build/tests/$bin" >>"$SCRATCH/build.log" 2>&1 || return 1
 	local args=(--jobs "$JOBS")
 	[ -n "$filter" ] && args+=(--filter "$filter")
-	SYNCSHIM_BUILD=$B timeout "$BOUND" "$B/tests/$bin" "${args[@]}" >"$SCRATCH/suite.log" 2>&1
+	local rc=0
+	SYNCSHIM_BUILD=$B timeout "$BOUND" "$B/tests/$bin" "${args[@]}" >"$SCRATCH/suite.log" 2>&1 || rc=$?
+	# A filter that selects nothing passes: a renamed suite would make
+	# every mutation it guards a false survivor.
+	if [ "$rc" = 0 ] && grep -q "Tested: 0 " "$SCRATCH/suite.log"; then
+		return 4
+	fi
+	return "$rc"
 }
 
 echo "mutate.sh: building the scratch copy in $T" >&2
@@ -144,12 +152,16 @@ for i in "${!NAMES[@]}"; do
 		log "BROKEN    $name: does not build ($(grep -m1 'error:' "$SCRATCH/build.log" || echo '?'))"
 		broken=$((broken + 1))
 	else
-		by="" maybe="" missing=""
+		by="" maybe="" missing="" empty=""
 		for s in ${SUITES[$i]:-none}; do
 			rc=0
 			run_suite "$s" || rc=$?
 			if [ "$rc" = 3 ]; then
 				missing="$missing ${s%%:*}"
+				continue
+			fi
+			if [ "$rc" = 4 ]; then
+				empty="$empty $s"
 				continue
 			fi
 			if [ "$rc" != 0 ]; then
@@ -167,6 +179,9 @@ for i in "${!NAMES[@]}"; do
 		if [ -n "$by" ]; then
 			log "KILLED    $name by $by (${secs}s)"
 			killed=$((killed + 1))
+		elif [ -n "$empty" ]; then
+			log "BROKEN    $name: no test matches$empty (fix the list)"
+			broken=$((broken + 1))
 		elif [ -n "$maybe" ]; then
 			log "UNSURE    $name: only $maybe failed, and it fails unmutated too"
 			unsure=$((unsure + 1))

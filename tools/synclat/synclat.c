@@ -1,5 +1,6 @@
 /*
- * synclat.c - the synclat program: report and compare latency logs.
+ * synclat.c - the synclat program: report, compare and plot latency logs,
+ * watch the live counters (top) and expose them to Prometheus (metrics).
  * The command line lives in libsynclat.a (synclat_cli.c) so the test
  * suite runs exactly what this program runs.
  */

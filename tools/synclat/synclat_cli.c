@@ -13,7 +13,7 @@
  * an output file that cannot be written.
  *
  * Part of libsynclat.a: synclat_main() takes its output streams so the
- * test suite can run the whole CLI in-process; tools/synclat.c is only
+ * test suite can run the whole CLI in-process; tools/synclat/synclat.c is only
  * the program's main().
  */
 #include "synclat_cli.h"

@@ -1,5 +1,6 @@
 /*
- * crashtest.c - `syncshim crashtest`: the command line and the trials.
+ * crashtest.c - `syncshim crashtest`: the command line; the trials run
+ * in ct_trial.c.
  *
  * Each trial: back to the initial state (--setup, or the launcher's copy
  * of the scope), a fresh undo store, the program under the shim in

@@ -1,8 +1,10 @@
 /*
  * crashtest.h - `syncshim crashtest`: power-cut trials of an unmodified
- * program (docs/CRASHTEST.md). Its parts: the command line and the trial
- * loop (crashtest.c), the scope's files (ct_scope.c), running and cutting
- * processes (ct_run.c), the report (ct_report.c).
+ * program (docs/CRASHTEST.md). Its parts: the command line (crashtest.c),
+ * one trial from start to verdict and the loop over all of them
+ * (ct_trial.c), the scope's files (ct_scope.c), the copies of the scope
+ * (ct_copy.c), running and cutting processes (ct_run.c), the report
+ * (ct_report.c).
  */
 #ifndef SYNCSHIM_CRASHTEST_H
 #define SYNCSHIM_CRASHTEST_H

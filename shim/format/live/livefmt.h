@@ -1,8 +1,8 @@
 /*
  * livefmt.h - the live counters file a shimmed process publishes about
  * once a second for `synclat top` and `synclat metrics`.
- * docs/LIVEFORMAT.md is the specification; shim/live.c writes it,
- * tools/liveread.c reads it.
+ * docs/LIVEFORMAT.md is the specification; shim/observe/live.c writes it,
+ * shim/format/live/liveread.c reads it.
  *
  * One file per process, DIR/PID.live, mode 0600, in native byte order
  * (it never leaves the machine). The writer maps it shared and rewrites it
@@ -104,7 +104,7 @@ struct live_file {
 	uint64_t errors;           /* real syncs of the file that failed, whoever made them */
 	/* now */
 	uint64_t pending;          /* deferred requests no real sync covers yet */
-	uint64_t risk_bytes;       /* acknowledged as durable, not yet synced (shim/risk.h) */
+	uint64_t risk_bytes;       /* acknowledged as durable, not yet synced (shim/defer/risk.h) */
 	uint64_t risk_age_ns;      /* the oldest of them, 0 none */
 	/* interval */
 	uint64_t risk_worst_bytes, risk_worst_age_ns;

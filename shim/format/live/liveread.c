@@ -25,16 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const status_names[LIVE_NSTATUS] = {
-	[LIVE_OK] = "ok", [LIVE_BUSY] = "busy", [LIVE_STALE] = "stale",
-	[LIVE_BAD] = "bad", [LIVE_REFUSED] = "refused", [LIVE_GONE] = "gone",
-};
-
-const char *live_status_name(enum live_status s)
-{
-	return s < LIVE_NSTATUS ? status_names[s] : "?";
-}
-
 static enum live_status say(char *why, size_t len, enum live_status st, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static enum live_status say(char *why, size_t len, enum live_status st, const char *fmt, ...)

@@ -1,6 +1,6 @@
 /*
  * liveread.h - the reader side of the live counters (docs/LIVEFORMAT.md,
- * shim/livefmt.h): where the files are, reading one without ever blocking
+ * shim/format/live/livefmt.h): where the files are, reading one without ever blocking
  * or slowing its writer, telling stale files from live ones, and summing
  * entries. `synclat top` (top.c) and `synclat metrics` (metrics.c) build
  * on this and on nothing else of the format.
@@ -37,8 +37,6 @@ enum live_status {
 	LIVE_GONE,     /* vanished between listing and opening: not worth a word */
 	LIVE_NSTATUS
 };
-
-const char *live_status_name(enum live_status s);
 
 /* One process, as read. */
 struct live_proc {

@@ -1,7 +1,7 @@
 /*
  * logfmt.h - the latency log's on-disk format: constants, the op list and
  * block encoders. docs/LOGFORMAT.md is the specification; this is its
- * writer side (tools/logread.c is the strict reader).
+ * writer side (shim/format/log/logread.c is the strict reader).
  *
  * Pure code for use inside other people's processes: no allocation, no
  * stdio, no locks, no system calls. Every encoder fills a caller buffer
@@ -172,7 +172,7 @@ struct logfmt_event {
 	const char *text;
 };
 
-/* Data at risk of one file over one second (shim/risk.h). */
+/* Data at risk of one file over one second (shim/defer/risk.h). */
 struct logfmt_risk {
 	uint32_t file_id;
 	uint64_t worst_bytes;        /* most bytes at risk at any moment of the second */

@@ -12,7 +12,7 @@
  * A cut (SIGKILL of the whole tree) therefore leaves a log whose records
  * are a superset of what happened, and whose marks never claim too much.
  *
- * Pure definitions, shared by the shim (shim/crash.c) and the tools.
+ * Pure definitions, shared by the shim (shim/observe/crash.c) and the tools.
  */
 #ifndef SYNCSHIM_UNDOFMT_H
 #define SYNCSHIM_UNDOFMT_H
@@ -46,7 +46,7 @@ enum undo_type {
 /*
  * Every record: this 72-byte head, then `plen` payload bytes (for WRITE
  * and SIZE the pre-image, for name records the NUL-separated paths, for
- * LIMIT the text). crc is CRC32C (shim/logfmt.h's logfmt_crc32c) of the
+ * LIMIT the text). crc is CRC32C (shim/format/log/logfmt.h's logfmt_crc32c) of the
  * head with crc = 0, then the payload. Little-endian.
  */
 struct undo_rec {

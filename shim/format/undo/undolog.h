@@ -1,6 +1,6 @@
 /*
  * undolog.h - strict reader of crash-test mode's undo log
- * (docs/CRASHTEST.md, shim/undofmt.h).
+ * (docs/CRASHTEST.md, shim/format/undo/undofmt.h).
  *
  * A cut leaves the log's last record possibly short: that tail is expected
  * and ignored (its change may or may not have happened; rule 1 of the

@@ -1,0 +1,37 @@
+/*
+ * shimfd.h - the shim's own descriptors (shimfd.c).
+ */
+#ifndef SYNCSHIM_SHIMFD_H
+#define SYNCSHIM_SHIMFD_H
+
+#include <stdbool.h>
+
+#include "fdtable.h"
+
+struct shim_file;
+
+/* Marking a number the shim's, and dropping the mark without closing it:
+ * fd_mark_shim, fd_unmark_shim (fdtable.h). */
+/* Forget the mark and close fd if it is still ours. */
+void shimfd_close(int fd);
+/* open()/dup by the shim for itself: O_CLOEXEC, marked, never on a number
+ * the app is using. -1 with errno. */
+int shimfd_open(const char *path, int flags, enum shim_fd_owner owner);
+int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
+/* close()/close_range() by the app of a number we hold: 1 = it is ours
+ * (the app gets EBADF), 0 = not (a stale mark, now cleared). */
+int shimfd_app_close(int fd);
+/* fd is marked ours and still refers to what its owner opened. */
+bool shimfd_is_ours(int fd);
+/* The app is about to dup2 onto fd: move ours out of the way. */
+void shimfd_vacate(int fd);
+/* The kernel handed fd to the app: ours was closed behind our back. */
+void shimfd_lost(int fd);
+/* Where the shim's long-lived descriptors go: above the numbers the app
+ * is likely to use, so its own numbering is what it would be without us. */
+int shimfd_high_base(void);
+/* The app's open/dup/socket failed with EMFILE: give back what the shim
+ * can; true if the call is worth retrying. */
+bool shimfd_relieve_emfile(void);
+
+#endif
