@@ -35,6 +35,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "shim.h"
+#include "trace.h"
 #include "uring.h"
 
 /* Requests looked at per io_submit; beyond that, they go as they are. */
@@ -75,7 +76,11 @@ static bool aio_one(struct iocb *cb)
 			return false;
 		int err;
 		bool changed = false;
-		switch (around_sync_decide(f, fd, cb->aio_lio_opcode == IOCB_CMD_FDSYNC, false, &err)) {
+		uint8_t source = trace_source;
+		trace_source = LOGREC_AIO;
+		enum around_sync d = around_sync_decide(f, fd, cb->aio_lio_opcode == IOCB_CMD_FDSYNC, false, &err);
+		trace_source = source;
+		switch (d) {
 		case AROUND_DATASYNC:
 			cb->aio_lio_opcode = IOCB_CMD_FDSYNC;
 			changed = true;

@@ -110,6 +110,12 @@ struct ring {
 	unsigned mask, entries;
 	unsigned seen;               /* entries before this one were looked at */
 	bool seen_set;
+	unsigned done_end;           /* just past the last entry the shim made a NOP */
+	bool done_set;
+	unsigned done_cq;            /* liburing rings: the CQ tail when it was published */
+	bool chain_open;             /* the last entry looked at links to the next one */
+	bool chain_by_shim;          /* every entry of the open chain was made or emptied by the shim */
+	bool chain_cancel;           /* an entry the shim made failed: the rest of the chain is cancelled */
 	bool warned;
 	struct fixed_file *files;    /* registered files, shim_alloc'd */
 	unsigned nfiles;
@@ -492,7 +498,8 @@ uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt)
  * A write submitted around libc, of n bytes (counted when submitted: the
  * completion is not the shim's to see): RWF_SYNC/RWF_DSYNC in *rw_flags
  * as pwritev2's, then the write path's accounting (data at risk, the
- * flusher's thresholds, the live counters). Crash-test mode cannot log it.
+ * flusher's thresholds, the live counters). Crash-test mode cannot log it
+ * here (a ring's write it can log is made by crash_made instead).
  */
 void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n)
 {
@@ -600,6 +607,103 @@ static void ring_entry(const struct ring *r, struct io_uring_sqe *s)
 	}
 }
 
+/* ---- crash-test mode: the ring's writes and syncs of tracked files ------------ */
+
+/*
+ * The undo log's model (docs/CRASHTEST.md) is that a change is recorded,
+ * with the bytes it overwrites, just before it is made, under the file's
+ * lock, and that a sync's DURABLE record is written after the sync and
+ * before the app learns of it. A ring breaks both: its write reaches the
+ * file whenever the kernel gets to it, after the shim has let go (another
+ * write, of the app's or the ring's, may land between a pre-image read at
+ * submission and the write), and its FSYNC's completion is read by the app
+ * from shared memory, with no call of the shim's in between.
+ *
+ * So in crash-test mode the shim makes a tracked file's ring WRITE,
+ * WRITE_FIXED, WRITEV and FSYNC itself, at submission, in the ring's
+ * order, through its own pwritev2 and fsync/fdatasync (the libc paths:
+ * the record and pre-image taken under the file's lock just before the
+ * write, the policy applied to the sync, DURABLE recorded before the call
+ * returns), and the entry becomes a NOP that completes with the call's
+ * result (same user_data, flags and place in its chain). The pre-image
+ * is then read at the moment the write is made, which is what the model
+ * says. A test mode: the submitting thread waits for the writes and syncs.
+ *
+ * Linked chains keep their meaning: an entry is made by the shim only if
+ * every entry before it in its chain was (made, or emptied to a NOP), so
+ * nothing the kernel has still to run comes before it; when one it made
+ * fails (an error, or a short write, which breaks an IOSQE_IO_LINK but not
+ * an IOSQE_IO_HARDLINK), the rest of the chain completes with -ECANCELED,
+ * as the kernel would do. What it cannot make stays a recorded limit (the
+ * LIMIT records ring_write and around_sync_decide write): an entry behind
+ * one the kernel runs in its chain, an IOSQE_IO_DRAIN entry (it waits for
+ * entries in flight), a polling ring's entries liburing had published
+ * before the shim saw them, and every entry on a kernel whose NOP cannot
+ * carry a result (before Linux 6.10).
+ */
+static bool crash_made(const struct ring *r, struct io_uring_sqe *s, bool *broke)
+{
+	*broke = false;
+	bool sync = s->opcode == IORING_OP_FSYNC;
+	if (!crash_on() ||
+	    (!sync && s->opcode != IORING_OP_WRITE && s->opcode != IORING_OP_WRITE_FIXED && s->opcode != IORING_OP_WRITEV))
+		return false;
+	int fd;
+	uint32_t state = 0;
+	struct shim_file *f = entry_file(r, s, &fd, &state);
+	if (!f)
+		return false;
+	bool tracked = f->crash.tracked;
+	file_put(f);
+	if (!tracked || !nop_can_inject() || (s->flags & IOSQE_IO_DRAIN) || (r->chain_open && !r->chain_by_shim))
+		return false;
+	long res;
+	uint64_t want = 0;
+	if (sync) {
+		int rc = (s->fsync_flags & IORING_FSYNC_DATASYNC) ? fdatasync(fd) : fsync(fd);
+		res = rc < 0 ? -errno : 0;
+	} else {
+		off_t off = s->off == (__u64)-1 ? -1 : (off_t)s->off; /* -1: the file position, as the ring's */
+		if (s->opcode == IORING_OP_WRITEV) {
+			const struct iovec *iov = (const struct iovec *)(uintptr_t)s->addr;
+			want = writev_bytes(iov, s->len);
+			res = pwritev2(fd, iov, (int)s->len, off, (int)s->rw_flags);
+		} else {
+			struct iovec one = { (void *)(uintptr_t)s->addr, s->len };
+			want = s->len;
+			res = pwritev2(fd, &one, 1, off, (int)s->rw_flags);
+		}
+		if (res < 0)
+			res = -errno;
+	}
+	bool failed = res < 0 || (!sync && (uint64_t)res < want);
+	*broke = failed && (s->flags & IOSQE_IO_LINK) && !(s->flags & IOSQE_IO_HARDLINK);
+	make_nop(s, res > INT32_MAX ? INT32_MAX : (int)res);
+	return true;
+}
+
+/* One entry, its chain's state carried in r: made by the shim, emptied,
+ * cancelled, or left for the kernel. */
+static void ring_entry_in_chain(struct ring *r, struct io_uring_sqe *s)
+{
+	__u8 links = s->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
+	if (!r->chain_open) {
+		r->chain_by_shim = true;
+		r->chain_cancel = false;
+	}
+	bool broke = false;
+	if (r->chain_open && r->chain_cancel) {
+		make_nop(s, -ECANCELED); /* a NOP of the shim's failed before it */
+	} else if (crash_made(r, s, &broke)) {
+		r->chain_cancel = broke;
+	} else {
+		ring_entry(r, s);
+		if (s->opcode != IORING_OP_NOP)
+			r->chain_by_shim = false; /* the kernel runs this one */
+	}
+	r->chain_open = links != 0;
+}
+
 /*
  * Look at entries [from, to): those below published (the kernel's tail)
  * through the SQ array, those above (liburing's, not published yet) in
@@ -621,12 +725,23 @@ static void ring_scan(struct ring *r, unsigned to, unsigned published, bool may_
 	unsigned stride = (r->setup_flags & IORING_SETUP_SQE128) ? 2 : 1;
 	for (unsigned i = from; i != to; i++) {
 		bool is_published = (int)(published - i) > 0;
-		if (is_published && !may_rewrite_published)
+		if (is_published && !may_rewrite_published) {
+			r->chain_open = r->chain_by_shim = false; /* the kernel may be running it: not ours */
 			continue;
+		}
 		unsigned idx = is_published && r->array ? r->array[i & r->mask] : (i & r->mask);
 		if (idx >= r->entries)
 			continue; /* the kernel drops it */
-		ring_entry(r, &r->sqes[idx * stride]);
+		struct io_uring_sqe *s = &r->sqes[idx * stride];
+		bool was_nop = s->opcode == IORING_OP_NOP;
+		uint8_t source = trace_source;
+		trace_source = LOGREC_RING; /* the records of the calls this entry becomes */
+		ring_entry_in_chain(r, s);
+		trace_source = source;
+		if (!was_nop && s->opcode == IORING_OP_NOP) {
+			r->done_end = i + 1;
+			r->done_set = true;
+		}
 	}
 	r->seen = to;
 	r->seen_set = true;
@@ -785,17 +900,65 @@ static struct ring *lib_ring(struct io_uring *ring)
 	return lib_ring_learn(ring, false);
 }
 
+/*
+ * A polling ring's submit count, as the app would see it without the shim.
+ *
+ * On an SQPOLL ring liburing's submit returns its tail minus the kernel's
+ * head as it reads it just after publishing, so an entry the kernel has
+ * taken but whose head it has not yet stored is counted again. The kernel
+ * posts a batch's completions before it stores the head past the batch.
+ * A real FSYNC completes later, from a worker, long after the head moved;
+ * the NOP the shim makes of it completes inline, within the batch, so the
+ * app can reap it, queue its next entries and read a head that still lags
+ * behind them: io_uring_submit returned 4 for 2 queued (the defer test's
+ * polling run, about 1 run in 4 on a busy machine). The entries counted
+ * again are an earlier call's, which that call already counted: the count
+ * leaves out those up to the last NOP of the shim's published before this
+ * call, and only once completions were posted since (the kernel is taking
+ * entries: a disabled ring's or a sleeping poller's untaken entries are
+ * counted as liburing counts them). Entries the app made itself keep
+ * liburing's own accounting, its own race included.
+ */
+struct submit_mark {
+	bool check;         /* a polling ring with a NOP of the shim's published */
+	unsigned done_end;  /* the kernel's head cannot lag below this for the app */
+	unsigned entries;
+};
+
 /* Before liburing publishes and enters: its new entries. */
-static void lib_before_submit(struct io_uring *ring)
+static void lib_before_submit(struct io_uring *ring, struct submit_mark *m)
 {
+	m->check = false;
 	struct ring *r = lib_ring(ring);
 	if (!r || !ring_claim(r))
 		return;
 	int e = errno;
 	unsigned published = atomic_load_explicit((_Atomic unsigned *)r->ktail, memory_order_acquire);
+	unsigned cq_tail = ring->cq.ktail ? atomic_load_explicit((_Atomic unsigned *)ring->cq.ktail, memory_order_acquire) : 0;
+	if ((r->setup_flags & IORING_SETUP_SQPOLL) && r->done_set && cq_tail != r->done_cq) {
+		/* Only the NOPs the kernel could already have completed: published ones. */
+		m->check = true;
+		m->done_end = (int)(published - r->done_end) >= 0 ? r->done_end : published;
+		m->entries = r->entries;
+	}
+	unsigned done_before = r->done_end;
+	bool done_was_set = r->done_set;
 	ring_scan(r, ring->sq.sqe_tail, published, !(r->setup_flags & IORING_SETUP_SQPOLL));
+	if (r->done_set && (!done_was_set || r->done_end != done_before))
+		r->done_cq = cq_tail; /* a NOP of this call's: completions after this are for it or later */
 	ring_release(r);
 	errno = e;
+}
+
+static int lib_submitted(const struct io_uring *ring, const struct submit_mark *m, int ret)
+{
+	if (!m->check || ret <= 0)
+		return ret;
+	unsigned tail = ring->sq.sqe_tail, head_read = tail - (unsigned)ret; /* what liburing read */
+	int again = (int)(m->done_end - head_read);
+	if (again > 0 && again <= ret && (unsigned)again <= m->entries)
+		ret -= again;
+	return ret;
 }
 
 SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring, struct io_uring_params *p)
@@ -837,10 +1000,17 @@ SHIM_API void io_uring_queue_exit(struct io_uring *ring)
 		LIB(io_uring_queue_exit)(ring);
 }
 
+/* call: "submit" for the calls that return how many entries were
+ * submitted (their count corrected as lib_submitted says), "other" for
+ * those that return 0 or -errno. */
+#define LIB_SUBMIT_submit(ring, m, ret) lib_submitted(ring, m, ret)
+#define LIB_SUBMIT_other(ring, m, ret) ((void)(m), (ret))
 #define LIB_SUBMIT(call, name, ...)                                                  \
 	do {                                                                         \
-		lib_before_submit(ring);                                             \
-		return LIB(name) ? LIB(name)(__VA_ARGS__) : -ENOSYS;                  \
+		struct submit_mark m_;                                               \
+		lib_before_submit(ring, &m_);                                        \
+		int ret_ = LIB(name) ? LIB(name)(__VA_ARGS__) : -ENOSYS;              \
+		return LIB_SUBMIT_##call(ring, &m_, ret_);                           \
 	} while (0)
 
 SHIM_API int io_uring_submit(struct io_uring *ring)
@@ -866,25 +1036,25 @@ SHIM_API int io_uring_submit_and_get_events(struct io_uring *ring)
 
 SHIM_API int io_uring_get_events(struct io_uring *ring)
 {
-	LIB_SUBMIT(submit, io_uring_get_events, ring);
+	LIB_SUBMIT(other, io_uring_get_events, ring);
 }
 
 SHIM_API int __io_uring_get_cqe(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, unsigned submit,
 				unsigned wait_nr, sigset_t *sigmask)
 {
-	LIB_SUBMIT(submit, __io_uring_get_cqe, ring, cqe_ptr, submit, wait_nr, sigmask);
+	LIB_SUBMIT(other, __io_uring_get_cqe, ring, cqe_ptr, submit, wait_nr, sigmask);
 }
 
 SHIM_API int io_uring_wait_cqes(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, unsigned wait_nr,
 				struct __kernel_timespec *ts, sigset_t *sigmask)
 {
-	LIB_SUBMIT(submit, io_uring_wait_cqes, ring, cqe_ptr, wait_nr, ts, sigmask);
+	LIB_SUBMIT(other, io_uring_wait_cqes, ring, cqe_ptr, wait_nr, ts, sigmask);
 }
 
 SHIM_API int io_uring_wait_cqe_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr,
 				       struct __kernel_timespec *ts)
 {
-	LIB_SUBMIT(submit, io_uring_wait_cqe_timeout, ring, cqe_ptr, ts);
+	LIB_SUBMIT(other, io_uring_wait_cqe_timeout, ring, cqe_ptr, ts);
 }
 
 SHIM_API int io_uring_register_files(struct io_uring *ring, const int *files, unsigned nr_files)

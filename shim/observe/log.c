@@ -159,6 +159,7 @@ static struct {
 	char path[PATH_MAX];
 } log_state = { .fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER, .queue_mu = PTHREAD_MUTEX_INITIALIZER };
 
+__thread uint8_t trace_source;
 static __thread struct thread_log *my_log;
 static __thread uint32_t my_tid;
 static __thread uint64_t my_second, my_second_end; /* current second, its end as a stamp */
@@ -363,7 +364,7 @@ void trace_record_flags(enum shim_op op, const struct shim_file *f, uint64_t s0,
 		.file_id = f ? f->id : 0,
 		.tid = my_tid,
 		.op = (uint8_t)op,
-		.flags = flags,
+		.flags = flags | (op < OP_REAL_FSYNC ? trace_source : 0), /* the shim's own syncs have no source */
 		.rule = (uint16_t)rule,
 	};
 	struct ring *g = &log_state.rings[t - log_state.threads];

@@ -65,6 +65,11 @@ static inline void trace_begin(struct trace_start *t)
 	t->t0 = atomic_load_explicit(&trace_on, memory_order_relaxed) ? trace_stamp() : 0;
 }
 
+/* Where the calls this thread records now come from: 0 (libc), or
+ * LOGREC_RING / LOGREC_AIO while the shim handles a ring's entries or an
+ * io_submit's iocbs (set and restored around that work). */
+extern __thread uint8_t trace_source;
+
 /* Record a finished call between stamps s0 and s1: result r (or -1 with
  * err). Never touches errno; no lock, no allocation, no system call. */
 void trace_record(enum shim_op op, const struct shim_file *f, uint64_t s0, uint64_t s1,

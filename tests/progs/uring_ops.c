@@ -33,6 +33,12 @@
  *       FDSYNC with "datasync"), reaped; each completion must carry its
  *       iocb, its data and the result asked for, and the iocb must read
  *       back as the program made it; prints "aio: ok N".
+ *   uring_ops wal WAL ACKS N [SIZE]
+ *       a ring writer for crash tests: N times, a SIZE-byte record
+ *       (examples/wal.h's, default 256) written at its place in WAL
+ *       through the ring, linked to an FSYNC of WAL, one submit; once both
+ *       completed as asked, "acked SEQ MONO_NS" appended to ACKS with
+ *       write() (examples/wal_check reads both). Prints "wal: ok N".
  *   uring_ops gettid N
  *       N calls of syscall(SYS_gettid) (the benchmark's loop): prints
  *       "result: ns_per_call=X cpu_ns_per_call=Y" (wall, and the thread's
@@ -55,6 +61,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../examples/wal.h"
 
 #define BLOCK 4096
 
@@ -150,8 +158,13 @@ static int cmd_chain(const char *path, int rounds, bool datasync, bool fixed, bo
 			w->flags |= IOSQE_FIXED_FILE;
 			s->flags |= IOSQE_FIXED_FILE;
 		}
-		if ((r = io_uring_submit(&ring)) != 2)
-			die("io_uring_submit", r < 0 ? -r : EIO);
+		if ((r = io_uring_submit(&ring)) != 2) {
+			if (r < 0)
+				die("io_uring_submit", -r);
+			fprintf(stderr, "uring_ops: io_uring_submit: round %d: %d submitted, 2 queued (kernel head %u, tail %u)\n",
+				i, r, *ring.sq.khead, *ring.sq.ktail);
+			exit(2);
+		}
 		if (reap(&ring, 2, (int[]){ BLOCK, 0 }, "chain", i))
 			return 1;
 	}
@@ -160,6 +173,51 @@ static int cmd_chain(const char *path, int rounds, bool datasync, bool fixed, bo
 	close(fd);
 	printf("chain: ok %d\n", rounds);
 	printf("result: rounds_per_sec=%.0f\n", secs > 0 ? rounds / secs : 0);
+	return 0;
+}
+
+/* Write, FSYNC linked, ack: the acknowledgement only after both completed. */
+static int cmd_wal(const char *wal_path, const char *acks_path, int count, unsigned size)
+{
+	if (size < WAL_MIN_SIZE || size > WAL_MAX_SIZE)
+		die("record size", EINVAL);
+	int wal = open(wal_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int acks = open(acks_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+	if (wal < 0 || acks < 0)
+		die(wal < 0 ? wal_path : acks_path, errno);
+	uint8_t *rec = malloc(size);
+	if (!rec)
+		die("malloc", ENOMEM);
+	struct io_uring ring;
+	int r = io_uring_queue_init(8, &ring, 0);
+	if (r < 0)
+		die("io_uring_queue_init", -r);
+	for (int seq = 0; seq < count; seq++) {
+		wal_make(rec, size, (uint64_t)seq, (uint64_t)(now_s() * 1e9));
+		struct io_uring_sqe *w = io_uring_get_sqe(&ring);
+		io_uring_prep_write(w, wal, rec, size, (unsigned long long)seq * size);
+		w->flags |= IOSQE_IO_LINK;
+		w->user_data = 0;
+		struct io_uring_sqe *s = io_uring_get_sqe(&ring);
+		io_uring_prep_fsync(s, wal, 0);
+		s->user_data = 1;
+		if ((r = io_uring_submit(&ring)) != 2)
+			die("io_uring_submit", r < 0 ? -r : EIO);
+		if (reap(&ring, 2, (int[]){ (int)size, 0 }, "wal", seq))
+			return 1;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		char line[64];
+		int n = snprintf(line, sizeof(line), "acked %d %llu\n", seq,
+				 (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+		if (write(acks, line, (size_t)n) != n)
+			die(acks_path, errno);
+	}
+	io_uring_queue_exit(&ring);
+	close(wal);
+	close(acks);
+	free(rec);
+	printf("wal: ok %d\n", count);
 	return 0;
 }
 
@@ -482,7 +540,7 @@ static int cmd_aio(const char *path, int rounds, bool datasync)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: uring_ops chain|raw|aio|rename|fsyncs|race|sys|gettid ARGS\n");
+		fprintf(stderr, "usage: uring_ops chain|raw|aio|rename|fsyncs|race|sys|wal|gettid ARGS\n");
 		return 2;
 	}
 	memset(block, 'u', sizeof(block));
@@ -491,6 +549,9 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "chain") == 0)
 		return cmd_chain(argv[2], n, has(argc, argv, 4, "datasync"), has(argc, argv, 4, "fixed"),
 				 !has(argc, argv, 4, "nolink"), has(argc, argv, 4, "sqpoll"), has(argc, argv, 4, "libc"));
+	if (strcmp(cmd, "wal") == 0)
+		return argc < 5 ? 2
+				: cmd_wal(argv[2], argv[3], atoi(argv[4]), argc > 5 ? (unsigned)atoi(argv[5]) : 256);
 	if (strcmp(cmd, "raw") == 0)
 		return cmd_raw(argv[2], n, has(argc, argv, 4, "datasync"));
 	if (strcmp(cmd, "aio") == 0)

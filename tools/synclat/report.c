@@ -578,6 +578,21 @@ static void print_risk(FILE *out, const struct run *r)
 	}
 }
 
+/* Calls-mode records of calls submitted around libc (record flags since
+ * minor 2): a ring's syncs and writes, libaio's syncs. */
+static void print_sources(FILE *out, const struct run *r)
+{
+	uint64_t ring = 0, aio = 0;
+	for (size_t l = 0; l < r->nlogs; l++)
+		for (size_t i = 0; i < r->logs[l]->nrecs; i++) {
+			ring += (r->logs[l]->recs[i].flags & LOGREC_RING) != 0;
+			aio += (r->logs[l]->recs[i].flags & LOGREC_AIO) != 0;
+		}
+	if (ring || aio)
+		fprintf(out, "\naround libc: %" PRIu64 " call records through io_uring rings, %" PRIu64
+			     " through libaio\n", ring, aio);
+}
+
 static void report_text(FILE *out, const struct run *r, unsigned flags)
 {
 	fprintf(out, "synclat report: %zu log%s%s\n", r->nlogs, r->nlogs > 1 ? "s" : "",
@@ -585,6 +600,7 @@ static void report_text(FILE *out, const struct run *r, unsigned flags)
 	print_head(out, r);
 	print_op_table(out, r, false);
 	print_op_table(out, r, true);
+	print_sources(out, r);
 	if (flags & REPORT_FILES)
 		print_files(out, r);
 	print_risk(out, r);

@@ -159,8 +159,12 @@ _Static_assert(sizeof(struct logfmt_record) == LOGFMT_RECORD_SIZE, "record layou
 #define LOGREC_OPEN_APPEND  0x08  /* open: O_APPEND */
 #define LOGREC_OPEN_TRUNC   0x10  /* open: O_TRUNC */
 #define LOGREC_DIRECTORY    0x20  /* a sync call on a directory */
+/* Also since 1.2: an app call's record says when it was submitted around
+ * libc. */
+#define LOGREC_RING         0x40  /* through an io_uring ring (an entry the shim looked at) */
+#define LOGREC_AIO          0x80  /* through libaio's io_submit */
 #define LOGREC_FLAGS_KNOWN_1_1 0x01
-#define LOGREC_FLAGS_KNOWN  0x3f
+#define LOGREC_FLAGS_KNOWN  0xff
 
 /* Which histogram a HIST block carries, and its place in the set. */
 struct logfmt_histkey {
