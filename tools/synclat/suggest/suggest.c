@@ -479,7 +479,11 @@ static void decide(struct sgroup *g, double secs)
 		rate = (double)syncs / (span > 1.0 ? span : 1.0);
 	}
 	snprintf(times, sizeof(times), rate >= 10 ? "%.0f times a second" : "%.1f times a second", rate);
-	if (g->renames) {
+	/* A renamed file in a hot group (PostgreSQL recycles its WAL segments
+	 * by rename) does not make the log a published file: the group is
+	 * judged as the log it is, and each rename still waits for its file's
+	 * deferred syncs (the rename barrier). */
+	if (g->renames && !hot) {
 		g->policy = SYNC_PASSTHROUGH;
 		snprintf(g->reason, sizeof(g->reason),
 			 "written, synced and renamed into place (%" PRIu64 " rename%s): its sync is what makes the "
@@ -514,6 +518,13 @@ static void decide(struct sgroup *g, double secs)
 			 "synced rarely (%" PRIu64 " sync%s, %.2f a second, p50 %s): little to gain; keep it "
 			 "durable",
 			 syncs, syncs == 1 ? "" : "s", rate, p50);
+	}
+	if (g->renames && hot) {
+		size_t n = strlen(g->reason);
+		snprintf(g->reason + n, sizeof(g->reason) - n,
+			 "; %" PRIu64 " rename%s of its files (a log recycled by rename): each waits for that file's "
+			 "deferred syncs (the rename barrier)",
+			 g->renames, g->renames == 1 ? "" : "s");
 	}
 }
 
