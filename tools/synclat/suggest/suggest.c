@@ -44,6 +44,7 @@
 
 #define HOT_RATE 1.0          /* syncs per second that make a file worth relaxing */
 #define HOT_MIN_SYNCS 10      /* ... and at least this many in the run */
+#define SYNCS_PER_PUBLISH 64 /* more syncs than this per rename: a log that is recycled by rename */
 #define BATCH_SYNCS 10        /* max_delay_ms: about this many syncs' worth */
 #define DELAY_MIN_MS 5
 #define DELAY_MAX_MS 100
@@ -479,11 +480,13 @@ static void decide(struct sgroup *g, double secs)
 		rate = (double)syncs / (span > 1.0 ? span : 1.0);
 	}
 	snprintf(times, sizeof(times), rate >= 10 ? "%.0f times a second" : "%.1f times a second", rate);
-	/* A renamed file in a hot group (PostgreSQL recycles its WAL segments
-	 * by rename) does not make the log a published file: the group is
-	 * judged as the log it is, and each rename still waits for its file's
-	 * deferred syncs (the rename barrier). */
-	if (g->renames && !hot) {
+	/* A published file gets a few syncs per version it renames into place;
+	 * a log recycled by rename (PostgreSQL's WAL segments) thousands
+	 * between renames: that group is judged as the log it is, and each
+	 * rename still waits for its file's deferred syncs (the rename
+	 * barrier). */
+	bool published = g->renames && (!hot || g->syncs <= SYNCS_PER_PUBLISH * g->renames);
+	if (published) {
 		g->policy = SYNC_PASSTHROUGH;
 		snprintf(g->reason, sizeof(g->reason),
 			 "written, synced and renamed into place (%" PRIu64 " rename%s): its sync is what makes the "
@@ -519,7 +522,7 @@ static void decide(struct sgroup *g, double secs)
 			 "durable",
 			 syncs, syncs == 1 ? "" : "s", rate, p50);
 	}
-	if (g->renames && hot) {
+	if (g->renames && !published) {
 		size_t n = strlen(g->reason);
 		snprintf(g->reason + n, sizeof(g->reason) - n,
 			 "; %" PRIu64 " rename%s of its files (a log recycled by rename): each waits for that file's "
