@@ -1,9 +1,10 @@
 /*
- * tool.c - the tools' dispatch table, exit codes and JSON strings (tool.h).
+ * tool.c - the tools' dispatch table, exit codes, JSON strings and clock (tool.h).
  */
 #include "tool.h"
 
 #include <string.h>
+#include <time.h>
 
 #ifndef SYNCSHIM_VERSION
 #error "the Makefile defines SYNCSHIM_VERSION, the one place the version is written"
@@ -64,4 +65,11 @@ void json_str(FILE *out, const char *s)
 			fputc(*p, out);
 	}
 	fputc('"', out);
+}
+
+double tool_mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -39,6 +39,9 @@ int tool_dispatch(const struct tool *t, int argc, char **argv, FILE *out, FILE *
 /* True when argv[1] (the first argument after the subcommand) asks for help. */
 int cli_wants_help(int argc, char **argv);
 
+/* Seconds on CLOCK_MONOTONIC: for intervals and deadlines (ab, profile). */
+double tool_mono_s(void);
+
 /* s as a JSON string, quotes included (NULL is ""). */
 void json_str(FILE *out, const char *s);
 

@@ -74,13 +74,6 @@ static int side_parse(struct side *s, char tag, const char *spec)
 	return -1;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ".rTAG." in every log name of this invocation: seconds and pid. */
 static char run_tag[64];
 
@@ -95,7 +88,7 @@ static int run_once(const struct side *s, int round, const char *dir, const char
 	char log[PATH_MAX];
 	if (snprintf(log, sizeof(log), "%s/%c-%d%s%%p.log", dir, s->tag, round, run_tag) >= (int)sizeof(log))
 		return -1;
-	double t0 = now_s();
+	double t0 = tool_mono_s();
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
@@ -110,7 +103,7 @@ static int run_once(const struct side *s, int round, const char *dir, const char
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	*secs = now_s() - t0;
+	*secs = tool_mono_s() - t0;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

@@ -36,6 +36,7 @@
 
 #include "abserve.h"
 #include "syncshim_cli.h"
+#include "tool.h"
 
 #define STOP_WAIT_S 10.0   /* SIGTERM to SIGKILL */
 #define PROBE_EVERY_NS (50 * 1000 * 1000L)
@@ -53,13 +54,6 @@ static void on_signal(int sig)
 		kill(-child_pgid, SIGTERM);
 	if (server_pgid > 0)
 		kill(-server_pgid, SIGTERM);
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void nap(void)
@@ -201,7 +195,7 @@ static int stop_server(pid_t pid, int already, int status)
 	if (!already) {
 		kill(-pid, SIGTERM);
 		rc = -1;
-		for (double end = mono_s() + STOP_WAIT_S; mono_s() < end; nap())
+		for (double end = tool_mono_s() + STOP_WAIT_S; tool_mono_s() < end; nap())
 			if (server_exited(pid, &status)) {
 				rc = status;
 				break;
@@ -276,7 +270,7 @@ static pid_t start_server(const struct ab_round *r, char **server, const char *o
 static int await_ready(const struct ab_service *svc, const struct ab_round *r, pid_t pid, const char *probe_out,
 		       int *died, int *status)
 {
-	for (double end = mono_s() + svc->ready_timeout_s; !got_signal && mono_s() < end; nap()) {
+	for (double end = tool_mono_s() + svc->ready_timeout_s; !got_signal && tool_mono_s() < end; nap()) {
 		if ((*died = server_exited(pid, status)))
 			return 0;
 		if (probe_once(r, svc->ready, probe_out) == 0)
@@ -326,11 +320,11 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 				server_out);
 		return -1;
 	}
-	double t0 = mono_s();
+	double t0 = tool_mono_s();
 	load_server_pid = pid;
 	int lrc = run_helper(r, svc->load, load_out);
 	load_server_pid = 0;
-	double secs = mono_s() - t0;
+	double secs = tool_mono_s() - t0;
 	died = server_exited(pid, &status);
 	stop_server(pid, died, status);
 	if (got_signal)

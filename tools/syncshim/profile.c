@@ -50,13 +50,6 @@ static void on_signal(int sig)
 		kill(-prog_pgid, SIGTERM);
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void nap(void)
 {
 	struct timespec ts = { 0, 20 * 1000 * 1000L };
@@ -100,8 +93,8 @@ static int run_program(char **cmd, const char *config, const char *log, double d
 	prog_pgid = pid;
 	int st = 0;
 	bool done = false;
-	double end = duration > 0 ? mono_s() + duration : 0;
-	while (!done && !got_signal && (!end || mono_s() < end)) {
+	double end = duration > 0 ? tool_mono_s() + duration : 0;
+	while (!done && !got_signal && (!end || tool_mono_s() < end)) {
 		pid_t w = waitpid(pid, &st, duration > 0 ? WNOHANG : 0);
 		if (w == pid)
 			done = true;
@@ -112,7 +105,7 @@ static int run_program(char **cmd, const char *config, const char *log, double d
 	}
 	if (!done) {
 		kill(-pid, SIGTERM);
-		for (double stop = mono_s() + STOP_WAIT_S; !done && mono_s() < stop; nap())
+		for (double stop = tool_mono_s() + STOP_WAIT_S; !done && tool_mono_s() < stop; nap())
 			done = waitpid(pid, &st, WNOHANG) == pid;
 		kill(-pid, SIGKILL);
 		if (!done)
