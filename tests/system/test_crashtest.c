@@ -178,8 +178,10 @@ Test(crashtest, wal_defer_loses_only_its_window_and_reports_it)
 		if (h_num_after(t->text, "lost=", 0) == 0)
 			continue;
 		lost++;
-		cr_expect_leq(oldest, 50 + 60, "trial %d: lost a record acknowledged %.1f ms before the cut", i + 1,
-			      oldest);
+		/* the window and the flusher's slack (a sanitizer slows the
+		 * flusher's every step: more of it there) */
+		cr_expect_leq(oldest, 50 + (h_ctx.asan ? 200 : 60),
+			      "trial %d: lost a record acknowledged %.1f ms before the cut", i + 1, oldest);
 		cr_expect(t->window_ms >= oldest - 0.01 && t->window_ms <= oldest + 5,
 			  "trial %d: reported window %.3f ms, oldest lost acknowledgement %.3f ms before the cut",
 			  i + 1, t->window_ms, oldest);
