@@ -208,6 +208,7 @@ static int start_one(void *(*fn)(void *), pthread_attr_t *at, pthread_t *t)
 	int r = -1;
 	if (slot >= 0) {
 		threads_tab[slot].fn = fn;
+		threads_tab[slot].id = 0;
 		atomic_store(&threads_tab[slot].state, SLOT_RUNNING);
 		r = pthread_create(t, at, thread_trampoline, (void *)(intptr_t)slot) == 0 ? 0 : -1;
 		if (r == 0)
@@ -256,11 +257,31 @@ void shim_join_threads(void)
 	pthread_mutex_unlock(&threads_mu);
 }
 
+/* A parent's joinable thread, in a fork child where it does not exist.
+ * glibc has already reclaimed its stack, so nothing is to be done, except
+ * under TSan: its registry keeps a joinable thread's id after the fork,
+ * and the child's next thread, given the same cached stack and so the
+ * same pthread_t, would abort it ("dup thread with used id"). Detaching
+ * it there lets TSan drop the id (glibc only marks the descriptor). */
+void shim_thread_gone_in_child(pthread_t t)
+{
+#ifdef SYNCSHIM_TSAN
+	if (t) /* 0: the fork came between a slot's taking and its thread's start */
+		pthread_detach(t);
+#else
+	(void)t;
+#endif
+}
+
 static void threads_atfork_child(void)
 {
 	pthread_mutex_init(&threads_mu, NULL);
-	for (int i = 0; i < SHIM_THREADS_MAX; i++)
+	for (int i = 0; i < SHIM_THREADS_MAX; i++) {
+		if (atomic_load(&threads_tab[i].state) != SLOT_FREE)
+			shim_thread_gone_in_child(threads_tab[i].id);
 		atomic_store(&threads_tab[i].state, SLOT_FREE); /* the parent's threads are not in the child */
+		threads_tab[i].id = 0;
+	}
 	atomic_store(&shim_threads_quit, 0);
 }
 

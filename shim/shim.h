@@ -110,6 +110,8 @@ void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* joinable: NULL for a detached thread, else where its id goes (the
  * caller joins it: set*id must know when it is gone, setid.c). */
 int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthread_t *joinable);
+/* In a fork child: a thread of the parent's that this process does not have. */
+void shim_thread_gone_in_child(pthread_t t);
 /* Set while set*id waits for the shim's threads to end (a futex word:
  * woken when set); each thread's loop ends when it sees it. */
 extern _Atomic uint32_t shim_threads_quit;
