@@ -498,6 +498,49 @@ Test(order, writes_at_a_followed_position_wait_only_when_they_change_promised_by
 			   "the overwrite at a sought position reached the kernel before the real sync");
 }
 
+/*
+ * sqlite's WAL restart (overwrite_of_old_durable_bytes_past_the_last_write_waits)
+ * made with write() at a followed position instead of pwrite: the rule
+ * that a write past the last one is forward only while the writes since
+ * the file was last durable went forward is fed by the position marks
+ * (the two were built apart; this is where they meet). The header written
+ * back at 0 makes the end unknown, so the frame over old bytes after it
+ * waits; the frames that follow it at the position do not.
+ */
+static const char *const restart_at_the_position[] = {
+	"a:W", "a:W", "a:W", "a:W", "s:W", "a:X", /* old generation 'b'..'e', durable; position 16384 */
+	"l:W:0", "W:W:H", "s:W", "W:W:N",         /* the new header, acknowledged; a frame over 'c' */
+	"s:W", "W:W:M", "s:W", "W:W:K",           /* the next frames, at the position: forward */
+	NULL,
+};
+
+Test(order, restart_by_write_at_the_position_waits_once)
+{
+	struct run run = steps(NULL, true, restart_at_the_position);
+	unsigned long long w = ino_of(&run, "W");
+	const struct h_rec *frame = nth_write(&run, w, 5), *next = nth_write(&run, w, 6), *last = nth_write(&run, w, 7);
+	cr_assert_not_null(synced_between(&run, w, step_time(&run, 8, "t0"), frame->t0),
+			   "the frame written at the position over old bytes reached the kernel before a real sync "
+			   "of the acknowledged header");
+	cr_assert_null(synced_between(&run, w, step_time(&run, 10, "t0"), next->t0),
+		       "a frame following the last one at the position waited for a real sync");
+	cr_assert_null(synced_between(&run, w, step_time(&run, 12, "t0"), last->t0),
+		       "a frame following the last one at the position waited for a real sync");
+	static const char want[] = "HNMK"; /* the new generation over all of the old one's blocks */
+	unsigned char buf[4096];
+	int fd = open(h_fmt("%s/W", run.dir), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)i * 4096), (ssize_t)sizeof(buf));
+		cr_expect_eq(buf[0], want[i], "block %d holds '%c', want '%c'", i, buf[0], want[i]);
+	}
+	close(fd);
+
+	struct run off = steps(NULL, false, restart_at_the_position);
+	unsigned long long w2 = ino_of(&off, "W");
+	cr_assert_eq(syncs_before(&off, w2, nth_write(&off, w2, 5)->t0), 0, "control: synced without ordering");
+}
+
 /* A write+fsync loop at the position: the same-file check never asks the
  * kernel for the position (it cost an fstat and an lseek per write before
  * the position was followed: BENCHMARKS.md Run 11; 38 checks for these 20
