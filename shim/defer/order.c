@@ -85,6 +85,7 @@
 #include "files.h"
 #include "flusher.h"
 #include "order.h"
+#include "risk.h"
 #include "shimfd.h"
 #include "workers.h"
 
@@ -250,6 +251,8 @@ static void drop_slot_locked(uint32_t slot)
 	}
 }
 
+static void runs_forget(struct shim_file *f);
+
 void order_reset(struct shim_file *f)
 {
 	atomic_store(&f->ord.listed, 0);
@@ -259,6 +262,9 @@ void order_reset(struct shim_file *f)
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
 	atomic_store(&f->ord.last_end, UINT64_MAX); /* where the last write before the open ended: not known */
+	atomic_store(&f->ord.mapped, 0);
+	runs_forget(f);
+	atomic_store(&f->ord.rewrite_end, 0);
 	f->ord.next = NULL;
 }
 
@@ -333,6 +339,7 @@ void order_acked(struct shim_file *f)
 		atomic_store_explicit(&f->ord.slot, take_slot_locked(f), memory_order_relaxed);
 		publish_locked();
 		unlock_domain();
+		runs_forget(f); /* its bytes were not watched while it was not listed */
 		atomic_store(&f->ord.listed, 1);
 	}
 	pthread_mutex_unlock(&order_mu);
@@ -365,6 +372,7 @@ void order_synced(struct shim_file *f)
 			atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 			publish_locked();
 			unlock_domain();
+			runs_forget(f);
 			dropped = true;
 		}
 	}
@@ -570,10 +578,138 @@ static bool past_the_end(int fd, off_t pos)
 	return fstat(fd, &st) == 0 && pos >= st.st_size;
 }
 
+/*
+ * Rewrite runs. A file rewritten in place in order (KahaDB's
+ * DiskBenchmark: seek, 4 KiB write, force, over and over from the start of
+ * a preallocated file) goes back at each wrap, so until a real sync that
+ * began after it completes, every write is below the file's highest byte
+ * and is compared (up to max_delay_ms of writes, plus that sync's own
+ * time): one pread each, on this VM as much as the write itself (Run 16's
+ * 0.29; Run 22 has the figures with runs). So
+ * once a write found identical is followed by one starting exactly where
+ * it ended, the next RUN_SPAN bytes are read in one pread into a run
+ * buffer, and the run's next writes are compared against that copy.
+ *
+ * The copy stands for the file's bytes only while nothing can have
+ * changed them since it was read, which is what the checks below keep:
+ *   - every write of this process to the file while it is listed passes
+ *     through order_write_slow (its summary is not zero), and every write
+ *     counts its bytes (risk_written) after it returns: the copy is used
+ *     only while that count is what it was after the run's last write,
+ *     and only for the write starting where that one ended;
+ *   - ftruncate and fallocate (order_before_change), a change of listing
+ *     (while not listed its writes skip this module), a sendfile or splice
+ *     into it, io_uring, and a shared mapping of it (bytes changed with no
+ *     call at all) bump run_gen or stop runs: the copy is dropped;
+ *   - only in a process that has not forked and is no fork child (alone
+ *     in its domain: the PostgreSQL shape, where several processes write
+ *     one file, never uses a run), and only while this file is the one
+ *     pending file.
+ * A write judged identical from the copy is then judged exactly as the
+ * pread check judges it, against the same bytes: the copy is the file as
+ * of the run's last write, which that write did not change. What neither
+ * sees is another program (outside the domain, which the promise does not
+ * cover) writing the same bytes between the read and the write: the pread
+ * check has that window for one write, a run for the writes of one span.
+ * A buffer is taken with a try-lock; a contended one means the plain
+ * check. Async-signal-safe: no allocation, no lock waited for.
+ */
+#define RUN_SPAN (64 * 1024)
+#define RUN_BUFFERS 2
+
+struct rewrite_run {
+	_Atomic int busy;
+	struct shim_file *f;    /* busy held: the file the copy is of (never dereferenced) */
+	uint64_t gen;           /* its run_gen when read */
+	uint64_t written;       /* its bytes written as they must be at the next use */
+	uint64_t start, len;    /* the copy holds [start, start + len) */
+	uint64_t next;          /* where the run's next write must start */
+	char buf[RUN_SPAN];
+};
+
+static struct rewrite_run runs[RUN_BUFFERS];
+static _Atomic int runs_stopped;
+static _Atomic uint64_t run_epoch; /* run_gen values, never reused by another file object */
+
+static void runs_forget(struct shim_file *f)
+{
+	/* A value no copy holds: a file object recycled for another file
+	 * never matches its predecessor's copy. */
+	atomic_store(&f->ord.run_gen, atomic_fetch_add(&run_epoch, 1) + 1);
+}
+
+void order_bytes_unseen(struct shim_file *f)
+{
+	if (f)
+		runs_forget(f);
+	else
+		atomic_store(&runs_stopped, 1);
+}
+
+void order_file_mapped(struct shim_file *f)
+{
+	atomic_store(&f->ord.mapped, 1);
+}
+
+void order_fd_bytes_unseen(int fd)
+{
+	uint32_t st;
+	struct shim_file *f = fd_peek(fd, &st);
+	if (f)
+		order_bytes_unseen(f);
+}
+
+/* The write of n bytes (iov) at pos to f, through fd, compared against f's
+ * run buffer: 1 identical (or past the end), 0 it differs, -1 no run here
+ * (the plain check decides). */
+static int run_compare(struct shim_file *f, int fd, uint64_t pos, const struct iovec *iov, int cnt, size_t n)
+{
+	if (n == 0 || n > RUN_SPAN / 4 || atomic_load(&runs_stopped) || atomic_load(&f->ord.mapped) ||
+	    atomic_load_explicit(&f->ord.rewrite_end, memory_order_relaxed) != pos)
+		return -1;
+	struct rewrite_run *r = &runs[((uintptr_t)f >> 8) % RUN_BUFFERS];
+	if (atomic_exchange_explicit(&r->busy, 1, memory_order_acquire))
+		return -1;
+	uint64_t gen = atomic_load(&f->ord.run_gen), written = risk_written(&f->risk);
+	if (r->f != f || r->gen != gen || r->written != written || r->next != pos || pos < r->start ||
+	    pos + n > r->start + r->len) {
+		/* (Re)read the run's next RUN_SPAN bytes; a short read is the end of
+		 * the file, past which a write is forward. */
+		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
+		ssize_t got = pread(fd, r->buf, RUN_SPAN, (off_t)pos);
+		if (got < 0) {
+			r->f = NULL;
+			atomic_store_explicit(&r->busy, 0, memory_order_release);
+			return -1;
+		}
+		r->f = f;
+		r->gen = gen;
+		r->start = pos;
+		r->len = (uint64_t)got;
+	}
+	int same = 1;
+	uint64_t at = pos - r->start;
+	for (int i = 0; i < cnt && same; i++) {
+		size_t len = iov[i].iov_len;
+		size_t have = at >= r->len ? 0 : (size_t)(r->len - at);
+		if (memcmp(r->buf + at, iov[i].iov_base, len < have ? len : have) != 0)
+			same = 0;
+		at += len;
+	}
+	if (same) {
+		r->next = pos + n;
+		r->written = written + n; /* this write's own bytes, counted when it returns */
+	} else {
+		r->f = NULL;
+	}
+	atomic_store_explicit(&r->busy, 0, memory_order_release);
+	return same;
+}
+
 /* The write of iov at off (-1: the position, not known; ORDER_AT_END) to
  * f changes bytes an acknowledged sync of f promised and has not made
- * durable. */
-static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
+ * durable. run: f is the domain's only pending file (rewrite runs). */
+static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt, bool run)
 {
 	if (off == ORDER_AT_END)
 		return false; /* forward: past every byte the file has */
@@ -591,24 +727,34 @@ static bool changes_promised_bytes(struct shim_file *f, int fd, off_t off, const
 	}
 	if (!iov) /* copy_file_range: the bytes are not ours to compare; only past the end is forward */
 		return !past_the_end(fd, pos);
-	size_t budget = COMPARE_MAX, matched = 0;
-	bool end = false;
-	for (int i = 0; i < cnt && !end; i++) {
-		int same = same_bytes(fd, pos, iov[i].iov_base, iov[i].iov_len, &end, &budget, &matched);
-		if (same < 0 && i == 0 && !matched && past_the_end(fd, pos))
-			return false; /* unreadable (O_WRONLY), but past every byte the file has */
-		if (same <= 0) {
-			if (off < 0) {
-				int fl = LIBC(fcntl)(fd, F_GETFL);
-				if (fl >= 0 && (fl & O_APPEND))
-					return false; /* lands at the end whatever the position says */
+	size_t total = 0;
+	for (int i = 0; i < cnt; i++)
+		total += iov[i].iov_len;
+	int same = run ? run_compare(f, fd, (uint64_t)pos, iov, cnt, total) : -1;
+	if (same == 0)
+		return true;
+	if (same < 0) {
+		size_t budget = COMPARE_MAX, matched = 0;
+		bool end = false;
+		off_t at = pos;
+		for (int i = 0; i < cnt && !end; i++) {
+			int one = same_bytes(fd, at, iov[i].iov_base, iov[i].iov_len, &end, &budget, &matched);
+			if (one < 0 && i == 0 && !matched && past_the_end(fd, at))
+				return false; /* unreadable (O_WRONLY), but past every byte the file has */
+			if (one <= 0) {
+				if (off < 0) {
+					int fl = LIBC(fcntl)(fd, F_GETFL);
+					if (fl >= 0 && (fl & O_APPEND))
+						return false; /* lands at the end whatever the position says */
+				}
+				return true;
 			}
-			return true;
+			at += (off_t)iov[i].iov_len;
 		}
-		pos += (off_t)iov[i].iov_len;
 	}
 	/* Identical bytes (or past the end): costs no sync, not even an early
 	 * one (the issue's rule for PostgreSQL's rewritten WAL page). */
+	atomic_store_explicit(&f->ord.rewrite_end, (uint64_t)pos + total, memory_order_relaxed);
 	return false;
 }
 
@@ -625,7 +771,7 @@ void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
 	int e = errno;
 	if (others)
 		wait_for_others(f, fd);
-	if (atomic_load(&f->ord.listed) && changes_promised_bytes(f, fd, off, iov, cnt)) {
+	if (atomic_load(&f->ord.listed) && changes_promised_bytes(f, fd, off, iov, cnt, only_self)) {
 		atomic_fetch_add_explicit(&stat_waits_self, 1, memory_order_relaxed);
 		flusher_await(f, flusher_requested(f));
 		order_synced(f);
@@ -640,6 +786,8 @@ void order_before_change(struct shim_file *f)
 	if (likely(s == 0))
 		return;
 	int e = errno;
+	if (f) /* ftruncate, fallocate: not a write a rewrite run could see */
+		order_bytes_unseen(f);
 	if (!f || (file_write_work(f) & WRITES_ORDERED))
 		wait_for_others(f, -1);
 	if (f && atomic_load(&f->ord.listed)) {

@@ -32,6 +32,9 @@ struct order_link {
 	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
 	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
 	_Atomic uint64_t last_end;  /* where the latest write ended (UINT64_MAX: not known) */
+	_Atomic uint32_t mapped;    /* a shared mapping of it was made: bytes may change unseen */
+	_Atomic uint64_t run_gen;   /* bumped when a rewrite run's copy of its bytes may be stale */
+	_Atomic uint64_t rewrite_end; /* where the latest write found identical ended (0: none) */
 	struct shim_file *next;     /* the pending list, order lock */
 };
 
@@ -111,5 +114,14 @@ void order_before_change(struct shim_file *f);
 void order_before_names(void);
 
 void order_atfork_child(void);
+
+/* f's bytes may change without a write call the shim sees: a shared
+ * mapping of it (mmap_track), a sendfile or splice into it, io_uring
+ * (all: f NULL). Rewrite runs' copies of its bytes are not trusted. */
+void order_bytes_unseen(struct shim_file *f);
+/* A shared mapping of f was made: for the rest of its life. */
+void order_file_mapped(struct shim_file *f);
+/* The same, for the file open on fd (if the shim tracks it). */
+void order_fd_bytes_unseen(int fd);
 
 #endif

@@ -23,6 +23,9 @@
  *   L:NAME:OFF    lseek NAME's second number (d) to OFF
  *   c:NAME:OFF    fork a child that lseeks NAME's descriptor to OFF and
  *                 exits; wait for it
+ *   m:NAME:OFF:C  store 4096 bytes of C at OFF (page-aligned) through a
+ *                 shared mapping of NAME (mapped, stored, unmapped: no
+ *                 write call)
  * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
  * entry and return), then "done pid=P".
  */
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,6 +186,17 @@ int main(int argc, char **argv)
 		case 'L':
 			ret = lseek(*dup_of(name), a1 ? atoll(a1) : 0, SEEK_SET);
 			break;
+		case 'm': {
+			off_t at = a1 ? atoll(a1) : 0;
+			char *p = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, at);
+			if (p == MAP_FAILED) {
+				ret = -1;
+				break;
+			}
+			memset(p, a2 ? *a2 : 'x', BLOCK);
+			ret = munmap(p, BLOCK);
+			break;
+		}
 		case 'c': {
 			fflush(stdout);
 			pid_t pid = fork();

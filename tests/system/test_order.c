@@ -525,6 +525,102 @@ Test(order, append_loop_at_the_position_asks_the_kernel_nothing)
 	cr_assert_not_null(strstr(text, " waits_self=0"), "%s", text);
 }
 
+/* ---- rewrite runs (order.c): a file rewritten in place in order ------------- */
+
+/* checks_asked from an ord_steps run's stats file. */
+static unsigned long long checks_asked(const char *stats)
+{
+	char *text = h_read_file(stats);
+	const char *asked = strstr(text, " checks_asked=");
+	cr_assert_not_null(asked, "%s", text);
+	return strtoull(asked + 14, NULL, 10);
+}
+
+/*
+ * KahaDB's DiskBenchmark: a preallocated file rewritten from its start
+ * with the same bytes, each write followed by a sync. The run is compared
+ * against one read of the next 64 KiB instead of a pread per write (20
+ * preads for these 20 writes before runs; 1 for the first rewrite, 1 for
+ * blocks 1-16, 1 for 17-19), and an identical rewrite still costs no real
+ * sync.
+ */
+Test(order, an_identical_rewrite_run_reads_the_file_once_a_span)
+{
+	const char *script[128];
+	int n = 0;
+	for (int i = 0; i < 20; i++)
+		script[n++] = "a:K";
+	script[n++] = "s:K";
+	for (int i = 0; i < 20; i++) {
+		script[n++] = h_fmt("p:K:%d:%c", i * 4096, 'b' + i);
+		script[n++] = "s:K";
+	}
+	script[n] = NULL;
+	char *stats = h_path("order.stats");
+	struct run run = steps_env(NULL, true, h_fmt("SYNCSHIM_TEST_ORDER_STATS=%s", stats), script);
+	unsigned long long k = ino_of(&run, "K");
+	cr_assert_eq(syncs_before(&run, k, nth_write(&run, k, 39)->t1), 0, "an identical rewrite cost a real sync");
+	unsigned long long asked = checks_asked(stats);
+	cr_assert_leq(asked, 4, "the run of 20 identical rewrites asked the kernel %llu times", asked);
+}
+
+/*
+ * A run's copy of the file decides only what a pread would: a write in the
+ * run's span that changes acknowledged bytes still waits for their real
+ * sync, and so does the next one after it (the copy is dropped).
+ */
+static const char *const run_then_change[] = {
+	"a:K", "a:K", "a:K", "a:K", "a:K", "s:K", /* blocks 'b'..'f', acknowledged */
+	"p:K:0:b", "p:K:4096:c", "p:K:8192:d",    /* the run: identical */
+	"p:K:12288:Q",                             /* changes acknowledged 'e': waits */
+	NULL,
+};
+
+Test(order, a_write_in_a_rewrite_run_that_changes_bytes_waits)
+{
+	struct run run = steps(NULL, true, run_then_change);
+	unsigned long long k = ino_of(&run, "K");
+	const struct h_rec *same = nth_write(&run, k, 7), *over = nth_write(&run, k, 8);
+	cr_assert_eq(over->off, 12288);
+	cr_assert_eq(syncs_before(&run, k, same->t1), 0, "the identical run cost a real sync");
+	cr_assert_not_null(synced_between(&run, k, step_time(&run, 5, "t0"), over->t0),
+			   "the changed block in the run reached the kernel before a real sync of the acknowledged one");
+
+	struct run off = steps(NULL, false, run_then_change);
+	unsigned long long k2 = ino_of(&off, "K");
+	cr_assert_eq(syncs_before(&off, k2, nth_write(&off, k2, 8)->t0), 0, "control: synced without ordering");
+}
+
+/*
+ * Bytes changed with no write call (a shared mapping) after the run read
+ * them, and acknowledged: a write putting the run's old bytes back changes
+ * promised bytes, and waits. A run that trusted its copy would call it
+ * identical.
+ */
+static const char *const run_then_mapping[] = {
+	"a:K", "a:K", "a:K", "a:K", "s:K", /* blocks 'b'..'e', acknowledged */
+	"p:K:0:b", "p:K:4096:c",           /* the run: its copy holds 'c' 'd' 'e' */
+	"m:K:8192:Z", "s:K",               /* 'd' becomes 'Z' through a mapping, acknowledged */
+	"p:K:8192:d",                      /* the run's old bytes over the promised 'Z': waits */
+	NULL,
+};
+
+Test(order, a_rewrite_run_does_not_trust_bytes_changed_through_a_mapping)
+{
+	struct run run = steps(NULL, true, run_then_mapping);
+	unsigned long long k = ino_of(&run, "K");
+	const struct h_rec *back = nth_write(&run, k, 6);
+	cr_assert_eq(back->off, 8192);
+	cr_assert_not_null(synced_between(&run, k, step_time(&run, 8, "t0"), back->t0),
+			   "the write over bytes changed through the mapping reached the kernel before their real sync");
+	unsigned char buf[4096];
+	int fd = open(h_fmt("%s/K", run.dir), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, buf, sizeof(buf), 8192), (ssize_t)sizeof(buf));
+	close(fd);
+	cr_assert_eq(buf[0], 'd', "the write's bytes are in the file");
+}
+
 /* ---- sqlite3 in WAL mode under crash-test mode ------------------------------ */
 
 TestSuite(order_sqlite, .init = h_setup, .fini = h_teardown, .timeout = 180);
