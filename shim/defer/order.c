@@ -68,8 +68,13 @@
  *     backends appending to one WAL segment after each other's commits).
  *     What the owner promised lies below its hi, in the same page cache
  *     the writer compares against, so the judgement is the one the owner
- *     would make. When a slot must be made durable, one fdatasync covers
- *     every process's slot for that file (their numbers as read before).
+ *     would make itself. As within one process, the marks are the owner's
+ *     own writes: bytes a third process wrote without an acknowledgement
+ *     of its own, which the owner's sync then promised, are not known past
+ *     the owner's hi (the same-file rule has never known another
+ *     process's writes). When a slot must be made durable, one fdatasync
+ *     covers every process's slot for that file (their numbers as read
+ *     before).
  *   - Errors. A real sync that fails still ends the wait: its error is
  *     sticky for its own file, reported by that file's next fsync or
  *     close, as every deferred sync error is; the waiting call is not
@@ -121,6 +126,7 @@
  * than a data race. */
 struct order_slot {
 	_Atomic uint32_t used;
+	_Atomic uint32_t seq;           /* odd while the domain's lock gives it to a file (a seqlock for hi) */
 	_Atomic pid_t pid;              /* the owner; its file pointer is its own */
 	_Atomic int fd;                 /* the owner's descriptor of it, for /proc/PID/fd */
 	_Atomic dev_t dev;
@@ -240,6 +246,7 @@ static uint32_t take_slot_locked(struct shim_file *f)
 		struct order_slot *sl = &d->slots[i];
 		if (atomic_load_explicit(&sl->used, memory_order_relaxed))
 			continue;
+		atomic_fetch_add(&sl->seq, 1);
 		atomic_store_explicit(&sl->pid, shim.pid, memory_order_relaxed);
 		atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
 		atomic_store_explicit(&sl->dev, f->dev, memory_order_relaxed);
@@ -248,6 +255,7 @@ static uint32_t take_slot_locked(struct shim_file *f)
 		atomic_store(&sl->hi, same_file_hi(f)); /* before acked: whoever sees the number sees it */
 		atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
 		atomic_store(&sl->used, 1);
+		atomic_fetch_add(&sl->seq, 1);
 		d->nused++;
 		d->xor_used ^= i + 1;
 		d->hint = (i + 1) % DOMAIN_SLOTS;
@@ -506,6 +514,7 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 		struct order_slot *sl = &d->slots[i];
 		if (!atomic_load(&sl->used))
 			continue;
+		uint32_t seq0 = atomic_load(&sl->seq);
 		pid_t pid = atomic_load_explicit(&sl->pid, memory_order_relaxed);
 		if (pid == shim.pid)
 			continue; /* ours: the pending list's */
@@ -516,12 +525,17 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 		dev_t dev = atomic_load_explicit(&sl->dev, memory_order_relaxed);
 		ino_t ino = atomic_load_explicit(&sl->ino, memory_order_relaxed);
 		bool gone = process_gone(pid);
-		/* The slot may be changing meanwhile: dev/ino and hi are hints, read
-		 * after acked (hi is stored before it), so a mix of two files at
-		 * worst compares a write that needed none. */
-		if (w && !gone && dev == w->f->dev && ino == w->f->ino &&
-		    !view_changes_below(w, atomic_load(&sl->hi)))
-			continue; /* forward of what it promised: as within one process */
+		/* The slot may be given to another file meanwhile: its hi is used
+		 * only if the seqlock shows none of the fields read changed hands
+		 * (else the whole write is compared). The owner's own updates of
+		 * hi (at each acknowledgement) need none: its hi at any moment
+		 * bounds every byte it promised that is not yet durable. */
+		if (w && !gone && dev == w->f->dev && ino == w->f->ino) {
+			uint64_t hi = atomic_load(&sl->hi);
+			bool same_slot = !(seq0 & 1) && atomic_load(&sl->seq) == seq0;
+			if (!view_changes_below(w, same_slot ? hi : UINT64_MAX))
+				continue; /* forward of what it promised: as within one process */
+		}
 		/* One real sync of a file covers every process's slot for it. */
 		uint32_t cover[COVER_MAX];
 		uint64_t cover_acked[COVER_MAX];
