@@ -391,6 +391,7 @@ static __thread bool atfork_skipped;
 static void atfork_prepare(void)
 {
 	pos_forget_all(); /* and again in both after it (a descriptor opened meanwhile) */
+	order_bytes_unseen(NULL); /* two processes may write one file from now on (order.c) */
 	atfork_skipped = shim_bypass();
 	if (atfork_skipped)
 		return;
