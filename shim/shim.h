@@ -125,5 +125,9 @@ void shim_test_point_hit(const char *where);
 		if (unlikely(shim_test_points))                                      \
 			shim_test_point_hit(where);                                  \
 	} while (0)
+/* Test hook: a module's counters at exit (a destructor's), one line
+ * appended to the file the environment variable var names, when it is
+ * set. Raw system calls: it runs late. */
+void shim_test_report(const char *var, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
