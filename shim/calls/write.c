@@ -63,7 +63,11 @@ static inline bool osync_kept(uint32_t state)
  * (data at risk, the flusher, the live counters), no crash-test record,
  * no log. The common case under passthrough with logging off: a few
  * relaxed loads, then the real call as a tail call, with no frame of the
- * shim's around it. (A write at the position still follows it: below.) */
+ * shim's around it. It is so whoever calls, the shim's own threads and a
+ * vfork child included (shim_bypass: they get the real call too), so it is
+ * looked at first: only reads, of objects that are never freed (fd_peek),
+ * and no thread-local access. (A write at the position still follows
+ * it: below.) */
 static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
 {
 	return !(file_write_work(f) & (WRITES_COUNTED | WRITES_DEFERRED | WRITES_LIVE | WRITES_CRASH)) &&
@@ -77,9 +81,15 @@ static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
  * the position when the slot's mark knows it, so a write at the position
  * that extends the file costs it no lseek or fstat. */
 #define WRITE_WRAPPER(name, op, params, args, MOVES, OFF, IOV, CNT)                  \
-	static __attribute__((noinline)) ssize_t name##_tracked(struct shim_file *f, uint32_t state, \
-								 PARAMS_OF params)            \
+	static __attribute__((noinline)) ssize_t name##_tracked params               \
 	{                                                                            \
+		uint32_t state = 0;                                                  \
+		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
+		if (!f) {                                                            \
+			if (MOVES && unlikely(shim_busy))                            \
+				pos_forget(fd); /* moved out of sight */             \
+			return LIBC(name) args;                                      \
+		}                                                                    \
 		struct fd_slot *ps = MOVES ? fd_slot(fd) : NULL;                     \
 		int64_t at = ps ? pos_enter(ps) : POS_NOT_KNOWN;                     \
 		order_before_write(f, fd, write_lands(MOVES, OFF, at), IOV, CNT);    \
@@ -96,21 +106,15 @@ static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
 	}                                                                            \
 	SHIM_API ssize_t name params                                                 \
 	{                                                                            \
-		uint32_t state = 0;                                                  \
-		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
-		if (!f) {                                                            \
-			if (MOVES && unlikely(shim_busy))                            \
-				pos_forget(fd); /* moved out of sight */             \
-			return LIBC(name) args;                                      \
+		if (!MOVES) {                                                        \
+			uint32_t state = 0;                                          \
+			struct shim_file *f = fd_peek(fd, &state);                   \
+			void *real = atomic_load_explicit(&libc_table[LIBC_ID_##name], memory_order_acquire); \
+			if (f && real && write_is_plain(f, state)) /* whoever calls */ \
+				return ((libc_##name##_fn)real) args;                \
 		}                                                                    \
-		if (!MOVES && write_is_plain(f, state))                              \
-			return LIBC(name) args;                                      \
-		return name##_tracked(f, state, UNPAREN args);                       \
+		return name##_tracked args;                                          \
 	}
-
-/* The wrappers' parameter lists, as the slow half's trailing ones. */
-#define PARAMS_OF(...) __VA_ARGS__
-#define UNPAREN(...) __VA_ARGS__
 
 /* Where ordering is told a write lands: OFF, or for a write at the
  * position the mark's (at, from pos_enter): the position itself, or

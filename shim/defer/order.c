@@ -125,7 +125,7 @@ struct order_domain {
 };
 
 static struct order_domain local_domain; /* if the shared mapping cannot be made */
-struct order_domain *order_dom = &local_domain;
+SHIM_HOT struct order_domain *order_dom = &local_domain;
 
 static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct shim_file *pending_head; /* order_mu: this process's pending files */

@@ -38,7 +38,7 @@
 #define FD_TABLE_MAX (1 << 20)
 #define FD_TABLE_MIN 1024
 
-struct shim_state shim;
+SHIM_HOT struct shim_state shim;
 __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
 void fdtable_init(void)
