@@ -102,6 +102,17 @@ static inline void shim_nocancel_end(int old)
 	pthread_setcancelstate(old, NULL);
 }
 
+/*
+ * What a write's fast half (shim/calls/write.c) reads on every call, kept
+ * on one page: after each system call every page touched is a TLB miss
+ * where the kernel empties the TLB at each entry (page table isolation
+ * without PCID, as on this project's VMs: BENCHMARKS Run 24, about 6 ns a
+ * page against a 4 KiB pwrite's 1.7 us). One section, placed whole; the
+ * first in link order (libc.c's table) starts it on a page of its own.
+ */
+#define SHIM_HOT __attribute__((section("syncshim_hot")))
+#define SHIM_HOT_FIRST __attribute__((section("syncshim_hot"), aligned(4096)))
+
 /* ---- init.c -------------------------------------------------------------- */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Start one of the shim's own threads: detached, small stack, every
@@ -127,5 +138,9 @@ void shim_test_point_hit(const char *where);
 		if (unlikely(shim_test_points))                                      \
 			shim_test_point_hit(where);                                  \
 	} while (0)
+/* Test hook: a module's counters at exit (a destructor's), one line
+ * appended to the file the environment variable var names, when it is
+ * set. Raw system calls: it runs late. */
+void shim_test_report(const char *var, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -150,7 +150,7 @@ struct order_domain {
 static uint64_t same_file_hi(struct shim_file *f);
 
 static struct order_domain local_domain; /* if the shared mapping cannot be made */
-struct order_domain *order_dom = &local_domain;
+SHIM_HOT struct order_domain *order_dom = &local_domain;
 
 static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct shim_file *pending_head; /* order_mu: this process's pending files */
@@ -1020,23 +1020,13 @@ void order_atfork_child(void)
 }
 
 /* SYNCSHIM_TEST_ORDER_STATS=FILE: at exit, append one line of this
- * process's counts to FILE (the benchmark's waits per second). Raw calls:
- * this runs late. */
+ * process's counts to FILE (the benchmark's waits per second). */
 __attribute__((destructor)) static void report_order_stats(void)
 {
-	const char *path = getenv("SYNCSHIM_TEST_ORDER_STATS");
-	if (!path || !*path)
-		return;
-	char line[160];
-	int n = snprintf(line, sizeof(line), "order: pid=%d waits_other=%llu waits_self=%llu foreign_syncs=%llu checks_asked=%llu\n",
+	shim_test_report("SYNCSHIM_TEST_ORDER_STATS",
+			 "order: pid=%d waits_other=%llu waits_self=%llu foreign_syncs=%llu checks_asked=%llu\n",
 			 (int)getpid(), (unsigned long long)atomic_load(&stat_waits_other),
 			 (unsigned long long)atomic_load(&stat_waits_self),
 			 (unsigned long long)atomic_load(&stat_foreign_syncs),
 			 (unsigned long long)atomic_load(&stat_checks_asked));
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (n > 0)
-		(void)!syscall(SYS_write, fd, line, (size_t)n);
-	syscall(SYS_close, fd);
 }
