@@ -250,6 +250,8 @@ static void drop_priv_if_idle(struct shim_file *f)
 		return;
 	privs_change_begin();
 	p = priv_take(f);
+	if (p >= 0 && atomic_load(&f->nfds) == 0)
+		syncerr_last_descriptor(f, p);
 	if (p >= 0)
 		shimfd_close(p);
 	privs_change_end();
@@ -259,6 +261,8 @@ void flusher_release_file(struct shim_file *f)
 {
 	privs_change_begin();
 	int p = priv_take(f);
+	if (p >= 0 && atomic_load(&f->nfds) == 0)
+		syncerr_last_descriptor(f, p);
 	if (p >= 0)
 		shimfd_close(p);
 	privs_change_end();

@@ -82,3 +82,54 @@ Test(churn, passthrough_memory_follows_files_known_not_files_seen)
 {
 	churn_under("passthrough");
 }
+
+/*
+ * Closed files whose deferred sync failed and that are then unlinked (temp
+ * files, old segments): no one can open them again, so their errors (said
+ * on stderr, each, and counted for the exit status) must not be kept for a
+ * next opener, nor take the places (256) kept for files that can be
+ * reopened: before, 300 of them left 256 ghosts and the next file's error
+ * could find no place. tests/progs/ghosts on tmpfs (inode numbers not
+ * reused, which would drop them anyway), every sync of *.bad failing
+ * beneath the shim: at exit the shim holds no ghost of a temp file
+ * (SYNCSHIM_TEST_FILE_OBJECTS), every failure was said on stderr, the
+ * file that stays still gets its error at its rename, and with
+ * unreported_errors = exit the status is 74.
+ */
+Test(churn, unlinked_files_keep_no_error_for_a_next_opener)
+{
+	char shm[] = "/dev/shm/syncshim-ghosts.XXXXXX";
+	char *dir = mkdtemp(shm);
+	if (!dir) {
+		dir = h_path("g");
+		cr_assert_eq(mkdir(dir, 0755), 0);
+	}
+	char *ini = h_path("ghosts.ini");
+	h_write_file(ini, h_fmt("[shim]\nunreported_errors = exit\n[rule g]\npath = %s/**\nsync = defer\n"
+				"max_delay_ms = 5000\n",
+				dir));
+	char *objects = h_path("objects.txt");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_envf(&c, "SYNCSHIM_TEST_FILE_OBJECTS=%s", objects);
+	h_env(&c, "RECLAYER_FAIL=sync:EIO");
+	h_env(&c, "RECLAYER_FAIL_SUFFIX=.bad");
+	h_args(&c, h_prog("ghosts"), "-d", dir, "-n300", NULL);
+	struct h_result r = h_run(&c);
+	if (dir == shm) {
+		char *rm = h_fmt("rm -rf '%s'", shm);
+		cr_assert_eq(system(rm), 0);
+	}
+	char *counts = h_read_file(objects);
+	long long ghosts = field_of(counts, "ghosts=");
+	int said = 0;
+	for (const char *p = r.err; (p = strstr(p, "deferred sync of ")); p++)
+		said++;
+	cr_log_info("ghosts: %s; %s; %d failures said on stderr", r.out, counts, said);
+	cr_assert_leq(ghosts, 1, "%lld ghosts kept at exit: errors of unlinked files kept for a next opener", ghosts);
+	cr_assert_geq(said, 300, "only %d failed syncs said on stderr (300 temp files): an error lost", said);
+	cr_assert_not_null(strstr(r.out, "rename=-1 errno=5"), "the kept file's failure did not reach its rename: %s",
+			   r.out);
+	cr_assert_eq(r.code, 74, "exit status %d, want 74 (unreported_errors = exit)", r.code);
+}
