@@ -18,6 +18,8 @@
  *   sigsys    the program's own SIGSYS handler, which must get a raised
  *             SIGSYS once
  *   badfd     an inline fsync of a closed number: -EBADF, errno untouched
+ *   cost      (a benchmark, FILE unused) N inline getppid calls, printing
+ *             the nanoseconds one takes: what one trapped call costs
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static long inline_call(long nr, long a, long b, long c, long d)
@@ -133,6 +136,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "inline_calls: own SIGSYS handler ran %d times\n", (int)sigsys_seen);
 			return 1;
 		}
+	} else if (strcmp(mode, "cost") == 0) {
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		for (int i = 0; i < count; i++)
+			inline_call(SYS_getppid, 0, 0, 0, 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+		printf("result: calls=%d ns_per_call=%.1f\n", count, ns / (count > 0 ? count : 1));
 	} else if (strcmp(mode, "badfd") == 0) {
 		errno = 1234;
 		long r = inline_call(SYS_fsync, 999, 0, 0, 0);

@@ -84,6 +84,7 @@ int ct_remove_tree(const char *path);
 
 struct ct_run {
 	uint64_t start_ns, end_ns;   /* CLOCK_MONOTONIC; end = the cut or the exit */
+	uint64_t origin_ns;          /* the program's first record in scope (0: none seen) */
 	bool cut;                    /* killed at the cut (or the timeout) */
 	bool timed_out;              /* the cut was the timeout: the cut condition never came */
 	int status;                  /* exit status if it ran to completion, else -1 */

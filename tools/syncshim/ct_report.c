@@ -32,10 +32,13 @@ static const char *human(uint64_t b, char *buf, size_t len)
 static void when(FILE *to, const struct ct_trial *t)
 {
 	double ms = (double)(t->run.end_ns - t->run.start_ns) / 1e6;
-	if (t->run.timed_out)
+	if (t->run.timed_out && !t->run.origin_ns)
+		fprintf(to, "killed at the timeout, %.1f ms (the cut never came: nothing in scope was ever written)", ms);
+	else if (t->run.timed_out)
 		fprintf(to, "killed at the timeout, %.1f ms (the cut never came)", ms);
 	else if (t->run.cut)
-		fprintf(to, "cut at %.1f ms", ms);
+		fprintf(to, "cut at %.1f ms (%.1f ms after its first record in scope)", ms,
+			(double)(t->run.end_ns - t->run.origin_ns) / 1e6);
 	else if (t->run.signal)
 		fprintf(to, "ran to completion (killed by signal %d) at %.1f ms", t->run.signal, ms);
 	else
@@ -253,6 +256,7 @@ void ct_json_trial(const struct ct_trial *t, bool first)
 	printf(",\"cut\":%s,\"timed_out\":%s,\"end_ms\":%.3f", t->run.cut ? "true" : "false",
 	       t->run.timed_out ? "true" : "false", ms);
 	jnum_or_null("cut_ms", t->run.cut ? ms : -1);
+	jnum_or_null("first_record_ms", t->run.origin_ns ? (double)(t->run.origin_ns - t->run.start_ns) / 1e6 : -1);
 	printf(",\"exit_status\":%d,\"planned_ms\":%llu", t->run.status, (unsigned long long)t->planned_ms);
 	printf(",\"log_records\":%zu,\"log_bytes\":%llu", t->log_records, (unsigned long long)t->log_bytes);
 	printf(",\"records\":%u,\"bytes\":%llu,\"kept_bytes\":%llu,\"writeback_seed\":%llu", t->rolled ? t->rb.records : 0,

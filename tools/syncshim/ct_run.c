@@ -150,17 +150,32 @@ static void child_exec_trial(const struct ct_opts *o, const char *store)
 	_exit(exec_failure_status(e));
 }
 
-/* Whether the cut is due now (polling the log for after-syncs). */
-static bool cut_due(const struct ct_opts *o, struct undo_follow *f, uint64_t now, uint64_t cut_at)
+/* Whether the cut is due now. A drawn moment (random:, after-ms:) counts
+ * from the program's first record in scope, not from the fork: a JVM, or
+ * any program on a loaded machine (or under a sanitizer), may take longer
+ * to reach its first write than the cut's whole range, and a cut before
+ * the program did anything tests nothing. So the log is polled until that
+ * first record appears (then the moment is fixed), and for after-syncs
+ * throughout. */
+static bool cut_due(const struct ct_opts *o, struct undo_follow *f, uint64_t now, uint64_t cut_ms, struct ct_run *r)
 {
-	if (o->cut.kind != CUT_AFTER_SYNCS)
-		return now >= cut_at;
-	undo_follow_poll(f);
-	return f->syncs >= o->cut.syncs;
+	if (o->cut.kind == CUT_AFTER_SYNCS) {
+		undo_follow_poll(f);
+		if (!r->origin_ns && f->records)
+			r->origin_ns = now;
+		return f->syncs >= o->cut.syncs;
+	}
+	if (!r->origin_ns) {
+		undo_follow_poll(f);
+		if (!f->records)
+			return false;
+		r->origin_ns = now;
+	}
+	return now >= r->origin_ns + cut_ms * MS;
 }
 
 /* Waits for the cut, the program's exit or the timeout; true if it exited. */
-static bool await_cut(const struct ct_opts *o, pid_t pid, int pidfd, const char *store, uint64_t cut_at,
+static bool await_cut(const struct ct_opts *o, pid_t pid, int pidfd, const char *store, uint64_t cut_ms,
 		      struct ct_run *r)
 {
 	char log[PATH_MAX];
@@ -173,13 +188,14 @@ static bool await_cut(const struct ct_opts *o, pid_t pid, int pidfd, const char 
 		siginfo_t si = { 0 };
 		exited = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
 		uint64_t now = ct_now_ns();
-		bool due = !exited && cut_due(o, &f, now, cut_at);
+		bool due = !exited && cut_due(o, &f, now, cut_ms, r);
 		if (exited || ct_interrupted || due || now >= deadline) {
 			r->end_ns = now;
 			r->timed_out = !exited && !ct_interrupted && !due;
 			break;
 		}
-		uint64_t next = o->cut.kind == CUT_AFTER_SYNCS ? MS : cut_at - now;
+		bool polling = o->cut.kind == CUT_AFTER_SYNCS || !r->origin_ns;
+		uint64_t next = polling ? MS : r->origin_ns + cut_ms * MS - now;
 		wait_on(pidfd, next < 50 * MS ? next : 50 * MS);
 	}
 	if (f.fd >= 0)
@@ -200,7 +216,7 @@ int ct_run_trial(const struct ct_opts *o, const char *store, uint64_t cut_ms, st
 		child_exec_trial(o, store);
 	setpgid(pid, pid);
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	bool exited = await_cut(o, pid, pidfd, store, r->start_ns + cut_ms * MS, r);
+	bool exited = await_cut(o, pid, pidfd, store, cut_ms, r);
 	r->cut = !exited;
 	int st = 0;
 	r->stray = !kill_tree(pid, pid, &st); /* the cut: the whole group at once */
