@@ -4,7 +4,7 @@
  * time per call is the cost of the call itself. `make bench` runs it with
  * and without the shim to measure what interposition and logging add.
  *
- *   pwrite_loop [-n COUNT] [-s SIZE] [-r REGION_BYTES] [-f FILE] [-i] [-k]
+ *   pwrite_loop [-n COUNT] [-s SIZE] [-r REGION_BYTES] [-f FILE] [-i] [-k] [-a]
  *
  * -i starts one idle thread (blocked on a condition variable) before the
  * loop: the baseline for a shim that starts a thread of its own. Once a
@@ -12,10 +12,18 @@
  * reference on every fd system call instead of its single-threaded fast
  * path, so the loop pays that whoever started the thread.
  *
+ * -a alternates, in bursts of 1000 calls, the pwrite the program links
+ * (the shim's, when it is preloaded) with libc's own (looked up in
+ * libc.so.6 itself), in one process: the two share every disturbance of
+ * a noisy machine, so their ratio is steadier than two processes'. It
+ * adds " direct_cpu_ns_per_call=D ratio=R" (R: the linked pwrite's CPU
+ * time per call over libc's; about 1 without a shim).
+ *
  * Prints "result: calls=N seconds=S ns_per_call=X cpu_ns_per_call=Y threads=T": wall
  * time, and the calling thread's own CPU time, which a noisy shared
  * machine (steal, other tenants) disturbs far less.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -39,7 +47,8 @@ static double clock_s(clockid_t id)
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: pwrite_loop [-n COUNT] [-s SIZE] [-r REGION] [-f FILE] [-i] [-k]\n"
-		     "  -i  start one idle thread first (a multithreaded baseline)\n");
+		     "  -i  start one idle thread first (a multithreaded baseline)\n"
+		     "  -a  alternate bursts through the linked pwrite and libc's own\n");
 }
 
 /* -i: a thread that does nothing until told to exit. */
@@ -61,7 +70,7 @@ int main(int argc, char **argv)
 {
 	uint64_t count = 1000000, size = 4096, region = 1 << 20;
 	char file[4096];
-	int keep = 0, file_given = 0, idle = 0;
+	int keep = 0, file_given = 0, idle = 0, alternate = 0;
 	const struct opt opts[] = {
 		{ 'n', OPT_U64, .p = &count },
 		{ 's', OPT_U64, .p = &size },
@@ -69,6 +78,7 @@ int main(int argc, char **argv)
 		{ 'f', OPT_PATH, .p = file, .max = sizeof(file), .seen = &file_given },
 		{ 'i', OPT_FLAG, .p = &idle },
 		{ 'k', OPT_FLAG, .p = &keep },
+		{ 'a', OPT_FLAG, .p = &alternate },
 	};
 	parse_opts(argc, argv, opts, NOPTS(opts));
 	if (count < 1 || size < 1 || region < size) {
@@ -94,11 +104,33 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pwrite_loop: pthread_create: %s\n", strerror(rc));
 		return 1;
 	}
-	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-	for (uint64_t i = 0; i < count; i++) {
-		if (pwrite(fd, buf, size, (off_t)(i % slots * size)) != (ssize_t)size) {
-			fprintf(stderr, "pwrite_loop: pwrite: %s\n", strerror(errno));
+	/* -a: libc's own pwrite, and the CPU time each of the two spent */
+	ssize_t (*direct)(int, const void *, size_t, off_t) = NULL;
+	double cpu_of[2] = { 0, 0 };
+	uint64_t calls_of[2] = { 0, 0 };
+	if (alternate) {
+		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		direct = libc ? (ssize_t (*)(int, const void *, size_t, off_t))dlsym(libc, "pwrite") : NULL;
+		if (!direct) {
+			fprintf(stderr, "pwrite_loop: libc's own pwrite not found\n");
 			return 1;
+		}
+	}
+	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+	for (uint64_t i = 0; i < count;) {
+		uint64_t end = alternate && count - i > 1000 ? i + 1000 : count;
+		int use_direct = alternate && (i / 1000) % 2;
+		double b0 = alternate ? clock_s(CLOCK_THREAD_CPUTIME_ID) : 0;
+		for (; i < end; i++) {
+			off_t at = (off_t)(i % slots * size);
+			if ((use_direct ? direct(fd, buf, size, at) : pwrite(fd, buf, size, at)) != (ssize_t)size) {
+				fprintf(stderr, "pwrite_loop: pwrite: %s\n", strerror(errno));
+				return 1;
+			}
+		}
+		if (alternate) {
+			cpu_of[use_direct] += clock_s(CLOCK_THREAD_CPUTIME_ID) - b0;
+			calls_of[use_direct] += 1000;
 		}
 	}
 	double secs = clock_s(CLOCK_MONOTONIC) - t0, cpu = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
@@ -112,7 +144,12 @@ int main(int argc, char **argv)
 	close(fd);
 	if (!keep)
 		unlink(file);
-	printf("result: calls=%" PRIu64 " seconds=%.4f ns_per_call=%.1f cpu_ns_per_call=%.1f threads=%d\n",
-	       count, secs, secs * 1e9 / (double)count, cpu * 1e9 / (double)count, idle ? 2 : 1);
+	printf("result: calls=%" PRIu64 " seconds=%.4f ns_per_call=%.1f cpu_ns_per_call=%.1f threads=%d", count, secs,
+	       secs * 1e9 / (double)count, cpu * 1e9 / (double)count, idle ? 2 : 1);
+	if (alternate && calls_of[0] && calls_of[1]) {
+		double linked = cpu_of[0] * 1e9 / (double)calls_of[0], own = cpu_of[1] * 1e9 / (double)calls_of[1];
+		printf(" direct_cpu_ns_per_call=%.1f ratio=%.4f", own, linked / own);
+	}
+	printf("\n");
 	return 0;
 }

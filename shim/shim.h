@@ -102,6 +102,17 @@ static inline void shim_nocancel_end(int old)
 	pthread_setcancelstate(old, NULL);
 }
 
+/*
+ * What a write's fast half (shim/calls/write.c) reads on every call, kept
+ * on one page: after each system call every page touched is a TLB miss
+ * where the kernel empties the TLB at each entry (page table isolation
+ * without PCID, as on this project's VMs: BENCHMARKS Run 24, about 6 ns a
+ * page against a 4 KiB pwrite's 1.7 us). One section, placed whole; the
+ * first in link order (libc.c's table) starts it on a page of its own.
+ */
+#define SHIM_HOT __attribute__((section("syncshim_hot")))
+#define SHIM_HOT_FIRST __attribute__((section("syncshim_hot"), aligned(4096)))
+
 /* ---- init.c -------------------------------------------------------------- */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Start one of the shim's own threads: detached, small stack, every
@@ -110,6 +121,8 @@ void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* joinable: NULL for a detached thread, else where its id goes (the
  * caller joins it: set*id must know when it is gone, setid.c). */
 int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthread_t *joinable);
+/* In a fork child: a thread of the parent's that this process does not have. */
+void shim_thread_gone_in_child(pthread_t t);
 /* Set while set*id waits for the shim's threads to end (a futex word:
  * woken when set); each thread's loop ends when it sees it. */
 extern _Atomic uint32_t shim_threads_quit;
@@ -125,5 +138,9 @@ void shim_test_point_hit(const char *where);
 		if (unlikely(shim_test_points))                                      \
 			shim_test_point_hit(where);                                  \
 	} while (0)
+/* Test hook: a module's counters at exit (a destructor's), one line
+ * appended to the file the environment variable var names, when it is
+ * set. Raw system calls: it runs late. */
+void shim_test_report(const char *var, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -9,9 +9,14 @@
 #           $WAL_AUTOCHECKPOINT pages (default 100), so checkpoints (pages
 #           copied into DB, then the WAL overwritten from its start) happen
 #           every few hundred commits
+#   delete1 rollback-journal mode with one connection for the whole run:
+#           each commit writes and syncs the journal, overwrites the
+#           database's pages, syncs them and unlinks the journal, all in
+#           one process (under defer: its syncs are still owed when the
+#           next commit begins)
 set -euo pipefail
-db=${1:?usage: insert.sh DB ACKS [ROWS] [delete|wal]}
-acks=${2:?usage: insert.sh DB ACKS [ROWS] [delete|wal]}
+db=${1:?usage: insert.sh DB ACKS [ROWS] [delete|wal|delete1]}
+acks=${2:?usage: insert.sh DB ACKS [ROWS] [delete|wal|delete1]}
 rows=${3:-100000}
 mode=${4:-delete}
 trap 'exit 130' INT TERM
@@ -25,10 +30,12 @@ delete)
 		echo "acked $i $EPOCHREALTIME" >>"$acks"
 	done
 	;;
-wal)
+wal | delete1)
+	journal=WAL
+	[ "$mode" = wal ] || journal=DELETE
 	coproc SQL { exec sqlite3 -batch "$db"; }
-	echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=${WAL_AUTOCHECKPOINT:-100};" >&"${SQL[1]}"
-	read -r _ <&"${SQL[0]}" # "wal"
+	echo "PRAGMA journal_mode=$journal; PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=${WAL_AUTOCHECKPOINT:-100};" >&"${SQL[1]}"
+	read -r _ <&"${SQL[0]}" # the journal mode
 	read -r _ <&"${SQL[0]}" # the checkpoint interval
 	for ((i = start + 1; i <= start + rows; i++)); do
 		# the SELECT answers once the INSERT's transaction committed

@@ -3,6 +3,7 @@
  * stand-ins for when they cannot be reached.
  */
 #include "calls.h"
+#include "shim.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -13,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Atomic(void *) libc_table[LIBC_COUNT];
+SHIM_HOT_FIRST _Atomic(void *) libc_table[LIBC_COUNT];
 
 static const char *const libc_names[LIBC_COUNT] = {
 #define LIBC_NAME(ret, name, params, fb) [LIBC_ID_##name] = #name,

@@ -18,6 +18,7 @@
 #include "files.h"
 #include "flusher.h"
 #include "mmap_track.h"
+#include "order.h"
 #include "shim.h"
 #include "uring.h"
 
@@ -108,6 +109,7 @@ void mmap_track_add(void *addr, size_t len, int fd)
 		return;
 	if (file_defers(f)) /* a later msync may have only the mapping: a descriptor to borrow */
 		flusher_offer_fd(f, fd);
+	order_file_mapped(f); /* its bytes may change with no call: no rewrite runs (order.c) */
 	shim_enter();
 	regions_lock();
 	regions_cut((uintptr_t)addr, (uintptr_t)addr + len);

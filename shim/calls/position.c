@@ -37,6 +37,7 @@
 #include "calls.h"
 #include "fdtable.h"
 #include "files.h"
+#include "order.h"
 #include "position.h"
 #include "shim.h"
 
@@ -66,6 +67,7 @@ void pos_stop(void)
 {
 	atomic_store(&pos_stopped, 1);
 	pos_forget_all();
+	order_bytes_unseen(NULL); /* and writes change bytes unseen: no rewrite runs (order.c) */
 }
 
 void pos_opened(int fd, int fl)
@@ -161,6 +163,7 @@ SHIM_API FILE *fdopen(int fd, const char *mode)
 	SHIM_API ssize_t name(int out, int in, off_type *off, size_t n)             \
 	{                                                                            \
 		pos_forget(out);                                                     \
+		order_fd_bytes_unseen(out); /* bytes written unseen (order.c) */     \
 		if (!off)                                                            \
 			pos_forget(in);                                              \
 		return LIBC(name)(out, in, off, n);                                  \
@@ -175,6 +178,7 @@ SHIM_API ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, size
 		pos_forget(in);
 	if (!off_out)
 		pos_forget(out);
+	order_fd_bytes_unseen(out); /* bytes written unseen (order.c) */
 	return LIBC(splice)(in, off_in, out, off_out, n, flags);
 }
 

@@ -53,29 +53,19 @@ static int sync_validate_fd(int fd)
 	return 0;
 }
 
-/* A real sync about to start covers everything written so far. */
+/* The app's own real sync, on the spot: the observers hear of it as of
+ * the flusher's (flusher_real_sync_ends), and a report the kernel owes
+ * this descriptor of an error the shim already told it is not the
+ * result (flusher_real_sync_fd). */
 static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 {
-	struct risk_sync rs = flusher_real_sync_begins(f);
-	uint64_t upto = crash_mark(f);
-	uint64_t t0 = trace_now();
-	int r = real_sync_call(fd, op);
-	int err = r < 0 ? errno : 0;
-	/* The shim told this descriptor (apply_sync_rule, just before) of
-	 * the error its flusher found through another open file
-	 * description: the kernel's report of it here is the second. */
-	if (fd_take_kernel_owes(fd) && err) {
-		err = 0;
-		r = 0;
-	}
-	uint64_t t1 = trace_now();
+	struct real_sync_seen seen = flusher_real_sync_begins(f);
+	int err = flusher_real_sync_fd(fd, op == OP_FSYNC);
+	flusher_real_sync_ends(f, &seen, true, err);
 	if (!err)
-		crash_durable(f, upto);
-	risk_sync_ends(f, rs, r == 0, t1);
-	live_real_synced(f, t1 - t0, err);
-	if (err)
-		errno = err;
-	return r;
+		return 0;
+	errno = err;
+	return -1;
 }
 
 static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, enum shim_op op)
@@ -130,8 +120,9 @@ static int untracked_sync(int fd, enum shim_op op)
  * app_sync_end: the live counters (the app's sync and how long it took),
  * the latency log (trace_end), then the reference goes and errno is the
  * real call's on failure, the app's own on success. A real sync the call
- * makes on the spot tells data at risk, crash-test mode and the live
- * counters in synced_call; a deferred one is the flusher's (flusher.c).
+ * makes on the spot (synced_call) tells data at risk, crash-test mode and
+ * the live counters through the flusher's one place for every real sync
+ * (flusher_real_sync_ends); a deferred one is the flusher's own.
  */
 struct app_sync {
 	struct shim_file *f;   /* with a reference; NULL: not a tracked file */

@@ -160,6 +160,8 @@ static void *lib_resolve(enum lib_id id)
  * against it); a miss would mean a broken process: ENOSYS, as calls.h's
  * stand-ins. */
 #define LIB(name) ((__typeof__(&name))lib_resolve(LIB_ID_##name))
+/* liburing's own function, or -ENOSYS where this liburing lacks it. */
+#define LIB_CALL(name, ...) (LIB(name) ? LIB(name)(__VA_ARGS__) : -ENOSYS)
 
 /* ---- what the kernel can do ------------------------------------------------ */
 
@@ -434,13 +436,14 @@ enum around_sync around_sync_decide(struct shim_file *f, int fd, bool datasync, 
 	return out;
 }
 
-static void ring_fsync(const struct ring *r, struct io_uring_sqe *s)
+/*
+ * The entries whose file matters: each handler gets the tracked file
+ * behind the entry's descriptor (a reference ring_entry holds), the
+ * descriptor and its slot's state.
+ */
+static void ring_fsync(struct io_uring_sqe *s, struct shim_file *f, int fd, uint32_t state)
 {
-	int fd;
-	uint32_t state = 0;
-	struct shim_file *f = entry_file(r, s, &fd, &state);
-	if (!f)
-		return;
+	(void)state;
 	int err;
 	switch (around_sync_decide(f, fd, (s->fsync_flags & IORING_FSYNC_DATASYNC) != 0, nop_can_inject(), &err)) {
 	case AROUND_DATASYNC:
@@ -455,23 +458,17 @@ static void ring_fsync(const struct ring *r, struct io_uring_sqe *s)
 	default:
 		break;
 	}
-	file_put(f);
 }
 
-static void ring_sync_file_range(const struct ring *r, struct io_uring_sqe *s)
+static void ring_sync_file_range(struct io_uring_sqe *s, struct shim_file *f, int fd, uint32_t state)
 {
-	int fd;
-	uint32_t state = 0;
-	struct shim_file *f = entry_file(r, s, &fd, &state);
-	if (!f)
-		return;
+	(void)fd, (void)state;
 	struct knobs k;
 	knobs_of(f, &k);
 	if (k.act[CALL_SYNC_FILE_RANGE] == ACT_NOOP &&
 	    !(s->sync_range_flags & ~(SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
 				      SYNC_FILE_RANGE_WAIT_AFTER)))
 		make_nop(s, 0);
-	file_put(f);
 }
 
 /* Bytes an iovec array of the app's describes, read the safe way (a bad
@@ -540,13 +537,8 @@ void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, ui
 	errno = e0;
 }
 
-static void ring_write(const struct ring *r, struct io_uring_sqe *s)
+static void ring_write(struct io_uring_sqe *s, struct shim_file *f, int fd, uint32_t state)
 {
-	int fd;
-	uint32_t state = 0;
-	struct shim_file *f = entry_file(r, s, &fd, &state);
-	if (!f)
-		return;
 	unsigned work = file_write_work(f);
 	uint64_t n = 0;
 	if ((work & (WRITES_COUNTED | WRITES_LIVE)) || (state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP)) ||
@@ -556,12 +548,10 @@ static void ring_write(const struct ring *r, struct io_uring_sqe *s)
 	int fl = (int)s->rw_flags;
 	around_write(f, fd, state, &fl, n);
 	s->rw_flags = (__u32)fl;
-	file_put(f);
 }
 
-static void ring_close(const struct ring *r, struct io_uring_sqe *s)
+static void ring_close(struct io_uring_sqe *s)
 {
-	(void)r;
 	if ((s->flags & IOSQE_FIXED_FILE) || s->file_index || s->fd < 0)
 		return; /* a registered slot: no descriptor of the app's ends */
 	fdops_before_implicit_close(s->fd);
@@ -569,9 +559,8 @@ static void ring_close(const struct ring *r, struct io_uring_sqe *s)
 
 /* RENAMEAT/LINKAT publish the source under a new name: its pending
  * syncs first, and a failed one fails the entry as rename would. */
-static void ring_publish(const struct ring *r, struct io_uring_sqe *s)
+static void ring_publish(struct io_uring_sqe *s)
 {
-	(void)r;
 	bool link = s->opcode == IORING_OP_LINKAT;
 	int at_flags = link && (s->hardlink_flags & AT_SYMLINK_FOLLOW) ? 0 : AT_SYMLINK_NOFOLLOW;
 	int err = flusher_before_publish(s->fd, (const char *)(uintptr_t)s->addr, at_flags);
@@ -583,28 +572,36 @@ static void ring_publish(const struct ring *r, struct io_uring_sqe *s)
 
 static void ring_entry(const struct ring *r, struct io_uring_sqe *s)
 {
+	void (*on_file)(struct io_uring_sqe *, struct shim_file *, int, uint32_t);
 	switch (s->opcode) {
 	case IORING_OP_FSYNC:
-		ring_fsync(r, s);
+		on_file = ring_fsync;
 		break;
 	case IORING_OP_SYNC_FILE_RANGE:
-		ring_sync_file_range(r, s);
+		on_file = ring_sync_file_range;
 		break;
 	case IORING_OP_WRITE:
 	case IORING_OP_WRITE_FIXED:
 	case IORING_OP_WRITEV:
-		ring_write(r, s);
+		on_file = ring_write;
 		break;
 	case IORING_OP_CLOSE:
-		ring_close(r, s);
-		break;
+		ring_close(s);
+		return;
 	case IORING_OP_RENAMEAT:
 	case IORING_OP_LINKAT:
-		ring_publish(r, s);
-		break;
+		ring_publish(s);
+		return;
 	default:
-		break;
+		return;
 	}
+	int fd;
+	uint32_t state = 0;
+	struct shim_file *f = entry_file(r, s, &fd, &state);
+	if (!f)
+		return;
+	on_file(s, f, fd, state);
+	file_put(f);
 }
 
 /* ---- crash-test mode: the ring's writes and syncs of tracked files ------------ */
@@ -961,12 +958,11 @@ static int lib_submitted(const struct io_uring *ring, const struct submit_mark *
 	return ret;
 }
 
-SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring, struct io_uring_params *p)
+/* liburing made a ring (ret 0): the shim learns it from its struct. */
+static int lib_ring_made(struct io_uring *ring, int ret)
 {
-	int ret = LIB(io_uring_queue_init_params) ? LIB(io_uring_queue_init_params)(entries, ring, p) : -ENOSYS;
-	if (ret == 0)
-		pos_stop();
 	if (ret == 0) {
+		pos_stop();
 		int e = errno;
 		lib_ring_learn(ring, true);
 		errno = e;
@@ -974,17 +970,16 @@ SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring,
 	return ret;
 }
 
+SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring, struct io_uring_params *p)
+{
+	int ret = LIB_CALL(io_uring_queue_init_params, entries, ring, p);
+	return lib_ring_made(ring, ret);
+}
+
 SHIM_API int io_uring_queue_init(unsigned entries, struct io_uring *ring, unsigned flags)
 {
-	int ret = LIB(io_uring_queue_init) ? LIB(io_uring_queue_init)(entries, ring, flags) : -ENOSYS;
-	if (ret == 0)
-		pos_stop();
-	if (ret == 0) {
-		int e = errno;
-		lib_ring_learn(ring, true);
-		errno = e;
-	}
-	return ret;
+	int ret = LIB_CALL(io_uring_queue_init, entries, ring, flags);
+	return lib_ring_made(ring, ret);
 }
 
 SHIM_API void io_uring_queue_exit(struct io_uring *ring)
@@ -1009,7 +1004,7 @@ SHIM_API void io_uring_queue_exit(struct io_uring *ring)
 	do {                                                                         \
 		struct submit_mark m_;                                               \
 		lib_before_submit(ring, &m_);                                        \
-		int ret_ = LIB(name) ? LIB(name)(__VA_ARGS__) : -ENOSYS;              \
+		int ret_ = LIB_CALL(name, __VA_ARGS__);                               \
 		return LIB_SUBMIT_##call(ring, &m_, ret_);                           \
 	} while (0)
 
@@ -1057,76 +1052,63 @@ SHIM_API int io_uring_wait_cqe_timeout(struct io_uring *ring, struct io_uring_cq
 	LIB_SUBMIT(other, io_uring_wait_cqe_timeout, ring, cqe_ptr, ts);
 }
 
-SHIM_API int io_uring_register_files(struct io_uring *ring, const int *files, unsigned nr_files)
+/*
+ * liburing's calls that change a ring's fixed files, each told to the
+ * ring's table once it succeeded (a replace: register, tags, sparse,
+ * unregister, where 0 is success; an update from off: update, update_tag,
+ * which return how many entries they changed). A fixed entry's FSYNC is
+ * then found by its file like any other.
+ */
+static void lib_files_changed(struct io_uring *ring, bool ok, unsigned off, const int *fds, unsigned nr, bool replace)
 {
-	int ret = LIB(io_uring_register_files) ? LIB(io_uring_register_files)(ring, files, nr_files) : -ENOSYS;
-	struct ring *r = ret == 0 ? lib_ring(ring) : NULL;
+	struct ring *r = ok ? lib_ring(ring) : NULL;
 	if (r) {
 		int e = errno;
-		files_set(r, 0, files, nr_files, true);
+		files_set(r, off, fds, nr, replace);
 		errno = e;
 	}
+}
+
+SHIM_API int io_uring_register_files(struct io_uring *ring, const int *files, unsigned nr_files)
+{
+	int ret = LIB_CALL(io_uring_register_files, ring, files, nr_files);
+	lib_files_changed(ring, ret == 0, 0, files, nr_files, true);
 	return ret;
 }
 
 SHIM_API int io_uring_register_files_update(struct io_uring *ring, unsigned off, const int *files,
 					    unsigned nr_files)
 {
-	int ret = LIB(io_uring_register_files_update) ? LIB(io_uring_register_files_update)(ring, off, files, nr_files)
-						      : -ENOSYS;
-	struct ring *r = ret >= 0 ? lib_ring(ring) : NULL;
-	if (r) {
-		int e = errno;
-		files_set(r, off, files, (unsigned)ret, false);
-		errno = e;
-	}
+	int ret = LIB_CALL(io_uring_register_files_update, ring, off, files, nr_files);
+	lib_files_changed(ring, ret >= 0, off, files, (unsigned)ret, false);
 	return ret;
 }
 
 SHIM_API int io_uring_register_files_tags(struct io_uring *ring, const int *files, const __u64 *tags, unsigned nr)
 {
-	int ret = LIB(io_uring_register_files_tags) ? LIB(io_uring_register_files_tags)(ring, files, tags, nr) : -ENOSYS;
-	struct ring *r = ret == 0 ? lib_ring(ring) : NULL;
-	if (r) {
-		int e = errno;
-		files_set(r, 0, files, nr, true);
-		errno = e;
-	}
+	int ret = LIB_CALL(io_uring_register_files_tags, ring, files, tags, nr);
+	lib_files_changed(ring, ret == 0, 0, files, nr, true);
 	return ret;
 }
 
 SHIM_API int io_uring_register_files_sparse(struct io_uring *ring, unsigned nr)
 {
-	int ret = LIB(io_uring_register_files_sparse) ? LIB(io_uring_register_files_sparse)(ring, nr) : -ENOSYS;
-	struct ring *r = ret == 0 ? lib_ring(ring) : NULL;
-	if (r) {
-		int e = errno;
-		files_set(r, 0, NULL, nr, true);
-		errno = e;
-	}
+	int ret = LIB_CALL(io_uring_register_files_sparse, ring, nr);
+	lib_files_changed(ring, ret == 0, 0, NULL, nr, true);
 	return ret;
 }
 
 SHIM_API int io_uring_register_files_update_tag(struct io_uring *ring, unsigned off, const int *files,
 						const __u64 *tags, unsigned nr_files)
 {
-	int ret = LIB(io_uring_register_files_update_tag)
-			  ? LIB(io_uring_register_files_update_tag)(ring, off, files, tags, nr_files)
-			  : -ENOSYS;
-	struct ring *r = ret >= 0 ? lib_ring(ring) : NULL;
-	if (r) {
-		int e = errno;
-		files_set(r, off, files, (unsigned)ret, false);
-		errno = e;
-	}
+	int ret = LIB_CALL(io_uring_register_files_update_tag, ring, off, files, tags, nr_files);
+	lib_files_changed(ring, ret >= 0, off, files, (unsigned)ret, false);
 	return ret;
 }
 
 SHIM_API int io_uring_unregister_files(struct io_uring *ring)
 {
-	int ret = LIB(io_uring_unregister_files) ? LIB(io_uring_unregister_files)(ring) : -ENOSYS;
-	struct ring *r = ret == 0 ? lib_ring(ring) : NULL;
-	if (r)
-		files_set(r, 0, NULL, 0, true);
+	int ret = LIB_CALL(io_uring_unregister_files, ring);
+	lib_files_changed(ring, ret == 0, 0, NULL, 0, true);
 	return ret;
 }

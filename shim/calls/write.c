@@ -58,13 +58,30 @@ static inline bool osync_kept(uint32_t state)
 	return (state & (SLOT_APP_OSYNC | SLOT_APP_ODSYNC)) && !(state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP));
 }
 
+/* A write at a given offset the shim has nothing to do around: no other
+ * file's sync to wait for (order.h's summary word), no bytes to count
+ * (data at risk, the flusher, the live counters), no crash-test record,
+ * no log. The common case under passthrough with logging off: a few
+ * relaxed loads, then the real call as a tail call, with no frame of the
+ * shim's around it. It is so whoever calls, the shim's own threads and a
+ * vfork child included (shim_bypass: they get the real call too), so it is
+ * looked at first: only reads, of objects that are never freed (fd_peek),
+ * and no thread-local access. (A write at the position still follows
+ * it: below.) */
+static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
+{
+	return !(file_write_work(f) & (WRITES_COUNTED | WRITES_DEFERRED | WRITES_LIVE | WRITES_CRASH)) &&
+	       !(state & (SLOT_OSYNC_DEFER | SLOT_OSYNC_STRIP)) && !atomic_load_explicit(&trace_on, memory_order_relaxed) &&
+	       likely(atomic_load_explicit(ORDER_SUMMARY(order_dom), memory_order_relaxed) == 0);
+}
+
 /* OFF: where the write lands (-1: the descriptor's position, when
  * MOVES: the call moves it, position.h); IOV, CNT: what it writes. OFF
  * as given is what crash-test mode records (crash.h); ordering is told
  * the position when the slot's mark knows it, so a write at the position
  * that extends the file costs it no lseek or fstat. */
 #define WRITE_WRAPPER(name, op, params, args, MOVES, OFF, IOV, CNT)                  \
-	SHIM_API ssize_t name params                                                 \
+	static __attribute__((noinline)) ssize_t name##_tracked params               \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
 		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
@@ -86,6 +103,17 @@ static inline bool osync_kept(uint32_t state)
 		bool exact = ps && pos_leave(ps, at, pos_after(at, r));              \
 		write_done(f, fd, state, op, MOVES ? (exact ? (off_t)at : -1) : OFF, r, &t); \
 		return r;                                                            \
+	}                                                                            \
+	SHIM_API ssize_t name params                                                 \
+	{                                                                            \
+		if (!MOVES) {                                                        \
+			uint32_t state = 0;                                          \
+			struct shim_file *f = fd_peek(fd, &state);                   \
+			void *real = atomic_load_explicit(&libc_table[LIBC_ID_##name], memory_order_acquire); \
+			if (f && real && write_is_plain(f, state)) /* whoever calls */ \
+				return ((libc_##name##_fn)real) args;                \
+		}                                                                    \
+		return name##_tracked args;                                          \
 	}
 
 /* Where ordering is told a write lands: OFF, or for a write at the

@@ -100,10 +100,55 @@ static uint64_t dirty_bytes(const struct shim_file *f)
 	return w > mark ? w - mark : 0;
 }
 
-struct risk_sync flusher_real_sync_begins(struct shim_file *f)
+/* ---- one real sync, as the observers hear of it ----------------------------
+ *
+ * Every real sync of a file the shim makes, the app's own (sync.c) and
+ * the flusher's (lead_sync_locked), and the rule for the one error the
+ * kernel reports twice, are here, so data at risk, crash-test mode and the
+ * live counters hear the same thing whoever made the sync.
+ *
+ * The kernel reports a write-back error once to every open file
+ * description. When the shim records a sticky error it tells every
+ * descriptor itself, and marks the other descriptions (fd_note_kernel_owes):
+ * their next real sync fails with that same error. That report is not
+ * news to anyone, but it is not a sync either: the file system returns
+ * it before its own sync (file_write_and_wait_range's error ends ext4's
+ * and FUSE's fsync before the journal commit, the cache flush or the
+ * request), so nothing the call covered is durable. The shim makes the
+ * call once more: its result is what this sync really did, and the only
+ * one the caller and the observers see.
+ */
+
+struct real_sync_seen flusher_real_sync_begins(struct shim_file *f)
 {
-	take_dirty(f);
-	return risk_sync_begins(f);
+	struct real_sync_seen s = { .bytes = take_dirty(f) };
+	s.risk = risk_sync_begins(f);
+	s.upto = crash_mark(f);
+	s.t0 = trace_now();
+	return s;
+}
+
+int flusher_real_sync_fd(int fd, bool full)
+{
+	int r = full ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
+	int err = r < 0 ? errno : 0;
+	if (fd_take_kernel_owes(fd) && err) {
+		r = full ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
+		err = r < 0 ? errno : 0;
+	}
+	return err;
+}
+
+uint64_t flusher_real_sync_ends(struct shim_file *f, const struct real_sync_seen *s, bool reached, int err)
+{
+	bool durable = reached && !err;
+	if (durable)
+		crash_durable(f, s->upto); /* before any caller hears of it */
+	uint64_t now = trace_now(), took = now - s->t0;
+	risk_sync_ends(f, s->risk, durable, now);
+	if (reached)
+		live_real_synced(f, took, err);
+	return took;
 }
 
 void flusher_offer_fd(struct shim_file *f, int fd)
@@ -449,37 +494,35 @@ static int sync_call(struct shim_file *f, struct sync_fd s, bool full)
 		int r;
 		return shimfd_isolated(sync_by_name_child, &b, &r) ? r : sync_by_name_here(f, full, false);
 	}
-	int r = full ? LIBC(fsync)(s.fd) : LIBC(fdatasync)(s.fd);
-	return r < 0 ? errno : 0;
+	return flusher_real_sync_fd(s.fd, full);
 }
 
-static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full, uint64_t bytes)
+/* The real sync a leader makes, told to the observers; 0, its errno,
+ * EIO (no way to the file), or NOT_DONE. */
+static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full)
 {
 	int err;
-	uint64_t t0 = trace_stamp(), began = trace_now();
+	uint64_t t0 = trace_stamp();
+	struct real_sync_seen seen = flusher_real_sync_begins(f);
 	bool reached = false;
 	if (s.fd < 0 && s.kind != SFD_NAME) {
 		err = own >= 0 ? NOT_DONE : EIO; /* defer with no way to the file: cannot vouch */
 	} else {
 		TEST_POINT("lead");
-		uint64_t upto = crash_mark(f);
 		err = sync_call(f, s, full);
 		reached = err >= 0;
 		if (err < 0)
 			err = own >= 0 ? NOT_DONE : EIO; /* by name, and the name is not the file: as above */
-		if (!err)
-			crash_durable(f, upto); /* before any caller hears of it */
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}
-	if (reached && err != NOT_DONE) {
-		uint64_t took = trace_now() - began;
+	reached = reached && err != NOT_DONE;
+	uint64_t took = flusher_real_sync_ends(f, &seen, reached, err);
+	if (reached)
 		learn(&f->fl.sync_ns, took);
-		live_real_synced(f, took, err);
-	}
 	if (err != NOT_DONE)
 		trace_real_sync(full ? OP_REAL_FSYNC : OP_REAL_FDATASYNC, f, t0, trace_stamp(),
-				(int64_t)bytes, err ? -1 : 0, err);
+				(int64_t)seen.bytes, err ? -1 : 0, err);
 	return err;
 }
 
@@ -515,16 +558,11 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	atomic_store(&fl->pending_calls, 0);
 	uint64_t started = atomic_load(&fl->req_seq);
 	bool full = use_fsync(&k, atomic_exchange(&fl->want_fsync, 0));
-	uint64_t bytes = take_dirty(f);
-	struct risk_sync rs = risk_sync_begins(f);
 	s = confirm(f, s, own);
-	int err = real_sync(f, s, own, full, bytes);
+	int err = real_sync(f, s, own, full);
 	bool borrowed = s.kind == SFD_APP || s.kind == SFD_PRIV;
-	if (borrowed && fd_take_kernel_owes(s.fd) && err && err != NOT_DONE && sticky)
-		err = 0; /* the kernel's second report of the sticky error every descriptor gets */
 	if (borrowed && err && err != NOT_DONE && sticky)
 		fd_note_kernel_owes(f, s.fd);
-	risk_sync_ends(f, rs, err == 0, trace_now());
 
 	lock_fl(f);
 	fl->lease_fd = -1;
@@ -768,10 +806,12 @@ static void osync_inline(struct shim_file *f, int fd)
 {
 	if (!is_file(fd, f))
 		return;
-	int r = LIBC(fdatasync)(fd);
-	if (fd_take_kernel_owes(fd) || r == 0)
+	struct real_sync_seen seen = flusher_real_sync_begins(f);
+	int err = flusher_real_sync_fd(fd, false);
+	flusher_real_sync_ends(f, &seen, true, err);
+	if (!err)
 		return;
-	syncerr_record(f, errno);
+	syncerr_record(f, err);
 	fd_note_kernel_owes(f, fd);
 }
 

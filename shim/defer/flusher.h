@@ -126,9 +126,25 @@ void flusher_atfork_parent(void);
 void flusher_atfork_child(void);
 
 /* Accounting the write path and the sync path feed. */
-/* An app's own real sync of f begins: it covers everything written (for
- * data at risk and the max_bytes threshold); hand the result to risk_sync_ends. */
-struct risk_sync flusher_real_sync_begins(struct shim_file *f);
+/* One real sync of f, the app's own (sync.c) or the flusher's: begun
+ * before the call, it covers everything written so far (data at risk,
+ * the max_bytes threshold, crash-test mode's mark); flusher_real_sync_ends
+ * is the one place data at risk, crash-test mode and the live counters
+ * hear what it did. */
+struct real_sync_seen {
+	struct risk_sync risk;
+	uint64_t bytes; /* written since the last real sync began */
+	uint64_t upto;  /* crash-test mode's mark: the changes it covers */
+	uint64_t t0;
+};
+struct real_sync_seen flusher_real_sync_begins(struct shim_file *f);
+/* The real fsync (full) or fdatasync of fd: 0 or its errno. When fd's open
+ * file description still owes the kernel's report of a sticky error the
+ * shim already told, that report is dropped and the sync made again. */
+int flusher_real_sync_fd(int fd, bool full);
+/* reached: the call was made on the file; err its result. Returns how
+ * long it took (ns). */
+uint64_t flusher_real_sync_ends(struct shim_file *f, const struct real_sync_seen *s, bool reached, int err);
 /* fd (an app descriptor of f: a mapping's) may be borrowed if nothing
  * better is known. */
 void flusher_offer_fd(struct shim_file *f, int fd);

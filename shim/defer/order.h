@@ -32,6 +32,9 @@ struct order_link {
 	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
 	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
 	_Atomic uint64_t last_end;  /* where the latest write ended (UINT64_MAX: not known) */
+	_Atomic uint32_t mapped;    /* a shared mapping of it was made: bytes may change unseen */
+	_Atomic uint64_t run_gen;   /* bumped when a rewrite run's copy of its bytes may be stale */
+	_Atomic uint64_t rewrite_end; /* where the latest write found identical ended (0: none) */
 	struct shim_file *next;     /* the pending list, order lock */
 };
 
@@ -84,14 +87,21 @@ static inline void order_before_write(struct shim_file *f, int fd, off_t off, co
 /* After a write of r bytes at off (-1: the position, not known) to f
  * (ord is &f->ord): the highest byte written so far this sync round
  * (order.c: what is "forward"), unknown (UINT64_MAX) for the rest of the
- * round if this write went back, below the end of the write before it.
+ * round if this write went back and ended below the end of the write
+ * before it.
  * Only for files whose syncs can be answered unsynced. */
 static inline void order_after_write(struct order_link *ord, off_t off, ssize_t r)
 {
 	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
 	uint64_t before = atomic_exchange_explicit(&ord->last_end, end, memory_order_relaxed);
-	if (off < 0 || (uint64_t)off < before)
-		end = UINT64_MAX; /* the bytes past it are not what followed a log's end */
+	/* Back, and ending short of where the write before it ended (sqlite's
+	 * new WAL header): the bytes past it are not what followed a log's end.
+	 * One that rewrites the tail of the write before it and goes on past
+	 * it (PostgreSQL's last WAL page and the next ones: its overlap was
+	 * compared before it) leaves everything past it untouched this round:
+	 * as forward as one starting where that one ended. */
+	if (off < 0 || ((uint64_t)off < before && end < before))
+		end = UINT64_MAX;
 	uint64_t old = atomic_load_explicit(&ord->cur_hi, memory_order_relaxed);
 	while (end > old && !atomic_compare_exchange_weak_explicit(&ord->cur_hi, &old, end, memory_order_relaxed,
 								   memory_order_relaxed))
@@ -111,5 +121,14 @@ void order_before_change(struct shim_file *f);
 void order_before_names(void);
 
 void order_atfork_child(void);
+
+/* f's bytes may change without a write call the shim sees: a shared
+ * mapping of it (mmap_track), a sendfile or splice into it, io_uring
+ * (all: f NULL). Rewrite runs' copies of its bytes are not trusted. */
+void order_bytes_unseen(struct shim_file *f);
+/* A shared mapping of f was made: for the rest of its life. */
+void order_file_mapped(struct shim_file *f);
+/* The same, for the file open on fd (if the shim tracks it). */
+void order_fd_bytes_unseen(int fd);
 
 #endif

@@ -505,19 +505,9 @@ void workers_atfork_child(void)
 
 /* SYNCSHIM_TEST_SCHED_STEPS=FILE: at exit, append "sched_steps=S filed=F"
  * to FILE (the suite's check that the schedule's cost per file stays
- * logarithmic, counted instead of timed). Raw calls: this runs late. */
+ * logarithmic, counted instead of timed). */
 __attribute__((destructor)) static void report_sched_steps(void)
 {
-	const char *path = getenv("SYNCSHIM_TEST_SCHED_STEPS");
-	if (!path || !*path)
-		return;
-	char line[96];
-	int n = snprintf(line, sizeof(line), "sched_steps=%llu filed=%llu\n",
+	shim_test_report("SYNCSHIM_TEST_SCHED_STEPS", "sched_steps=%llu filed=%llu\n",
 			 (unsigned long long)atomic_load(&sched_steps), (unsigned long long)atomic_load(&sched_filed));
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (n > 0)
-		(void)!syscall(SYS_write, fd, line, (size_t)n);
-	syscall(SYS_close, fd);
 }

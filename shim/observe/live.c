@@ -591,6 +591,8 @@ void live_atfork_child(void)
 		registry_each(reset_in_child, NULL);
 	live_state.made = false; /* the parent's file is the parent's: ours is made lazily */
 	live_state.fd = -1;      /* it was in the parent's publisher's table, which is not in this process */
+	if (live_state.thread_started)
+		shim_thread_gone_in_child(live_state.thread);
 	live_state.thread_started = false;
 	live_state.last_mono = 0;
 	atomic_store(&live_state.running, 0);

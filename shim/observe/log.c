@@ -75,8 +75,8 @@ _Static_assert((int)OP_COUNT == (int)LOGOP_COUNT, "trace ops and log ops must ma
 #define NS_PER_S 1000000000ull
 #define LOG_NAME_TRIES 100
 
-_Atomic int trace_on;
-int trace_use_tsc;
+SHIM_HOT _Atomic int trace_on;
+SHIM_HOT int trace_use_tsc;
 
 /* Producer and consumer fields live on separate cache lines, and the
  * producer re-reads tail only when its cached copy says "full", so the

@@ -38,7 +38,7 @@
 #define FD_TABLE_MAX (1 << 20)
 #define FD_TABLE_MIN 1024
 
-struct shim_state shim;
+SHIM_HOT struct shim_state shim;
 __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
 void fdtable_init(void)
@@ -64,13 +64,6 @@ void fdtable_init(void)
 void fdtable_distrust_all(void)
 {
 	atomic_fetch_add(&shim.trust, 1);
-}
-
-struct fd_slot *fd_slot(int fd)
-{
-	if (fd < 0 || fd >= shim.nfds || !shim.fds)
-		return NULL;
-	return &shim.fds[fd];
 }
 
 int fd_identity_born(int fd, dev_t *dev, ino_t *ino, mode_t *mode, uint64_t *birth)
@@ -231,18 +224,6 @@ static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *stat
 	fd_bind(fd, file_ref(f), (uint32_t)flags);
 	*state = FD_FILE | (uint32_t)flags;
 	return f;
-}
-
-struct shim_file *fd_peek(int fd, uint32_t *state)
-{
-	struct fd_slot *s = fd_slot(fd);
-	if (!s)
-		return NULL;
-	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
-	if ((st & SLOT_KIND_MASK) != FD_FILE)
-		return NULL;
-	*state = st;
-	return atomic_load_explicit(&s->file, memory_order_acquire);
 }
 
 /* The slot's file, if its binding is vouched for: made or checked since

@@ -48,11 +48,29 @@ struct fd_slot {
 };
 
 void fdtable_init(void);
-struct fd_slot *fd_slot(int fd);   /* NULL when fd is outside the table */
+/* NULL when fd is outside the table. Inline, as fd_peek: every write
+ * pays for these, and a call into another unit would cost more than
+ * they do. */
+static inline struct fd_slot *fd_slot(int fd)
+{
+	if (fd < 0 || fd >= shim.nfds || !shim.fds)
+		return NULL;
+	return &shim.fds[fd];
+}
 void fd_note_used(int fd);         /* keeps shim.fd_hi, the top of the used range */
 /* Write path: the tracked file behind fd as the slot says, without a
  * reference or a check (objects are type-stable). NULL: pass through. */
-struct shim_file *fd_peek(int fd, uint32_t *state);
+static inline struct shim_file *fd_peek(int fd, uint32_t *state)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (!s)
+		return NULL;
+	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+	if ((st & SLOT_KIND_MASK) != FD_FILE)
+		return NULL;
+	*state = st;
+	return atomic_load_explicit(&s->file, memory_order_acquire);
+}
 /* Everything else: the tracked file behind fd, with a reference; NULL for
  * bad, O_PATH, non-regular or untracked fds. A binding the shim made or
  * checked since the last distrust is vouched for without a system call:

@@ -23,6 +23,13 @@
  *   L:NAME:OFF    lseek NAME's second number (d) to OFF
  *   c:NAME:OFF    fork a child that lseeks NAME's descriptor to OFF and
  *                 exits; wait for it
+ *   z:NAME:OFF:SPEC  pwrite at OFF the bytes SPEC spells: COUNTxC runs
+ *                 joined by commas, C a fill character or 0 for zero bytes
+ *                 ("100xr,3996x0": a page of records ending in zeros), at
+ *                 most 64 KiB
+ *   m:NAME:OFF:C  store 4096 bytes of C at OFF (page-aligned) through a
+ *                 shared mapping of NAME (mapped, stored, unmapped: no
+ *                 write call)
  * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
  * entry and return), then "done pid=P".
  */
@@ -31,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,6 +190,33 @@ int main(int argc, char **argv)
 		case 'L':
 			ret = lseek(*dup_of(name), a1 ? atoll(a1) : 0, SEEK_SET);
 			break;
+		case 'z': {
+			static char big[65536];
+			size_t len = 0;
+			for (char *run = a2 ? strtok(a2, ",") : NULL; run; run = strtok(NULL, ",")) {
+				char *x = strchr(run, 'x');
+				size_t count = strtoul(run, NULL, 10);
+				if (!x || len + count > sizeof(big)) {
+					fprintf(stderr, "ord_steps: bad spec in %s\n", argv[i]);
+					return 2;
+				}
+				memset(big + len, x[1] == '0' ? 0 : x[1], count);
+				len += count;
+			}
+			ret = pwrite(fd, big, len, a1 ? atoll(a1) : 0);
+			break;
+		}
+		case 'm': {
+			off_t at = a1 ? atoll(a1) : 0;
+			char *p = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, at);
+			if (p == MAP_FAILED) {
+				ret = -1;
+				break;
+			}
+			memset(p, a2 ? *a2 : 'x', BLOCK);
+			ret = munmap(p, BLOCK);
+			break;
+		}
 		case 'c': {
 			fflush(stdout);
 			pid_t pid = fork();

@@ -44,6 +44,11 @@
  *       writes + fsyncs FILE (the log opens), then opens FILE.probe and
  *       prints its number, and closes the log's number
  *       (found by its inode). "lognum: fd=F probe=N logfd=L close=E"
+ *   trustb dupreport -d DIR [-S]
+ *       two opens a and b of DIR/d.dat (-S: a O_SYNC); a written (without
+ *       -S: and fsynced), the shim's deferred sync made; a closed; b
+ *       fsynced, written and fsynced, the deferred syncs made, b closed.
+ *       "dupreport: close_a=E fsync_b=E,E close_b=E"
  *   trustb nofile -f FILE -L LIMIT [-l LOG]
  *       RLIMIT_NOFILE LIMIT, FILE written and fsynced, then opened until
  *       an open fails. "nofile: opens=N errno=E"
@@ -488,6 +493,38 @@ static int do_wberr(void)
 	return 0;
 }
 
+/* ---- dupreport ------------------------------------------------------------- */
+
+/* The write-back of a's write fails in the shim's deferred sync through
+ * a: the shim tells a (its close) and b (its first fsync). The kernel
+ * still owes b's open file description that report, so b's next real
+ * sync, after a second write, meets it again: under -S (sync =
+ * passthrough, osync = defer) the app's own fsync makes it, else the
+ * flusher through b. */
+static int do_dupreport(void)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/d.dat", dir);
+	int a = open(p, O_RDWR | O_CREAT | O_TRUNC | (shared_path ? O_SYNC : 0), 0644);
+	int b = open(p, O_RDWR);
+	if (a < 0 || b < 0)
+		die("open");
+	if (write(a, "first\n", 6) != 6)
+		die("write a");
+	if (!shared_path && fsync(a) != 0)
+		die("fsync a (deferred)");
+	flush_shim();
+	const char *ca = ename(close(a));
+	char fb[2][32];
+	snprintf(fb[0], sizeof(fb[0]), "%s", ename(fsync(b)));
+	if (pwrite(b, "second\n", 7, 6) != 7)
+		die("pwrite b");
+	snprintf(fb[1], sizeof(fb[1]), "%s", ename(fsync(b)));
+	flush_shim();
+	printf("dupreport: close_a=%s fsync_b=%s,%s close_b=%s\n", ca, fb[0], fb[1], ename(close(b)));
+	return 0;
+}
+
 /* ---- lognum, nofile -------------------------------------------------------- */
 
 /* The shim's log is opened by its thread after the first write or sync:
@@ -590,6 +627,8 @@ int main(int argc, char **argv)
 		return do_rwfdsync();
 	if (!strcmp(cmd, "wberr") && dir)
 		return do_wberr();
+	if (!strcmp(cmd, "dupreport") && dir)
+		return do_dupreport();
 	if (!strcmp(cmd, "nofile") && file)
 		return do_nofile();
 	if (!strcmp(cmd, "lognum") && file && logpath)

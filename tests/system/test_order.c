@@ -498,6 +498,49 @@ Test(order, writes_at_a_followed_position_wait_only_when_they_change_promised_by
 			   "the overwrite at a sought position reached the kernel before the real sync");
 }
 
+/*
+ * sqlite's WAL restart (overwrite_of_old_durable_bytes_past_the_last_write_waits)
+ * made with write() at a followed position instead of pwrite: the rule
+ * that a write past the last one is forward only while the writes since
+ * the file was last durable went forward is fed by the position marks
+ * (the two were built apart; this is where they meet). The header written
+ * back at 0 makes the end unknown, so the frame over old bytes after it
+ * waits; the frames that follow it at the position do not.
+ */
+static const char *const restart_at_the_position[] = {
+	"a:W", "a:W", "a:W", "a:W", "s:W", "a:X", /* old generation 'b'..'e', durable; position 16384 */
+	"l:W:0", "W:W:H", "s:W", "W:W:N",         /* the new header, acknowledged; a frame over 'c' */
+	"s:W", "W:W:M", "s:W", "W:W:K",           /* the next frames, at the position: forward */
+	NULL,
+};
+
+Test(order, restart_by_write_at_the_position_waits_once)
+{
+	struct run run = steps(NULL, true, restart_at_the_position);
+	unsigned long long w = ino_of(&run, "W");
+	const struct h_rec *frame = nth_write(&run, w, 5), *next = nth_write(&run, w, 6), *last = nth_write(&run, w, 7);
+	cr_assert_not_null(synced_between(&run, w, step_time(&run, 8, "t0"), frame->t0),
+			   "the frame written at the position over old bytes reached the kernel before a real sync "
+			   "of the acknowledged header");
+	cr_assert_null(synced_between(&run, w, step_time(&run, 10, "t0"), next->t0),
+		       "a frame following the last one at the position waited for a real sync");
+	cr_assert_null(synced_between(&run, w, step_time(&run, 12, "t0"), last->t0),
+		       "a frame following the last one at the position waited for a real sync");
+	static const char want[] = "HNMK"; /* the new generation over all of the old one's blocks */
+	unsigned char buf[4096];
+	int fd = open(h_fmt("%s/W", run.dir), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)i * 4096), (ssize_t)sizeof(buf));
+		cr_expect_eq(buf[0], want[i], "block %d holds '%c', want '%c'", i, buf[0], want[i]);
+	}
+	close(fd);
+
+	struct run off = steps(NULL, false, restart_at_the_position);
+	unsigned long long w2 = ino_of(&off, "W");
+	cr_assert_eq(syncs_before(&off, w2, nth_write(&off, w2, 5)->t0), 0, "control: synced without ordering");
+}
+
 /* A write+fsync loop at the position: the same-file check never asks the
  * kernel for the position (it cost an fstat and an lseek per write before
  * the position was followed: BENCHMARKS.md Run 11; 38 checks for these 20
@@ -523,6 +566,213 @@ Test(order, append_loop_at_the_position_asks_the_kernel_nothing)
 	cr_assert_leq(strtoull(asked + 14, NULL, 10), 20, "the check asked the kernel more than once a write: %s",
 		      text);
 	cr_assert_not_null(strstr(text, " waits_self=0"), "%s", text);
+}
+
+/* ---- rewrite runs (order.c): a file rewritten in place in order ------------- */
+
+/* checks_asked from an ord_steps run's stats file. */
+static unsigned long long checks_asked(const char *stats)
+{
+	char *text = h_read_file(stats);
+	const char *asked = strstr(text, " checks_asked=");
+	cr_assert_not_null(asked, "%s", text);
+	return strtoull(asked + 14, NULL, 10);
+}
+
+/*
+ * KahaDB's DiskBenchmark: a preallocated file rewritten from its start
+ * with the same bytes, each write followed by a sync. The run is compared
+ * against one read of the next 64 KiB instead of a pread per write (20
+ * preads for these 20 writes before runs; 1 for the first rewrite, 1 for
+ * blocks 1-16, 1 for 17-19), and an identical rewrite still costs no real
+ * sync.
+ */
+Test(order, an_identical_rewrite_run_reads_the_file_once_a_span)
+{
+	const char *script[128];
+	int n = 0;
+	for (int i = 0; i < 20; i++)
+		script[n++] = "a:K";
+	script[n++] = "s:K";
+	for (int i = 0; i < 20; i++) {
+		script[n++] = h_fmt("p:K:%d:%c", i * 4096, 'b' + i);
+		script[n++] = "s:K";
+	}
+	script[n] = NULL;
+	char *stats = h_path("order.stats");
+	struct run run = steps_env(NULL, true, h_fmt("SYNCSHIM_TEST_ORDER_STATS=%s", stats), script);
+	unsigned long long k = ino_of(&run, "K");
+	cr_assert_eq(syncs_before(&run, k, nth_write(&run, k, 39)->t1), 0, "an identical rewrite cost a real sync");
+	unsigned long long asked = checks_asked(stats);
+	cr_assert_leq(asked, 4, "the run of 20 identical rewrites asked the kernel %llu times", asked);
+}
+
+/*
+ * A run's copy of the file decides only what a pread would: a write in the
+ * run's span that changes acknowledged bytes still waits for their real
+ * sync, and so does the next one after it (the copy is dropped).
+ */
+static const char *const run_then_change[] = {
+	"a:K", "a:K", "a:K", "a:K", "a:K", "s:K", /* blocks 'b'..'f', acknowledged */
+	"p:K:0:b", "p:K:4096:c", "p:K:8192:d",    /* the run: identical */
+	"p:K:12288:Q",                             /* changes acknowledged 'e': waits */
+	NULL,
+};
+
+Test(order, a_write_in_a_rewrite_run_that_changes_bytes_waits)
+{
+	struct run run = steps(NULL, true, run_then_change);
+	unsigned long long k = ino_of(&run, "K");
+	const struct h_rec *same = nth_write(&run, k, 7), *over = nth_write(&run, k, 8);
+	cr_assert_eq(over->off, 12288);
+	cr_assert_eq(syncs_before(&run, k, same->t1), 0, "the identical run cost a real sync");
+	cr_assert_not_null(synced_between(&run, k, step_time(&run, 5, "t0"), over->t0),
+			   "the changed block in the run reached the kernel before a real sync of the acknowledged one");
+
+	struct run off = steps(NULL, false, run_then_change);
+	unsigned long long k2 = ino_of(&off, "K");
+	cr_assert_eq(syncs_before(&off, k2, nth_write(&off, k2, 8)->t0), 0, "control: synced without ordering");
+}
+
+/*
+ * Bytes changed with no write call (a shared mapping) after the run read
+ * them, and acknowledged: a write putting the run's old bytes back changes
+ * promised bytes, and waits. A run that trusted its copy would call it
+ * identical.
+ */
+static const char *const run_then_mapping[] = {
+	"a:K", "a:K", "a:K", "a:K", "s:K", /* blocks 'b'..'e', acknowledged */
+	"p:K:0:b", "p:K:4096:c",           /* the run: its copy holds 'c' 'd' 'e' */
+	"m:K:8192:Z", "s:K",               /* 'd' becomes 'Z' through a mapping, acknowledged */
+	"p:K:8192:d",                      /* the run's old bytes over the promised 'Z': waits */
+	NULL,
+};
+
+Test(order, a_rewrite_run_does_not_trust_bytes_changed_through_a_mapping)
+{
+	struct run run = steps(NULL, true, run_then_mapping);
+	unsigned long long k = ino_of(&run, "K");
+	const struct h_rec *back = nth_write(&run, k, 6);
+	cr_assert_eq(back->off, 8192);
+	cr_assert_not_null(synced_between(&run, k, step_time(&run, 8, "t0"), back->t0),
+			   "the write over bytes changed through the mapping reached the kernel before their real sync");
+	unsigned char buf[4096];
+	int fd = open(h_fmt("%s/K", run.dir), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, buf, sizeof(buf), 8192), (ssize_t)sizeof(buf));
+	close(fd);
+	cr_assert_eq(buf[0], 'd', "the write's bytes are in the file");
+}
+
+/* ---- a log's last page rewritten with more records (PostgreSQL's WAL) ------- */
+
+/*
+ * A page of records ending in zeros, acknowledged, rewritten with the same
+ * records and more where it held zeros: forward (on the disk ahead of the
+ * promised bytes it is past the end a log's reader stops at), no real
+ * sync. PostgreSQL does this on every WAL flush (Run 16: 366 same-file
+ * waits in 775 transactions).
+ */
+static const char *const last_page_grows[] = {
+	"z:W:0:100xr,3996x0", "s:W", /* records up to 100, zeros after: acknowledged */
+	"z:W:0:200xr,3896x0", "s:W", /* the same records and more where it held zeros */
+	"z:W:0:300xr,3796x0",
+	NULL,
+};
+
+Test(order, a_last_page_rewritten_with_more_records_where_it_held_zeros_does_not_wait)
+{
+	struct run run = steps(NULL, true, last_page_grows);
+	unsigned long long w = ino_of(&run, "W");
+	const struct h_rec *last = nth_write(&run, w, 2);
+	cr_assert_eq(syncs_before(&run, w, last->t1), 0,
+		     "filling the zeros after a page's acknowledged records cost a real sync");
+}
+
+/* The zeros filled must run to the end of the write: bytes of data after
+ * them (a counter followed by more data, a page header) make it an
+ * overwrite of promised bytes, which waits. */
+static const char *const zeros_then_data[] = {
+	"z:W:0:100xr,100x0,3896xd", "s:W", /* records, a run of zeros, data: acknowledged */
+	"z:W:0:200xr,3896xd",              /* the zeros changed, the data after them kept */
+	NULL,
+};
+
+Test(order, filling_zeros_followed_by_data_waits)
+{
+	struct run run = steps(NULL, true, zeros_then_data);
+	unsigned long long w = ino_of(&run, "W");
+	const struct h_rec *over = nth_write(&run, w, 1);
+	cr_assert_not_null(synced_between(&run, w, step_time(&run, 1, "t0"), over->t0),
+			   "a write changing zeros between data reached the kernel before the real sync");
+}
+
+/*
+ * After a real sync, the last page rewritten and the write going on over
+ * old bytes of a recycled file (PostgreSQL writes the partial page and the
+ * next ones in one call, into a segment renamed from an old one): the
+ * rewrite of the previous write's tail that goes on past it keeps the
+ * round forward, so the part past it is not compared with the old bytes.
+ */
+static const char *const tail_rewrite_goes_on[] = {
+	"p:W:4096:o", "p:W:8192:o", "s:W", "a:X", /* an old generation, made durable by X's write */
+	"z:W:0:100xr,3996x0", "s:W", "a:X",       /* the new first page, durable the same way */
+	"z:W:0:200xr,3896x0", "s:W",              /* more records in it: acknowledged */
+	"z:W:0:4096xr,100xs,3996x0",              /* page 0 full, page 1 over the old 'o' */
+	NULL,
+};
+
+Test(order, a_write_that_rewrites_the_last_page_and_goes_on_stays_forward)
+{
+	struct run run = steps(NULL, true, tail_rewrite_goes_on);
+	unsigned long long w = ino_of(&run, "W");
+	cr_assert_not_null(synced_between(&run, w, step_time(&run, 5, "t0"), step_time(&run, 6, "t1")),
+			   "X's write did not make W's new first page durable");
+	const struct h_rec *last = nth_write(&run, w, 4);
+	cr_assert_eq(last->off, 0);
+	cr_assert_null(synced_between(&run, w, step_time(&run, 8, "t0"), last->t1),
+		       "the write going on past the rewritten page cost a real sync");
+}
+
+/*
+ * Processes of one domain writing one file (PostgreSQL's backends and the
+ * WAL): the child's write forward of the parent's acknowledged bytes is
+ * the same-file rule's, as within one process: no real sync (before, the
+ * child made the parent's slot durable first, one fdatasync per WAL write
+ * after another backend's commit). A change of the parent's promised
+ * bytes still waits for them.
+ */
+static const char *const child_appends_to_parents_log[] = {
+	"z:W:0:100xr,3996x0", "s:W", "f", /* the parent's records, acknowledged; then the child: */
+	"z:W:0:200xr,3896x0",             /* more records where the page held zeros */
+	"p:W:4096:n",                     /* the next page */
+	NULL,
+};
+
+Test(order, a_fork_childs_write_forward_of_its_parents_promised_bytes_does_not_wait)
+{
+	struct run run = steps(NULL, true, child_appends_to_parents_log);
+	unsigned long long w = ino_of(&run, "W");
+	long child = (long)h_num_after(run.out, "child pid=", 0);
+	cr_assert_gt(child, 0, "%s", run.out);
+	const struct h_rec *next = nth_write(&run, w, 2);
+	cr_assert_eq(next->pid, child, "the third write is the child's");
+	cr_assert_eq(syncs_before(&run, w, next->t1), 0, "the child's writes forward of the parent's cost a real sync");
+}
+
+static const char *const child_overwrites_parents_bytes[] = {
+	"z:W:0:100xr,3996x0", "s:W", "f",
+	"p:W:0:Q", /* the child changes the parent's promised records */
+	NULL,
+};
+
+Test(order, a_fork_childs_overwrite_of_its_parents_promised_bytes_waits)
+{
+	struct run run = steps(NULL, true, child_overwrites_parents_bytes);
+	unsigned long long w = ino_of(&run, "W");
+	const struct h_rec *over = nth_write(&run, w, 1);
+	cr_assert_not_null(synced_between(&run, w, step_time(&run, 1, "t0"), over->t0),
+			   "the child's overwrite reached the kernel before the parent's acknowledged bytes were durable");
 }
 
 /* ---- sqlite3 in WAL mode under crash-test mode ------------------------------ */

@@ -40,6 +40,34 @@ static pid_t pid_in(const char *path)
 	return s ? (pid_t)atoi(s) : 0;
 }
 
+/*
+ * examples/NAME/ab.sh ARGS... -o RUN, one short round: it exits 0, leaves
+ * no server (pgrep -f SERVER, a pattern that names the test's directory)
+ * and no temp dir syncshim-NAME.*, and prints each side's figure, the B/A
+ * ratio and the server's sync-latency table.
+ */
+static struct h_result service_ab(const char *name, const char *server, int timeout_s, const char *run,
+				  const char *const *args)
+{
+	struct h_cmd c;
+	plain(&c);
+	c.timeout_s = timeout_s;
+	h_arg(&c, in_top(h_fmt("examples/%s/ab.sh", name)));
+	for (; *args; args++)
+		h_arg(&c, *args);
+	h_args(&c, "-o", run, NULL);
+	struct h_result r = h_run(&c);
+	struct h_result left = h_sh(h_fmt("pgrep -f -- '%s' ; ls -d '%s'/syncshim-%s.* 2>/dev/null", server,
+					 h_ctx.dir, name), 10);
+	cr_assert_eq(r.code, 0, "exit %d%s\n%s%s", r.code, r.timed_out ? " (timed out)" : "", r.out, r.err);
+	cr_expect_str_eq(left.out, "", "left behind:\n%s", left.out);
+	cr_expect(h_has(r.out, "round 1 A (passthrough): metric "), "%s", r.out);
+	cr_expect(h_has(r.out, "round 1 B (defer): metric "), "%s", r.out);
+	cr_expect(h_has(r.out, "  B/A "), "%s", r.out);
+	cr_expect(h_has(r.out, "fdatasync"), "no sync-latency table:\n%s", r.out);
+	return r;
+}
+
 /* Redis with --appendfsync always, one short round: the load's own figure
  * per side, the B/A ratio, the server's sync-latency table, the AOF's
  * fdatasyncs deferred on B; no server and no temp dir left. */
@@ -48,20 +76,9 @@ Test(services, redis_ab_in_one_command)
 	if (access("/usr/bin/redis-server", X_OK) != 0 || access("/usr/bin/redis-benchmark", X_OK) != 0)
 		cr_skip_test("redis-server and redis-benchmark are not installed (make deps installs them)");
 	char *run = h_path("run");
-	struct h_cmd c;
-	plain(&c);
-	c.timeout_s = 90;
-	h_args(&c, in_top("examples/redis/ab.sh"), "-n", "1", "-r", "400", "-c", "4", "-o", run, NULL);
-	struct h_result r = h_run(&c);
-	struct h_result left = h_sh(h_fmt("pgrep -f -- 'unixsocket[ ]%s/' ; ls -d '%s'/syncshim-redis.* 2>/dev/null",
-					 h_ctx.dir, h_ctx.dir), 10);
-	cr_assert_eq(r.code, 0, "exit %d%s\n%s%s", r.code, r.timed_out ? " (timed out)" : "", r.out, r.err);
-	cr_expect_str_eq(left.out, "", "left behind:\n%s", left.out);
-	cr_expect(h_has(r.out, "round 1 A (passthrough): metric "), "%s", r.out);
-	cr_expect(h_has(r.out, "round 1 B (defer): metric "), "%s", r.out);
-	cr_expect(h_has(r.out, "  B/A "), "%s", r.out);
+	static const char *const args[] = { "-n", "1", "-r", "400", "-c", "4", NULL };
+	struct h_result r = service_ab("redis", h_fmt("unixsocket[ ]%s/", h_ctx.dir), 90, run, args);
 	cr_expect(h_has(r.out, "median"), "%s", r.out);
-	cr_expect(h_has(r.out, "fdatasync"), "no sync-latency table:\n%s", r.out);
 	cr_expect(h_has(r.out, "real_fdatasync"), "%s", r.out);
 	const char *kept[] = { "A-1.load.out", "B-1.load.out", "A-1.server.out", "B-1.setup.out", "compare.html" };
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
@@ -81,19 +98,8 @@ Test(services, postgres_ab_in_one_command, .timeout = 240)
 		cr_skip_test("PostgreSQL 15 is not installed (make bench-deps installs it)");
 	cr_assert_eq(chmod(h_ctx.dir, 0755), 0); /* the server may run as postgres, in here */
 	char *run = h_path("run");
-	struct h_cmd c;
-	plain(&c);
-	c.timeout_s = 220;
-	h_args(&c, in_top("examples/postgres/ab.sh"), "-n", "1", "-t", "1", "-c", "1", "-o", run, NULL);
-	struct h_result r = h_run(&c);
-	struct h_result left = h_sh(h_fmt("pgrep -f -- '[-]D %s/' ; ls -d '%s'/syncshim-postgres.* 2>/dev/null",
-					 h_ctx.dir, h_ctx.dir), 10);
-	cr_assert_eq(r.code, 0, "exit %d%s\n%s%s", r.code, r.timed_out ? " (timed out)" : "", r.out, r.err);
-	cr_expect_str_eq(left.out, "", "left behind:\n%s", left.out);
-	cr_expect(h_has(r.out, "round 1 A (passthrough): metric "), "%s", r.out);
-	cr_expect(h_has(r.out, "round 1 B (defer): metric "), "%s", r.out);
-	cr_expect(h_has(r.out, "  B/A "), "%s", r.out);
-	cr_expect(h_has(r.out, "fdatasync"), "no sync-latency table:\n%s", r.out);
+	static const char *const args[] = { "-n", "1", "-t", "1", "-c", "1", NULL };
+	service_ab("postgres", h_fmt("[-]D %s/", h_ctx.dir), 220, run, args);
 	cr_expect(h_has(h_read_file(h_fmt("%s/A-1.load.out", run)), "tps = "));
 }
 

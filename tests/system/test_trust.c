@@ -7,6 +7,7 @@
  * of the process, the program's own results.
  */
 #include "harness.h"
+#include "undofmt.h"
 
 TestSuite(trust, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
 
@@ -386,6 +387,94 @@ Test(trust, writeback_error_told_once_to_each_open)
 			cr_expect(h_has(r.out, "b=EIO") || h_has(r.out, "b=0,EIO"), "%s: %s", pols[p], r.out);
 			cr_expect_str_empty(r.err, "%s%s: stderr:\n%s", pols[p], turns ? " -S" : "", r.err);
 		}
+	}
+	h_failfs_umount(mnt);
+}
+
+/* ---- the kernel's second report of a sticky error is not a sync -------------- */
+
+/* FSYNC requests failfs received for MNT/d.dat. */
+static long long dupreport_fsyncs(const char *mnt)
+{
+	return h_failfs_file_stat(mnt, "/d.dat", "fsync") + h_failfs_file_stat(mnt, "/d.dat", "fdatasync");
+}
+
+/* Crash-test mode's undo log in STORE: does a durable mark cover the
+ * write of LEN bytes at OFF (b's second write)? -1: that write is not
+ * in the log. */
+static int dupreport_marked(const char *store, uint64_t off, uint64_t len)
+{
+	FILE *f = fopen(h_fmt("%s/%s", store, UNDO_NAME), "rb");
+	cr_assert_not_null(f);
+	static uint8_t buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof(buf), f), at = 8;
+	fclose(f);
+	cr_assert(n >= 8 && !memcmp(buf, UNDO_MAGIC, 8));
+	long long write_at = -1;
+	int marked = -1;
+	while (at + sizeof(struct undo_rec) <= n) {
+		struct undo_rec h;
+		memcpy(&h, buf + at, sizeof(h));
+		cr_assert_eq(h.magic, UNDO_REC_MAGIC);
+		if (h.type == UNDO_WRITE && h.off == off && h.len == len)
+			write_at = (long long)at, marked = 0;
+		if (h.type == UNDO_DURABLE && write_at >= 0 && h.off > (uint64_t)write_at)
+			marked = 1;
+		at += sizeof(h) + h.plen;
+	}
+	return marked;
+}
+
+static struct h_result dupreport_run(const char *mnt, const char *store, bool app_path)
+{
+	h_failfs_ctl(mnt, "reset");
+	h_failfs_ctl(mnt, "write EIO once");
+	char *ini = tr_ini(app_path ? "dp.ini" : "dd.ini",
+			   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\n%s\n", mnt,
+				 app_path ? "osync = defer" : "sync = defer"));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM, ini);
+	h_write_file(h_fmt("%s/%s", store, UNDO_NAME), UNDO_MAGIC);
+	h_envf(&c, "SYNCSHIM_CRASH_DIR=%s", store);
+	h_envf(&c, "SYNCSHIM_CRASH_SCOPE=%s/*", mnt);
+	h_args(&c, h_prog("trustb"), "dupreport", "-d", mnt, app_path ? "-S" : NULL, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb dupreport");
+	return r;
+}
+
+/*
+ * One write-back error, found by the shim's deferred sync through one
+ * open (a) and told by the shim to both. The other open (b) still owes
+ * the kernel's report, which its next real sync gets instead of a sync:
+ * the file system returns it before its own sync (FUSE sends no FSYNC).
+ * That report must be neither told again nor taken for a sync: the
+ * shim syncs again, so b's data reaches the file system's fsync (failfs
+ * counts the request, beneath the shim) whether the sync is the app's
+ * own (passthrough, sync.c) or the flusher's (defer); both paths tell the
+ * caller the same, and crash-test mode marks b's write durable exactly
+ * when the file system was asked to sync it.
+ */
+Test(trust, second_report_of_a_told_error_is_not_a_sync)
+{
+	char *back = h_path("back"), *mnt = h_path("wb");
+	cr_assert_eq(mkdir(back, 0755), 0);
+	h_failfs_mount_opts(back, mnt, "writeback_cache");
+	for (int app_path = 0; app_path < 2; app_path++) {
+		const char *what = app_path ? "the app's own fsync (passthrough)" : "the flusher's (defer)";
+		char *store = h_path(app_path ? "store-app" : "store-flusher");
+		cr_assert_eq(mkdir(store, 0700), 0);
+		struct h_result r = dupreport_run(mnt, store, app_path);
+		cr_expect(h_has(r.out, "close_a=EIO fsync_b=EIO,0 close_b=0"), "%s: %s", what, r.out);
+		long long fsyncs = dupreport_fsyncs(mnt);
+		int marked = dupreport_marked(store, 6, 7);
+		cr_expect_neq(marked, -1, "%s: b's write is not in the undo log", what);
+		cr_expect_eq(marked, fsyncs > 0, "%s: crash-test mode %s b's write durable, and %lld fsync reached "
+			     "the file system", what, marked ? "marked" : "did not mark", fsyncs);
+		cr_expect_gt(fsyncs, 0,
+			     "%s: b's second write was reported synced, but no fsync reached the file "
+			     "system: %s", what, r.out);
+		cr_expect_str_empty(r.err, "%s: stderr:\n%s", what, r.err);
 	}
 	h_failfs_umount(mnt);
 }

@@ -6,8 +6,11 @@
 # max_delay_ms = 100 and defer with max_delay_ms = auto, each with plain
 # and adversarial writeback; then one table.
 #
-# PROGRAMs: sqlite-wal sqlite-journal git postgres postgres-checkpoint
-# rocksdb (default: all). postgres cuts at a random moment,
+# PROGRAMs: sqlite-wal sqlite-journal sqlite-journal1 git postgres
+# postgres-checkpoint rocksdb (default: all). sqlite-journal runs one
+# sqlite3 process per INSERT (each exit drains what defer owed),
+# sqlite-journal1 one connection for the whole run (its journal's and
+# database's syncs are owed across commits). postgres cuts at a random moment,
 # postgres-checkpoint 0-100 ms after a CHECKPOINT returned (the workload
 # kills its own process group then, as the launcher's cut would).
 # CAMPAIGN_TRIALS (default 20) trials per row; CAMPAIGN_SEED (default 18);
@@ -22,7 +25,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: crash_campaign.sh BUILD_DIR [PROGRAM...]}" && pwd)
 shift
-PROGRAMS=${*:-sqlite-wal sqlite-journal git postgres postgres-checkpoint rocksdb}
+PROGRAMS=${*:-sqlite-wal sqlite-journal sqlite-journal1 git postgres postgres-checkpoint rocksdb}
 TRIALS=${CAMPAIGN_TRIALS:-20}
 SEED=${CAMPAIGN_SEED:-18}
 POLICIES=${CAMPAIGN_POLICIES:-passthrough defer100 auto}
@@ -45,14 +48,15 @@ printf '[shim]\npolicy = passthrough\n' >"$WORK/passthrough.ini"
 # Each program sets: SETUP (a shell line: the initial state), SCOPE (an
 # array of --scope globs), CMD (an array: the workload), CHECK (a shell
 # line; the window in ms is appended), CUT, and TIMEOUT.
-program_sqlite() { # program_sqlite MODE
-	local d=$WORK/sqlite-$1
+program_sqlite() { # program_sqlite JOURNAL_MODE [INSERT_MODE (insert.sh's, default JOURNAL_MODE)]
+	local how=${2:-$1}
+	local d=$WORK/sqlite-$how
 	mkdir -p "$d"
 	local db=$d/data/db acks=$d/acks
 	SETUP="rm -rf '$d/data' '$acks' && mkdir -p '$d/data' && sqlite3 '$db' 'PRAGMA journal_mode=$1; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB NOT NULL)' >/dev/null"
 	# -shm stays out: sqlite truncates it on the first open after a crash
 	SCOPE=("$db" "$db-wal" "$db-journal")
-	CMD=("$EXAMPLES/sqlite/insert.sh" "$db" "$acks" 100000 "$1")
+	CMD=("$EXAMPLES/sqlite/insert.sh" "$db" "$acks" 100000 "$how")
 	CHECK="'$EXAMPLES/sqlite/check.sh' '$db' '$acks'"
 	CUT=random:300-3000
 	TIMEOUT=60
@@ -98,6 +102,7 @@ setup_program() {
 	case $1 in
 	sqlite-wal) program_sqlite wal ;;
 	sqlite-journal) program_sqlite delete ;;
+	sqlite-journal1) program_sqlite delete delete1 ;;
 	git) program_git ;;
 	postgres) program_postgres random ;;
 	postgres-checkpoint) program_postgres checkpoint ;;
