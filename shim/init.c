@@ -392,6 +392,8 @@ void shim_test_report(const char *var, const char *fmt, ...)
  * The lock order around fork, for every lock a child could otherwise
  * inherit held: the allocator's first-use lock (no child inherits it half
  * initialised), mmap regions, then the registry, then the private
+ * descriptors' (flusher.c: none is made or closed while the table is
+ * copied; its holders take no other lock), then the private
  * allocator's own (taken last, by its prefork handler, called from here
  * rather than registered by it: alloc.c). Normal code takes regions before
  * registry and never holds either across an allocation, and the allocator
@@ -416,6 +418,7 @@ static void atfork_prepare(void)
 	alloc_atfork_lock_init();
 	mmap_track_atfork_prepare();
 	registry_atfork_prepare();
+	flusher_atfork_prepare();
 	alloc_atfork_prepare();
 }
 
@@ -425,6 +428,7 @@ static void atfork_parent(void)
 	if (atfork_skipped)
 		return;
 	alloc_atfork_parent();
+	flusher_atfork_parent();
 	registry_atfork_parent();
 	mmap_track_atfork_parent();
 }

@@ -41,6 +41,8 @@ static struct shim_file *prepare_close(int fd, uint32_t *seen)
 	if (f)
 		flusher_before_close(f, fd);
 	file_put(fd_unbind(fd, seen));
+	if (f && atomic_load(&f->nfds) == 0 && atomic_load(&f->fl.priv_fd) < 0)
+		syncerr_last_descriptor(f, fd); /* the real close comes next */
 	return f;
 }
 

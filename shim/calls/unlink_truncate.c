@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -18,13 +19,56 @@
 #include "paths.h"
 #include "shim.h"
 
+/* A closed file the registry keeps for an unreported error (a ghost)
+ * whose last name goes can never be opened again: what the name leads to
+ * is looked at first (one statx, only while the shim knows some file; one
+ * load otherwise), and once the unlink succeeded the ghost is dropped, or
+ * a closed file still held is marked to leave none (files.c says why). */
+struct unlink_victim {
+	bool known;
+	dev_t dev;
+	ino_t ino;
+	uint64_t birth;
+};
+
+static void victim_look(int dirfd, const char *path, int flags, struct unlink_victim *v)
+{
+	v->known = false;
+	if (shim_bypass() || (flags & AT_REMOVEDIR) || !registry_has_files())
+		return;
+	struct statx sx;
+	int e = errno;
+	if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_NLINK | STATX_BTIME,
+		  &sx) == 0 &&
+	    S_ISREG(sx.stx_mode) && sx.stx_nlink == 1) {
+		v->known = true;
+		v->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+		v->ino = sx.stx_ino;
+		v->birth = (sx.stx_mask & STATX_BTIME) ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec
+						       : 0;
+	}
+	errno = e;
+}
+
+static int victim_gone(int r, const struct unlink_victim *v)
+{
+	if (r == 0 && v->known) {
+		int e = errno;
+		registry_forget_unlinked(v->dev, v->ino, v->birth);
+		errno = e;
+	}
+	return r;
+}
+
 SHIM_API int unlink(const char *path)
 {
 	if (!shim_bypass())
 		order_before_names();
 	if (crash_on() && !shim_bypass())
 		crash_before_unlink(AT_FDCWD, path);
-	return LIBC(unlink)(path);
+	struct unlink_victim v;
+	victim_look(AT_FDCWD, path, 0, &v);
+	return victim_gone(LIBC(unlink)(path), &v);
 }
 
 SHIM_API int unlinkat(int dirfd, const char *path, int flags)
@@ -33,7 +77,9 @@ SHIM_API int unlinkat(int dirfd, const char *path, int flags)
 		order_before_names();
 	if (crash_on() && !shim_bypass() && !(flags & AT_REMOVEDIR))
 		crash_before_unlink(dirfd, path);
-	return LIBC(unlinkat)(dirfd, path, flags);
+	struct unlink_victim v;
+	victim_look(dirfd, path, flags, &v);
+	return victim_gone(LIBC(unlinkat)(dirfd, path, flags), &v);
 }
 
 /* The size change is logged before it is made; the file's lock (held by

@@ -245,6 +245,39 @@ static int privs_cap(void)
 	return cap;
 }
 
+/*
+ * A fork must copy the table while every private descriptor is either
+ * open and named by its file's priv_fd (the child's reset closes it) or
+ * closed: a fork between a flusher thread's taking priv_fd and its close,
+ * or between a closer's dup and its store, gave the child a descriptor no
+ * one would ever close (the oracle's seed 15690134, class fork; one fork
+ * in ten right after a close under max_delay_ms = auto). Every such
+ * change holds this lock for reading, fork's prepare handler for writing
+ * (after the registry's: flusher_release_file takes it under that one;
+ * nothing holding it takes another lock or allocates).
+ */
+static pthread_rwlock_t privs_fork_mu = PTHREAD_RWLOCK_INITIALIZER;
+
+static void privs_change_begin(void)
+{
+	pthread_rwlock_rdlock(&privs_fork_mu);
+}
+
+static void privs_change_end(void)
+{
+	pthread_rwlock_unlock(&privs_fork_mu);
+}
+
+void flusher_atfork_prepare(void)
+{
+	pthread_rwlock_wrlock(&privs_fork_mu);
+}
+
+void flusher_atfork_parent(void)
+{
+	pthread_rwlock_unlock(&privs_fork_mu);
+}
+
 /* Our private descriptor of f is gone (closed, lost or replaced by none). */
 static int priv_take(struct shim_file *f)
 {
@@ -260,16 +293,24 @@ static void drop_priv_if_idle(struct shim_file *f)
 	int p = atomic_load(&f->fl.priv_fd);
 	if (p < 0 || flusher_owes(f) || (f->fl.in_flight && f->fl.lease_fd == p))
 		return;
+	privs_change_begin();
 	p = priv_take(f);
+	if (p >= 0 && atomic_load(&f->nfds) == 0)
+		syncerr_last_descriptor(f, p);
 	if (p >= 0)
 		shimfd_close(p);
+	privs_change_end();
 }
 
 void flusher_release_file(struct shim_file *f)
 {
+	privs_change_begin();
 	int p = priv_take(f);
+	if (p >= 0 && atomic_load(&f->nfds) == 0)
+		syncerr_last_descriptor(f, p);
 	if (p >= 0)
 		shimfd_close(p);
+	privs_change_end();
 }
 
 /* ---- the descriptor a sync uses ------------------------------------------ */
@@ -906,6 +947,7 @@ void flusher_before_close(struct shim_file *f, int fd)
 	bool inline_sync = false, early = false;
 	if (flusher_owes(f) && atomic_load(&f->fl.priv_fd) < 0) {
 		int cap = privs_cap(), held = atomic_fetch_add(&privs_held, 1); /* a place reserved */
+		privs_change_begin();
 		int d = held < cap ? shimfd_dup(fd, OWN_FILE, f) : -1;
 		if (d >= 0) {
 			fd_inherit_kernel_owes(fd, d);
@@ -915,6 +957,7 @@ void flusher_before_close(struct shim_file *f, int fd)
 			atomic_fetch_sub(&privs_held, 1);
 			inline_sync = true; /* at the bound or out of descriptors: make it durable now */
 		}
+		privs_change_end();
 	}
 	unlock_fl(f);
 	shim_leave();
@@ -931,6 +974,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 	while (f->fl.in_flight && f->fl.lease_fd == fd)
 		wait_locked(f);
 	if (atomic_load(&f->fl.priv_fd) == fd) {
+		privs_change_begin();
 		int d = flusher_owes(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
 		priv_take(f);
 		if (d >= 0) {
@@ -938,6 +982,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 			atomic_fetch_add(&privs_held, 1);
 			atomic_store(&f->fl.priv_fd, d);
 		}
+		privs_change_end();
 	}
 	fd_unmark_shim(fd); /* the app's dup2 closes it */
 	unlock_fl(f);
@@ -1009,6 +1054,7 @@ static void count_priv(struct shim_file *f, void *arg)
 
 void flusher_atfork_child(void)
 {
+	pthread_rwlock_init(&privs_fork_mu, NULL); /* held for writing by the forking thread */
 	order_atfork_child(); /* before the reset below unmarks the files */
 	workers_atfork_child();
 	registry_each(reset_in_child, NULL);

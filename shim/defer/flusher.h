@@ -119,6 +119,10 @@ void flusher_priv_lost(struct shim_file *f, int fd);
 /* EMFILE relief: complete owed syncs and close private descriptors.
  * True if there were any. */
 bool flusher_release_privs(void);
+/* Around fork, after the registry's lock: no private descriptor is being
+ * made or closed while the table is copied. */
+void flusher_atfork_prepare(void);
+void flusher_atfork_parent(void);
 void flusher_atfork_child(void);
 
 /* Accounting the write path and the sync path feed. */

@@ -93,5 +93,5 @@ bool lastgasp_barrier(void)
 		syncerr_tell_if_orphaned(f); /* shim.exiting is set: it says it */
 	}
 	errno = e;
-	return lost;
+	return lost || syncerr_any_dropped();
 }

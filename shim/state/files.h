@@ -34,6 +34,12 @@ struct shim_file {
 	bool dead;                  /* registry lock: recycled, on the free list */
 	bool ghost;                 /* registry lock: no refs, kept for an unreported error */
 	bool unhashed;              /* registry lock: a newer file has its inode number */
+	/* It has no name left: its link count was 0 when its last descriptor
+	 * (the app's, or the shim's private one) was closed with an error
+	 * unreported, or its last name was unlinked with no app descriptor
+	 * open. It leaves no ghost (retire_locked, files.c). Cleared when a
+	 * descriptor is bound. (A name replaced by rename is not seen.) */
+	_Atomic bool unlinked_when_closed;
 	dev_t dev;
 	ino_t ino;
 	/* Birth time (statx btime, ns) when the file system keeps one, else
@@ -89,6 +95,13 @@ uint32_t registry_next_id(void);
 void registry_atfork_prepare(void);
 void registry_atfork_parent(void);
 void registry_atfork_child(void);
+/* Some file is known: unlink asks about the file it removes only then
+ * (one load otherwise). */
+bool registry_has_files(void);
+/* (dev, ino, birth) lost its last name: if the app has no descriptor of
+ * it, its ghost is dropped, or it is marked to leave no ghost when it
+ * retires (files.c, retire_locked, says why that is safe). */
+void registry_forget_unlinked(dev_t dev, ino_t ino, uint64_t birth);
 /* Re-apply the live policy to every known file (reload). */
 void registry_rematch(const struct policy *p);
 

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fdtable.h"
 #include "files.h"
@@ -76,6 +77,26 @@ static bool unreported(const struct shim_file *f)
 	return atomic_load(&f->err_seq) != atomic_load(&f->err_seen_seq);
 }
 
+static _Atomic uint32_t dropped_unreported;
+
+void syncerr_note_dropped(const struct shim_file *f)
+{
+	if (unreported(f))
+		atomic_fetch_add(&dropped_unreported, 1);
+}
+
+bool syncerr_any_dropped(void)
+{
+	return atomic_load(&dropped_unreported) != 0;
+}
+
+void syncerr_last_descriptor(struct shim_file *f, int fd)
+{
+	struct stat st;
+	if (unreported(f) && fstat(fd, &st) == 0)
+		atomic_store(&f->unlinked_when_closed, st.st_nlink == 0);
+}
+
 /* Once per failure: the first caller to move err_told_seq says it. */
 static void tell(struct shim_file *f)
 {
@@ -115,5 +136,5 @@ bool syncerr_tell_all_unreported(void)
 			file_put(files[i]);
 		}
 	} while (cursor);
-	return any;
+	return any || syncerr_any_dropped();
 }

@@ -21,7 +21,17 @@ int syncerr_take_unseen(struct shim_file *f);
 /* Nobody is left to report f's error to (no descriptor, or exiting): one
  * line on stderr, once per error. */
 void syncerr_tell_if_orphaned(struct shim_file *f);
-/* At exit: say every error no descriptor reported; true if there was one. */
+/* At exit: say every error no descriptor reported; true if there was one
+ * (or one was dropped with its file, syncerr_note_dropped). */
 bool syncerr_tell_all_unreported(void);
+/* f leaves the registry: an error no descriptor reported goes with it
+ * (said on stderr already: no descriptor was left), counted for the exit
+ * status. */
+void syncerr_note_dropped(const struct shim_file *f);
+bool syncerr_any_dropped(void);
+/* fd, about to be closed, is the last descriptor of f (the app's last, or
+ * the shim's private one): with an error unreported, note whether the
+ * file is unlinked (one fstat; nothing otherwise). */
+void syncerr_last_descriptor(struct shim_file *f, int fd);
 
 #endif

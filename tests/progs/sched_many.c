@@ -2,7 +2,7 @@
  * sched_many - many deferred files at once, for the schedule's cost check
  * (tests/system/test_sched.c).
  *
- *   sched_many -d DIR -n N -L RECLOG [-c] [-T MAX_MS]
+ *   sched_many -d DIR -n N -L RECLOG [-c] [-T MAX_MS] [-l NOFILE]
  *
  * Opens DIR/s0 .. DIR/s(N-1) and writes 64 bytes to each, then fsyncs
  * them all in one tight loop (under defer every fsync returns at once, so
@@ -11,9 +11,12 @@
  * beneath the shim) holds N real syncs, looking every 10 ms, at most
  * MAX_MS (default 30000). With -c each file is instead written, fsynced
  * and closed in turn, and the program counts the descriptors it holds
- * right after the loop (fds=, the shim's own included). Exits 0 once they are there, 1 if they never
+ * right after the loop (fds=, the shim's own included), before it
+ * (fds_start=) and the most it held at any close (fds_max=, counted after
+ * every close). Exits 0 once they are there, 1 if they never
  * came (the count goes to stderr). Raises its soft descriptor limit to the
- * hard one first.
+ * hard one first, or with -l sets it to NOFILE (the shim bounds its
+ * private descriptors of closed files by a quarter of it).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -58,23 +61,26 @@ int main(int argc, char **argv)
 	const char *dir = NULL, *log = NULL;
 	long n = 0, max_ms = 30000;
 	int c, close_each = 0;
-	while ((c = getopt(argc, argv, "d:n:L:cT:")) != -1) {
+	long nofile = 0;
+	while ((c = getopt(argc, argv, "d:n:L:cT:l:")) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'n': n = atol(optarg); break;
 		case 'L': log = optarg; break;
 		case 'c': close_each = 1; break;
 		case 'T': max_ms = atol(optarg); break;
+		case 'l': nofile = atol(optarg); break;
 		default: return 2;
 		}
 	}
 	if (!dir || !log || n <= 0)
 		return 2;
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && (nofile > 0 || rl.rlim_cur < rl.rlim_max)) {
+		rl.rlim_cur = nofile > 0 && (rlim_t)nofile < rl.rlim_max ? (rlim_t)nofile : rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	int fds_start = count_fds(), fds_max = fds_start;
 	int *fds = calloc((size_t)n, sizeof(int));
 	char buf[64], path[4096];
 	if (!fds)
@@ -91,6 +97,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sched_many: fsync/close %s: %s\n", path, strerror(errno));
 			return 1;
 		}
+		int held = close_each ? count_fds() : 0;
+		if (held > fds_max)
+			fds_max = held;
 	}
 	int fds_held = count_fds();
 	for (long i = 0; i < n && !close_each; i++)
@@ -104,7 +113,8 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, 10 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	printf("sched_many: files=%ld real_syncs=%ld fds=%d\n", n, got, fds_held);
+	printf("sched_many: files=%ld real_syncs=%ld fds=%d fds_start=%d fds_max=%d\n", n, got, fds_held, fds_start,
+	       fds_max);
 	if (got < n) {
 		fprintf(stderr, "sched_many: %ld of %ld real syncs after %ld ms\n", got, n, max_ms);
 		return 1;

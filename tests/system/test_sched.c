@@ -120,3 +120,46 @@ Test(sched, closed_files_hold_a_bounded_number_of_descriptors)
 		      fds);
 	cr_assert_geq(field_of(r.out, "real_syncs="), 3000, "%s", r.out);
 }
+
+/*
+ * The bound itself, reached. Under the default order every file's change
+ * waits for the other files' acknowledged syncs, so a program moving from
+ * file to file makes each closed file's sync at once and the shim never
+ * holds more than a few private descriptors (the test above holds 5-7).
+ * With `order = file` nothing waits: each closed file keeps its
+ * descriptor until its window ends. 300 files written, fsynced and closed
+ * in turn with the soft descriptor limit at 256 (the bound: a quarter,
+ * 64) and every real sync 10 ms slower (the recording layer's
+ * RECLAYER_SLOW), so the early syncs past half the bound cannot keep up:
+ * the descriptors the process holds, counted in /proc/self/fd after every
+ * close, must reach half the bound (the path is taken) and never pass it
+ * (the closer makes the sync itself there). Without the bound they climb
+ * to the descriptor limit.
+ */
+Test(sched, closed_files_reach_and_keep_the_private_descriptor_bound)
+{
+	char *dir = h_path("b");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	char *ini = h_path("bound.ini");
+	h_write_file(ini, h_fmt("[rule many]\npath = %s/**\nsync = defer\norder = file\nmax_delay_ms = 1000\n"
+				"max_calls = 1000000000\nmax_bytes = 1024G\n",
+				dir));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
+	h_env(&c, "RECLAYER_SLOW=0:10");
+	h_args(&c, h_prog("sched_many"), "-c", "-d", dir, "-L", c.reclog, "-n300", "-l256", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "sched_many -c -l256 under defer, order = file");
+	long long start = (long long)field_of(r.out, "fds_start="), most = (long long)field_of(r.out, "fds_max=");
+	const long long bound = 256 / 4;
+	cr_log_info("bound: %lld descriptors at the start, at most %lld while closing 300 files (bound %lld)", start,
+		    most, bound);
+	cr_assert_geq(most - start, bound / 2,
+		      "only %lld private descriptors held at once: the test no longer reaches the bound", most - start);
+	cr_assert_leq(most - start, bound + 1,
+		      "%lld descriptors held beyond the %lld the program started with: past the bound of %lld", most - start,
+		      start, bound);
+	cr_assert_geq(field_of(r.out, "real_syncs="), 300, "%s", r.out);
+}
