@@ -414,6 +414,16 @@ H_FN struct h_result h_run(struct h_cmd *c)
 
 
 
+H_FN void h_need_postgres(void)
+{
+	if (h_ctx.asan)
+		cr_skip_test("under a sanitizer PostgreSQL's initdb and server take longer than the test's bound; "
+			     "the plain build runs it");
+	if (access("/usr/lib/postgresql/15/bin/postgres", X_OK) != 0)
+		cr_skip_test("PostgreSQL 15 is not installed (make bench-deps installs it)");
+	cr_assert_eq(chmod(h_ctx.dir, 0755), 0); /* the server may run as postgres, in here */
+}
+
 /* `sh -c SCRIPT`, no library preloaded, with the clean environment and in
  * the test's directory, as h_run runs anything; killed after timeout_s. */
 H_FN struct h_result h_sh(const char *script, int timeout_s)

@@ -151,6 +151,9 @@ double h_now(void);
 bool h_wait(pid_t pid, int timeout_s, int *st);
 struct h_result h_run(struct h_cmd *c);
 struct h_result h_sh(const char *script, int timeout_s);
+/* Skips the test unless PostgreSQL 15 is here and the build is plain; the
+ * test's directory is opened to the server's user. */
+void h_need_postgres(void);
 pid_t h_spawn(struct h_cmd *c);
 bool h_done(pid_t pid, int *st);
 struct h_result h_reap(struct h_cmd *c, pid_t pid, int timeout_s, bool have_st, int st);

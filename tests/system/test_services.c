@@ -91,12 +91,7 @@ Test(services, redis_ab_in_one_command)
  * runs as the postgres user. */
 Test(services, postgres_ab_in_one_command, .timeout = 240)
 {
-	if (h_ctx.asan)
-		cr_skip_test("under a sanitizer PostgreSQL's initdb and server take longer than the test's bound; "
-			     "the plain build runs it");
-	if (access("/usr/lib/postgresql/15/bin/postgres", X_OK) != 0)
-		cr_skip_test("PostgreSQL 15 is not installed (make bench-deps installs it)");
-	cr_assert_eq(chmod(h_ctx.dir, 0755), 0); /* the server may run as postgres, in here */
+	h_need_postgres();
 	char *run = h_path("run");
 	static const char *const args[] = { "-n", "1", "-t", "1", "-c", "1", NULL };
 	service_ab("postgres", h_fmt("[-]D %s/", h_ctx.dir), 220, run, args);
