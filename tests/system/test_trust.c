@@ -478,3 +478,42 @@ Test(trust, second_report_of_a_told_error_is_not_a_sync)
 	}
 	h_failfs_umount(mnt);
 }
+
+/*
+ * The same two opens, where the file system fails each call on its own
+ * (a FUSE daemon's reply, NFS; here the fault layer beneath the shim
+ * fails the first two real syncs): the deferred sync through a fails and
+ * is told to a and b, as above; then b's own real sync fails too, a
+ * fresh failure of a sync b's second write was waiting for. The shim
+ * once took the failure of the first real sync through b for the
+ * kernel's second report, synced again, got 0 and told nobody (oracle
+ * seed mix:15753722): b's close must report it, on either path.
+ */
+Test(trust, fresh_failure_after_a_told_error_is_reported)
+{
+	for (int app_path = 0; app_path < 2; app_path++) {
+		const char *what = app_path ? "the app's own fsync (passthrough)" : "the flusher's (defer)";
+		char *dir = h_path(app_path ? "fresh-app" : "fresh-flusher");
+		cr_assert_eq(mkdir(dir, 0755), 0);
+		char *ini = tr_ini(app_path ? "fp.ini" : "fd.ini",
+				   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\n%s\n", dir,
+					 app_path ? "osync = defer" : "sync = defer"));
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM_REC, ini);
+		h_env(&c, "RECLAYER_FAIL=sync:EIO:0:2");
+		h_env(&c, "RECLAYER_FAIL_SUFFIX=.dat");
+		h_args(&c, h_prog("trustb"), "dupreport", "-d", dir, app_path ? "-S" : NULL, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb dupreport");
+		struct h_log log = h_log_load(&c);
+		int injected = 0;
+		for (size_t i = 0; i < log.n; i++)
+			injected += log.r[i].injected;
+		cr_expect_eq(injected, 2, "%s: %s", what, r.out);
+		/* defer: the flusher's sync through b fails, b's close says so;
+		 * passthrough: b's own second fsync fails */
+		cr_expect(h_has(r.out, app_path ? "close_a=EIO fsync_b=EIO,EIO close_b=0"
+						: "close_a=EIO fsync_b=EIO,0 close_b=EIO"),
+			  "%s: b's second failure was told to nobody: %s", what, r.out);
+	}
+}
