@@ -106,6 +106,39 @@ Test(trust, fork_child_does_not_keep_the_private_descriptor)
 		     "descriptor of a closed file: %s", r.out);
 }
 
+/* A fork while the shim's log is on its first number, before it moves
+ * above the app's range (the test hold keeps the opening thread there):
+ * the child must not keep that number, which no thread of its own would
+ * close; its descriptors are those it has without the shim (oracle seed
+ * fork:15690304: a child with one descriptor more). */
+Test(trust, fork_child_keeps_no_short_lived_shim_descriptor)
+{
+	char *plain_out = NULL;
+	for (int shim = 0; shim < 2; shim++) {
+		struct h_cmd c;
+		tr_cmd(&c, shim ? H_SHIM : H_PLAIN, NULL);
+		char *hold = h_path(shim ? "hold-shim" : "hold-plain");
+		if (shim) {
+			h_env(&c, "SYNCSHIM_POLICY=passthrough");
+			h_envf(&c, "SYNCSHIM_LOG=%s", h_path("held.log"));
+			h_env(&c, "SYNCSHIM_TEST_HOLD_AT=log_low");
+			h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+		}
+		h_args(&c, h_prog("trustb"), "forkheld", "-f", h_path(shim ? "held-shim.dat" : "held-plain.dat"), "-l",
+		       hold, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb forkheld");
+		const char *fds = strstr(r.out, "child_fds=");
+		cr_assert_not_null(fds, "%s", r.out);
+		if (!shim) {
+			plain_out = h_strdup(fds);
+			continue;
+		}
+		cr_assert(h_has(r.out, "reached=1"), "the shim never reached its hold: %s", r.out);
+		cr_assert_str_eq(fds, plain_out, "the fork child's descriptors with the shim, then without");
+	}
+}
+
 /* ---- 11: a file unlinked while open is synced through a descriptor ---------- */
 
 /* Four threads each open a file, unlink it, write, fsync (deferred) and
