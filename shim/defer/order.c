@@ -138,7 +138,11 @@ struct order_slot {
 
 struct order_domain {
 	_Atomic uint64_t summary;       /* pending slots << 32 | (the only one's index + 1) */
-	_Atomic uint64_t ack_seq;       /* numbers acknowledgements, domain-wide */
+	/* On a cache line of its own after the summary: every acknowledgement
+	 * bumps it, and every write of every thread loads the summary (two
+	 * threads each appending and syncing made each other's summary load
+	 * miss at every sync). */
+	_Atomic uint64_t ack_seq __attribute__((aligned(64))); /* numbers acknowledgements, domain-wide */
 	pthread_mutex_t mu;             /* slots, summary */
 	uint32_t overflow;              /* mu: pending files that found no slot */
 	uint32_t nused;                 /* mu: slots in use */
