@@ -705,8 +705,11 @@ def check(c, run, base=None, self_test=False):
 
     # names: which object each name holds, to tell when a file lost its last name
     names = {}
+    barrier_fails = []  # a rename or link whose barrier sync failed: (the call, the source's object)
     for j in sorted(J, key=lambda x: ival(x, "t1")):
         op, ok = j.get("op"), ival(j, "ret") >= 0
+        if op in ("rename", "link") and not ok and ival(j, "errno") in IOERRS:
+            barrier_fails.append((j, names.get(j.get("path"))))
         if op == "open" and ok:
             o = obj_at(ival(j, "ino"), ival(j, "t1"))
             if o:
@@ -833,6 +836,16 @@ def check(c, run, base=None, self_test=False):
             reported.add(id(x))
         key = (j.get("proc"), j.get("desc"))
         per_desc.setdefault(key, []).append((j, o))
+    # a rename or link fails with the error its source file owes (README:
+    # the barrier's sync failed, no name is made): that tells the app
+    # (seed fork:8439354, a closed file's deferred fdatasync failed in the
+    # flusher and the next rename of its name returned EIO)
+    for j, o in barrier_fails:
+        if o is None:
+            continue
+        for x, xo in fail_obj:
+            if xo is o and ival(x, "errno") == ival(j, "errno") and ival(x, "t0") <= ival(j, "t1"):
+                reported.add(id(x))
     # ... each once per descriptor: a second report on one open file
     # description needs a real failure that ended after the first report
     # returned (concurrent callers covered by one failed sync each get it)
