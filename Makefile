@@ -254,10 +254,16 @@ test: deps
 # in hosts that were not built with it; the tests put this prefix first.
 SAN_RT := $(if $(SAN),$(shell $(CC) -print-file-name=libasan.so))
 RUN_TESTS ?= $(UNIT_TESTS)
+# A failure is named again at the end (suite, test, first lines of its
+# assertion), where a reader of only the last lines of CI's output looks.
 run-tests: $(RUN_TESTS)
-	@fail=0; for t in $(RUN_TESTS); do \
+	@mkdir -p $(B)/test-logs; fail=0; failed=""; for t in $(RUN_TESTS); do \
+	  log=$(B)/test-logs/$$(basename $$t).log; \
 	  SYNCSHIM_BUILD=$(abspath $(B)) SYNCSHIM_PRELOAD_PREFIX=$(SAN_RT) \
-	  SYNCSHIM_ASAN=$(if $(SAN),1,) $$t --jobs 2 || fail=1; done; exit $$fail
+	  SYNCSHIM_ASAN=$(if $(SAN),1,) $$t --jobs 2 >$$log 2>&1 || { fail=1; failed="$$failed $$log"; }; \
+	  cat $$log; done; \
+	for log in $$failed; do echo "FAILED: $$log"; \
+	  grep -E -A6 'Assertion Failed|^\[FAIL\]|CRASH|Timed out' $$log | head -40; done; exit $$fail
 
 # AddressSanitizer + UBSan build of everything, in its own tree, same suite.
 asan: deps

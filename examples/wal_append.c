@@ -4,7 +4,8 @@
  * What a broker's journal or a database's WAL does for each commit: one
  * fixed-size, checksummed record appended with write(), fsync (or
  * fdatasync), and only once the sync returned, an acknowledgement to the
- * client, here a line "acked SEQ MONO_NS" appended to an ack file that
+ * client, here a line "acked SEQ MONO_NS WRITTEN_NS" (when the sync
+ * returned, when the record was made) appended to an ack file that
  * lives outside the crash test's scope (a client's memory survives the
  * server's power cut). After a cut and rollback, every acknowledged
  * record must still be in the log: wal_check says which are not.
@@ -38,7 +39,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: %s [-f WAL] [-a ACKS] [-n COUNT] [-t SECONDS] [-s SIZE] [-i US] [-m METHOD] [-k]\n"
 		"  COUNT times: append a SIZE-byte checksummed record to WAL, sync it, then\n"
-		"  append \"acked SEQ MONO_NS\" to ACKS (keep ACKS outside a crash test's scope).\n"
+		"  append \"acked SEQ MONO_NS WRITTEN_NS\" to ACKS (keep ACKS outside a crash test's scope).\n"
 		"  -f WAL      the log (default /tmp/wal_append.PID.wal), truncated first\n"
 		"  -a ACKS     the acknowledgements (default /tmp/wal_append.PID.acks)\n"
 		"  -n COUNT    records (default 1000)\n"
@@ -101,7 +102,8 @@ int main(int argc, char **argv)
 		die("malloc");
 	uint64_t t0 = now_ns(), stop = o.seconds > 0 ? t0 + (uint64_t)(o.seconds * 1e9) : UINT64_MAX, seq;
 	for (seq = 0; seq < o.count && now_ns() < stop; seq++) {
-		wal_make(rec, (uint32_t)o.size, seq, now_ns());
+		uint64_t written = now_ns();
+		wal_make(rec, (uint32_t)o.size, seq, written);
 		if (write_full(wal, (const char *)rec, o.size) != 0)
 			die_path("write", o.wal);
 		uint64_t a = now_ns();
@@ -109,8 +111,8 @@ int main(int argc, char **argv)
 		uint64_t b = now_ns();
 		lat_add(&sync_lat, b - a);
 		char line[64];
-		int n = snprintf(line, sizeof(line), "acked %llu %llu\n", (unsigned long long)seq,
-				 (unsigned long long)b);
+		int n = snprintf(line, sizeof(line), "acked %llu %llu %llu\n", (unsigned long long)seq,
+				 (unsigned long long)b, (unsigned long long)written);
 		if (write_full(acks, line, (size_t)n) != 0)
 			die_path("write", o.acks);
 		if (o.interval_us)

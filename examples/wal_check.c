@@ -8,7 +8,9 @@
  * after the last intact record that do not make a whole one are torn.
  * With the cut's moment (-c, or $SYNCSHIM_CRASHTEST_CUT_NS as syncshim
  * crashtest sets it), it says how long before the cut the lost records
- * were acknowledged: under defer that is the window the policy allows.
+ * were acknowledged: under defer that is the window the policy allows;
+ * and how long before it the first lost one was written, which is what a
+ * rollback's own window measures (the record's write, not its ack).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +34,7 @@ struct verdict {
 	uint64_t records, acked, lost, torn_bytes;
 	uint64_t lost_first, lost_last;      /* seq range of the lost */
 	double lost_oldest_ms, lost_newest_ms;
+	double lost_oldest_written_ms; /* the first lost record's write (-1: the acks do not say) */
 	int have_wal;
 };
 
@@ -98,8 +101,9 @@ static void read_acks(const char *path, uint64_t cut_ns, struct verdict *v)
 	if (!text)
 		die_path("open", path);
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		unsigned long long seq, ns;
-		if (sscanf(line, "acked %llu %llu", &seq, &ns) != 2)
+		unsigned long long seq, ns, written;
+		int got = sscanf(line, "acked %llu %llu %llu", &seq, &ns, &written);
+		if (got < 2)
 			continue;
 		v->acked++;
 		if (seq < v->records)
@@ -108,6 +112,7 @@ static void read_acks(const char *path, uint64_t cut_ns, struct verdict *v)
 		if (!v->lost++) {
 			v->lost_first = seq;
 			v->lost_oldest_ms = age;
+			v->lost_oldest_written_ms = got < 3 ? -1 : cut_ns > written ? (double)(cut_ns - written) / 1e6 : 0;
 		}
 		v->lost_last = seq;
 		v->lost_newest_ms = age;
@@ -131,7 +136,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	struct verdict v = { 0 };
+	struct verdict v = { .lost_oldest_written_ms = -1 };
 	read_wal(o.wal, &v);
 	read_acks(o.acks, o.cut_ns, &v);
 	printf("%s: %llu intact records%s, %llu acknowledged", PROG, (unsigned long long)v.records,
@@ -146,8 +151,9 @@ int main(int argc, char **argv)
 	else if (v.lost)
 		printf("; LOST %llu acknowledged (seq %llu..%llu)", (unsigned long long)v.lost,
 		       (unsigned long long)v.lost_first, (unsigned long long)v.lost_last);
-	printf("\nresult: records=%llu acked=%llu lost=%llu torn_bytes=%llu lost_oldest_ms=%.3f lost_newest_ms=%.3f\n",
+	printf("\nresult: records=%llu acked=%llu lost=%llu torn_bytes=%llu lost_oldest_ms=%.3f lost_newest_ms=%.3f "
+	       "lost_oldest_written_ms=%.3f\n",
 	       (unsigned long long)v.records, (unsigned long long)v.acked, (unsigned long long)v.lost,
-	       (unsigned long long)v.torn_bytes, v.lost_oldest_ms, v.lost_newest_ms);
+	       (unsigned long long)v.torn_bytes, v.lost_oldest_ms, v.lost_newest_ms, v.lost_oldest_written_ms);
 	return v.lost || v.torn_bytes ? 1 : 0;
 }

@@ -309,6 +309,22 @@ H_FN double h_now(void)
 }
 
 /* Wait for pid with a deadline; true if it ended (status in *st). */
+/* A run that hung: every thread's stack of each process in its group
+ * (at most four), into the test's directory and the test's log, so a hang
+ * seen once in CI says where it was. gdb is bounded; no gdb, no stacks. */
+H_FN void h_dump_stacks(pid_t group, int id)
+{
+	char *out = h_path(h_fmt("hang.%d.stacks", id));
+	int r = system(h_fmt("for p in $(pgrep -g %d | head -4); do echo \"== pid $p: $(tr '\\0' ' ' </proc/$p/cmdline)\"; "
+			     "timeout -s KILL 30 gdb -p $p -batch -nx -ex 'set pagination off' "
+			     "-ex 'thread apply all bt 30' 2>&1 | grep -E '^(Thread|#)'; done >%s 2>&1",
+			     (int)group, out));
+	(void)r; /* whatever it got is what there is */
+	char *text = h_read_file(out);
+	cr_log_error("run #%d hung; its stacks (%s):\n%s", id, out, text);
+	free(text);
+}
+
 H_FN bool h_wait(pid_t pid, int timeout_s, int *st)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -394,6 +410,7 @@ H_FN struct h_result h_run(struct h_cmd *c)
 	if (!h_wait(pid, c->timeout_s, &st)) {
 		/* The leader is not reaped yet, so its group id is still ours. */
 		r.timed_out = true;
+		h_dump_stacks(pid, c->id);
 		kill(-pid, SIGKILL);
 		waitpid(pid, &st, 0);
 	}
@@ -470,6 +487,7 @@ H_FN struct h_result h_reap(struct h_cmd *c, pid_t pid, int timeout_s, bool have
 	struct h_result r = { .code = -1 };
 	if (!have_st && !h_wait(pid, timeout_s, &st)) {
 		r.timed_out = true;
+		h_dump_stacks(pid, c->id);
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);

@@ -17,7 +17,11 @@
  *       fsync after each) and leaves through exit() or _exit().
  *   -V  a thread vforks children that close every descriptor above 2 and
  *       exec /bin/true.
- *   -G  every writer gets a 3 ms timer aimed at it; the handler appends a
+ *   -G  every writer gets a timer aimed at it, 3 ms after its handler last
+ *       returned (one-shot, re-armed by the handler: a periodic one faster
+ *       than a real sync on a slow device keeps the thread inside handlers
+ *       for good, shim or no shim, and a handler's sync is real whenever it
+ *       interrupts a section of the shim's); the handler appends a
  *       record to DIR/h.T.dat and fsyncs it.
  *   -X  a thread tears descriptors 50 to 899 (where the shim keeps its own):
  *       close_range, raw close(2), dup2 over them, close() loops, and
@@ -65,6 +69,7 @@ struct writer {
 	_Atomic long hrecords;
 	int acks_fd; /* write(2), not stdio: a forked child's exit() would flush a copy */
 	timer_t timer;
+	volatile sig_atomic_t timer_on; /* the handler re-arms it (both run in the writer's thread) */
 };
 
 static const char *dir = ".";
@@ -89,6 +94,8 @@ static char *path_of(char *buf, const char *name, long n)
 
 /* ---- writers ------------------------------------------------------------- */
 
+static const struct itimerspec next_tick = { { 0, 0 }, { 0, 3000000 } };
+
 static void on_timer(int sig)
 {
 	(void)sig;
@@ -102,6 +109,8 @@ static void on_timer(int sig)
 			atomic_fetch_sub(&w->hrecords, 1);
 		fsync(w->hfd);
 	}
+	if (w && w->timer_on)
+		timer_settime(w->timer, 0, &next_tick, NULL);
 	errno = saved;
 }
 
@@ -151,8 +160,10 @@ static void writer_timer(struct writer *w)
 {
 	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1 };
 	ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-	struct itimerspec it = { { 0, 3000000 }, { 0, 3000000 } };
-	if (timer_create(CLOCK_MONOTONIC, &ev, &w->timer) != 0 || timer_settime(w->timer, 0, &it, NULL) != 0)
+	if (timer_create(CLOCK_MONOTONIC, &ev, &w->timer) != 0)
+		broke("timer");
+	w->timer_on = true;
+	if (timer_settime(w->timer, 0, &next_tick, NULL) != 0)
 		broke("timer");
 }
 
@@ -162,6 +173,7 @@ static void *writer_with_timer(void *arg)
 	me = w;
 	writer_timer(w);
 	writer_main(w);
+	w->timer_on = false;
 	timer_delete(w->timer);
 	return NULL;
 }

@@ -149,6 +149,23 @@ Test(hostile, handlers_sync_inside_every_critical_section)
 	}
 }
 
+/* The domain's lock (one for every process of a service) held, and a
+ * handler that writes: under defer its write waits for other files like
+ * any write, which takes the same lock. Every section holding it is one
+ * of the shim's, where the handler's calls go straight to libc. */
+Test(hostile, handler_inside_the_order_domain_lock)
+{
+	struct h_cmd c;
+	hs_cmd(&c, H_SHIM, "defer");
+	h_env(&c, "SYNCSHIM_TEST_SIGNAL_AT=domain");
+	c.timeout_s = 30;
+	h_args(&c, h_prog("sig_sync"), "-d", h_ctx.dir, "-n", "30", "-t", "2", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "sig_sync with handlers inside the domain lock");
+	cr_assert(h_has(r.out, "sig_sync: ok"), "%s", r.out);
+	cr_assert_gt(h_num_after(r.out, "handler=", 0), 5, "the handlers hardly ran:\n%s", r.out);
+}
+
 /* Without test points: under group a real sync (made 3 ms slow) is being
  * led most of the time, and a 10 ms timer's handler syncs the same file
  * from whichever thread it lands in, often the leader's. It must not wait
