@@ -41,28 +41,10 @@
 #include "shim.h"
 
 #ifdef SYNCSHIM_TSAN
-#include <sanitizer/tsan_interface.h>
-
-/*
- * gcc 12's libtsan does not lock its allocator around fork: a fork while
- * one of the shim's threads was inside calloc or free left the child that
- * allocator's lock held, and the child's first shim allocation waited for
- * it forever (make tsan, hostile/only_processes_that_did_something_leave_a_log:
- * the child's main thread in SizeClassAllocator64::GetFromAllocator under
- * the logger's set_announced). jemalloc's fork handlers do this for the
- * shipped shim; here the shim's own allocations hold this lock for
- * reading (readers do not synchronise with each other in TSan's eyes, so
- * it hides no race between them) and fork's prepare handler takes it for
- * writing. The host's and libc's own allocations stay TSan's business.
- */
-static pthread_rwlock_t tsan_alloc_fork_mu = PTHREAD_RWLOCK_INITIALIZER;
-
 void *shim_alloc(size_t n)
 {
 	shim_enter();
-	pthread_rwlock_rdlock(&tsan_alloc_fork_mu);
 	void *p = calloc(1, n ? n : 1);
-	pthread_rwlock_unlock(&tsan_alloc_fork_mu);
 	shim_leave();
 	return p;
 }
@@ -70,33 +52,14 @@ void *shim_alloc(size_t n)
 void shim_free(void *p)
 {
 	shim_enter();
-	pthread_rwlock_rdlock(&tsan_alloc_fork_mu);
 	free(p);
-	pthread_rwlock_unlock(&tsan_alloc_fork_mu);
 	shim_leave();
 }
 
 void alloc_atfork_lock_init(void) {}
-
-void alloc_atfork_prepare(void)
-{
-	pthread_rwlock_wrlock(&tsan_alloc_fork_mu);
-}
-
-void alloc_atfork_parent(void)
-{
-	pthread_rwlock_unlock(&tsan_alloc_fork_mu);
-}
-
-/* glibc's rwlock names its writer by thread id, which the child's thread
- * no longer has: made anew, and TSan told of the unlock (it keeps a lock's
- * owner across an init: flusher.c's privs_fork_mu_reset_in_child). */
-void alloc_atfork_child(void)
-{
-	__tsan_mutex_pre_unlock(&tsan_alloc_fork_mu, 0);
-	__tsan_mutex_post_unlock(&tsan_alloc_fork_mu, 0);
-	pthread_rwlock_init(&tsan_alloc_fork_mu, NULL);
-}
+void alloc_atfork_prepare(void) {}
+void alloc_atfork_parent(void) {}
+void alloc_atfork_child(void) {}
 #else
 void *mallocx(size_t size, int flags);
 void dallocx(void *ptr, int flags);
