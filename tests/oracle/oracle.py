@@ -525,6 +525,24 @@ def run_case(c, with_shim, keep=None):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def hang_stacks(group):
+    """Every thread's stack of up to four processes of a hung run's group
+    (gdb, bounded): a hang that does not replay still says where it was."""
+    try:
+        pids = subprocess.run(["pgrep", "-g", str(group)], capture_output=True, text=True).stdout.split()[:4]
+    except OSError:
+        return ""
+    out = []
+    for pid in pids:
+        try:
+            bt = subprocess.run(["gdb", "-p", pid, "-batch", "-nx", "-ex", "thread apply all bt 25"],
+                                capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        out.append("== pid %s\n" % pid + "\n".join(l for l in bt.splitlines() if l.startswith(("Thread", "#"))))
+    return "\n".join(out)
+
+
 def _run_case(c, with_shim, d):
     for k in range(len(c.variants)):
         with open(os.path.join(d, "cfg%d.ini" % k), "w") as f:
@@ -558,6 +576,7 @@ def _run_case(c, with_shim, d):
             run.status = p.wait(timeout=HANG_S)
         except subprocess.TimeoutExpired:
             run.hang = True
+            run.stacks = hang_stacks(p.pid)
             os.killpg(p.pid, signal.SIGKILL)
             run.status = p.wait()
     # children that outlived the process (main's pthread_exit or return
@@ -640,7 +659,13 @@ def check(c, run, base=None, self_test=False):
     """The findings, as (kind, message) pairs; [] when the run keeps every promise."""
     F = []
     if run.hang and not (base is not None and base.hang):
-        F.append(("hang", "the process did not end within %.0f s (exit mode %s)" % (HANG_S, c.exit[0])))
+        msg = "the process did not end within %.0f s (exit mode %s)" % (HANG_S, c.exit[0])
+        if getattr(run, "stacks", "") and not self_test:  # kept: a hang seldom replays
+            path = os.path.join(tempfile.gettempdir(), "oracle-hang-%d-%s.stacks" % (c.seed, c.cls))
+            with open(path, "w") as f:
+                f.write(run.stacks)
+            msg += "; stacks in " + path
+        F.append(("hang", msg))
     if run.hang:
         return F
     eff = effective_variants(c, run)
