@@ -1708,8 +1708,12 @@ Test(risk, defer_stays_within_the_window_plus_one_sync)
 	cr_assert_leq(truth, bound);
 	/* The shim stamps the acknowledgement a moment after the write returned
 	 * and the completion a moment after the sync did: it may read a little
-	 * late (a busy machine can stretch that moment), hardly ever early. */
-	cr_assert_geq((double)s.age_ns, (double)truth - 2e6 - 0.02 * (double)truth,
+	 * late (a busy machine can stretch that moment), hardly ever early.
+	 * Under a sanitizer the instrumented path between the write's return
+	 * beneath the shim and the shim's stamp is longer (make tsan on a
+	 * loaded machine: 115.3 ms logged, 134.2 ms recorded). */
+	double early = h_ctx.asan ? 25e6 : 2e6;
+	cr_assert_geq((double)s.age_ns, (double)truth - early - 0.02 * (double)truth,
 		      "the log's worst age %.1f ms is below the recording layer's %.1f ms", s.age_ns / 1e6,
 		      truth / 1e6);
 	cr_assert_leq((double)s.age_ns, (double)truth + 10e6 + 0.2 * (double)truth,
