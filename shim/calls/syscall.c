@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "order.h"
 #include "position.h"
 #include "shim.h"
 #include "uring.h"
@@ -57,13 +58,20 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 		return aio_sys_submit(a1, a2, a3);
 	/* Calls that move (or share) a descriptor's position, made raw: the
 	 * shim's mark of it goes (position.h), then the call as asked. */
-	case SYS_read:
-	case SYS_readv:
 	case SYS_write:
 	case SYS_writev:
+	case SYS_pwritev2:
+		order_fd_bytes_unseen((int)a1); /* bytes the write path never sees (order.c) */
+		pos_forget((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_pwrite64:
+	case SYS_pwritev:
+		order_fd_bytes_unseen((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_read:
+	case SYS_readv:
 	case SYS_lseek:
 	case SYS_preadv2:
-	case SYS_pwritev2:
 	case SYS_dup:
 	case SYS_dup2:
 	case SYS_dup3:
@@ -103,7 +111,8 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 	 SYSCALL_IN_WORD(w, SYS_writev) | SYSCALL_IN_WORD(w, SYS_lseek) | SYSCALL_IN_WORD(w, SYS_preadv2) | \
 	 SYSCALL_IN_WORD(w, SYS_pwritev2) | SYSCALL_IN_WORD(w, SYS_dup) | SYSCALL_IN_WORD(w, SYS_dup2) | \
 	 SYSCALL_IN_WORD(w, SYS_dup3) | SYSCALL_IN_WORD(w, SYS_fcntl) | SYSCALL_IN_WORD(w, SYS_sendfile) | \
-	 SYSCALL_IN_WORD(w, SYS_splice) | SYSCALL_IN_WORD(w, SYS_copy_file_range))
+	 SYSCALL_IN_WORD(w, SYS_splice) | SYSCALL_IN_WORD(w, SYS_copy_file_range) |   \
+	 SYSCALL_IN_WORD(w, SYS_pwrite64) | SYSCALL_IN_WORD(w, SYS_pwritev))
 _Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
 		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
 		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512,

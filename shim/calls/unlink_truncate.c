@@ -143,6 +143,8 @@ SHIM_API int truncate64(const char *path, off64_t size)
 static void before_fallocate(int fd, int mode, off64_t off, off64_t len)
 {
 	struct stat st;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		order_fd_bytes_unseen(fd); /* bytes moved or zeroed: no known end (order.c) */
 	order_fd_change(fd);
 	if (!crash_on() || shim_bypass() || fstat(fd, &st) != 0)
 		return;

@@ -88,6 +88,8 @@ static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
 		if (!f) {                                                            \
 			if (MOVES && unlikely(shim_busy))                            \
 				pos_forget(fd); /* moved out of sight */             \
+			if (unlikely(shim_bypass()))                                 \
+				order_fd_bytes_unseen(fd); /* written unseen */      \
 			return LIBC(name) args;                                      \
 		}                                                                    \
 		struct fd_slot *ps = MOVES ? fd_slot(fd) : NULL;                     \
@@ -149,8 +151,11 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 		pos_forget(fd_out);
 	uint32_t state = 0;
 	struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd_out, &state);
-	if (!f)
+	if (!f) {
+		if (unlikely(shim_bypass()))
+			order_fd_bytes_unseen(fd_out); /* written unseen */
 		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
+	}
 	order_before_write(f, fd_out, off_out ? (off_t)*off_out : -1, NULL, 0);
 	struct crash_write cw = { .locked = false };
 	if (unlikely(file_write_work(f) & WRITES_CRASH))
@@ -200,6 +205,8 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		if (!f) {                                                            \
 			if (moves && unlikely(shim_busy))                            \
 				pos_forget(fd);                                      \
+			if (unlikely(shim_bypass()))                                 \
+				order_fd_bytes_unseen(fd); /* written unseen */      \
 			return LIBC(name)(fd, iov, cnt, off, flags);                 \
 		}                                                                    \
 		int fl = rwf_adjust(f, flags, &state);                               \

@@ -138,7 +138,11 @@ struct order_slot {
 
 struct order_domain {
 	_Atomic uint64_t summary;       /* pending slots << 32 | (the only one's index + 1) */
-	_Atomic uint64_t ack_seq;       /* numbers acknowledgements, domain-wide */
+	/* On a cache line of its own after the summary: every acknowledgement
+	 * bumps it, and every write of every thread loads the summary (two
+	 * threads each appending and syncing made each other's summary load
+	 * miss at every sync). */
+	_Atomic uint64_t ack_seq __attribute__((aligned(64))); /* numbers acknowledgements, domain-wide */
 	pthread_mutex_t mu;             /* slots, summary */
 	uint32_t overflow;              /* mu: pending files that found no slot */
 	uint32_t nused;                 /* mu: slots in use */
@@ -299,13 +303,33 @@ void order_reset(struct shim_file *f)
 	atomic_store(&f->ord.mapped, 0);
 	runs_forget(f);
 	atomic_store(&f->ord.rewrite_end, 0);
+	/* A file whose writes are not all counted (a policy that answers no
+	 * sync unsynced: order_after_write is not called) has no known end;
+	 * nor has it once that changes (order_writes_uncounted). */
+	atomic_store(&f->ord.known_end, (file_write_work(f) & WRITES_COUNTED) ? 0 : ORDER_END_LOST);
+	atomic_store(&f->ord.sized, 0);
+	atomic_store(&f->ord.hole, 0);
+	atomic_store(&f->ord.fills, 0);
 	f->ord.next = NULL;
+}
+
+void order_writes_uncounted(struct shim_file *f)
+{
+	atomic_store(&f->ord.known_end, ORDER_END_LOST);
 }
 
 static void store_max(_Atomic uint64_t *p, uint64_t v)
 {
 	uint64_t old = atomic_load(p);
 	while (v > old && !atomic_compare_exchange_weak(p, &old, v))
+		;
+}
+
+/* The same, leaving ORDER_END_LOST as it is. */
+static void store_max_below_lost(_Atomic uint64_t *p, uint64_t v)
+{
+	uint64_t old = atomic_load(p);
+	while (v > old && old != ORDER_END_LOST && !atomic_compare_exchange_weak(p, &old, v))
 		;
 }
 
@@ -781,6 +805,105 @@ void order_bytes_unseen(struct shim_file *f)
 		atomic_store(&runs_stopped, 1);
 }
 
+/*
+ * Past the known end. While the file's size is not known (the first
+ * round after an open: where the last write before it ended is not
+ * known) or a write went back (two threads' reserved pwrites landing out
+ * of order: the sync_writes -T 2 loop), every write is compared with a
+ * pread, and on a write-only descriptor the pread fails and a write below
+ * the size waits for a real sync (BENCHMARKS.md Run 30). Most of those
+ * writes only extend the file, which the compare would find out the long
+ * way: it reads nothing past the end (a short read is forward), and zeros
+ * where a write skipped over bytes (filling zeros is forward). So:
+ *   - known_end: the highest end of this process's writes to the file and
+ *     its size as an fstat saw it once (sized): no byte at or past it is
+ *     anything but zeros. A write at or past it is forward, with no system
+ *     call. It is raised by every write (order_after_write, before the
+ *     write returns, so before any sync that promises its bytes can be
+ *     answered) and never lowered; lost for good (ORDER_END_LOST) when a
+ *     write lands where the shim cannot say (a position not followed,
+ *     O_APPEND, a ring), bytes change unseen (sendfile, splice, a raw
+ *     system call, a write the shim passes by while busy), fallocate
+ *     moves bytes, or the file's writes stop being counted. Truncation
+ *     needs nothing: a shrunk file or one grown with zeros keeps the rule
+ *     true. Not used after a fork, with a shared mapping, or once bytes
+ *     changed unseen anywhere (runs_stopped): the same conditions as
+ *     rewrite runs.
+ *   - hole: a write that began past known_end skipped [known_end, off),
+ *     zeros. A later write inside it is forward (one thread's reserved
+ *     block landing after the next one's), and shrinks it: what it wrote
+ *     is no longer zeros. Under concurrent writers a hole must never
+ *     cover bytes a write has already put there: the extending write E
+ *     reads fills, raises known_end, installs the hole, then reads fills
+ *     again and takes the hole back if it moved; a write W that began
+ *     below known_end raises known_end to its own end first, then bumps
+ *     fills, then shrinks the hole if it overlaps. If W's raise came
+ *     before E's, E's hole starts past W's end; otherwise W's fills bump
+ *     comes after E read fills, so either E sees it (and takes the hole
+ *     back) or W sees E's hole (and shrinks it). In between the hole may
+ *     cover W's bytes, but W has not returned: no sync promises them yet.
+ * The scope is the same as the highest-byte rule's: this process's writes
+ * through calls the shim sees.
+ */
+void order_end_filled(struct order_link *ord, uint64_t off, uint64_t end)
+{
+	uint64_t ke = atomic_load(&ord->known_end);
+	while (end > ke && ke != ORDER_END_LOST && !atomic_compare_exchange_weak(&ord->known_end, &ke, end))
+		;
+	atomic_fetch_add(&ord->fills, 1);
+	uint64_t h = atomic_load(&ord->hole);
+	for (;;) {
+		if (!h)
+			return;
+		uint64_t lo = h & ((1ull << ORDER_HOLE_LO_BITS) - 1), hi = lo + (h >> ORDER_HOLE_LO_BITS), nh;
+		if (end <= lo || off >= hi)
+			return; /* not in it */
+		if (off <= lo)
+			nh = end >= hi ? 0 : (hi - end) << ORDER_HOLE_LO_BITS | end;
+		else /* what is left below it (above it is let go) */
+			nh = (off - lo) << ORDER_HOLE_LO_BITS | lo;
+		if (atomic_compare_exchange_weak(&ord->hole, &h, nh))
+			return;
+	}
+}
+
+void order_end_skipped(struct order_link *ord, uint64_t lo, uint64_t hi, uint64_t fills0)
+{
+	if (hi - lo > ORDER_HOLE_LEN_MAX || hi >= 1ull << ORDER_HOLE_LO_BITS)
+		return; /* not kept; an older hole stays true */
+	uint64_t h = atomic_load(&ord->hole), nh = (hi - lo) << ORDER_HOLE_LO_BITS | lo;
+	if (!atomic_compare_exchange_strong(&ord->hole, &h, nh))
+		return; /* another writer is at it: no hole (the plain check decides) */
+	if (atomic_load(&ord->fills) != fills0)
+		atomic_compare_exchange_strong(&ord->hole, &nh, 0); /* a write below may be in it */
+}
+
+/* The write [pos, pos + n) lands where the file holds nothing but zeros
+ * by the known end (above): forward, as the compare would find. The
+ * first time, the file's size from an fstat. */
+static bool lands_past_known_end(struct write_view *w, uint64_t pos, uint64_t n)
+{
+	struct order_link *o = &w->f->ord;
+	if (atomic_load(&runs_stopped) || atomic_load(&o->mapped))
+		return false;
+	if (!atomic_load(&o->sized)) {
+		struct stat st;
+		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
+		if (fstat(w->fd, &st) != 0)
+			return false;
+		store_max_below_lost(&o->known_end, (uint64_t)st.st_size);
+		atomic_store(&o->sized, 1); /* after the raise: a hole's writer that sees it sees that */
+	}
+	uint64_t ke = atomic_load(&o->known_end);
+	if (ke == ORDER_END_LOST)
+		return false;
+	if (pos >= ke)
+		return true;
+	uint64_t h = atomic_load(&o->hole);
+	uint64_t lo = h & ((1ull << ORDER_HOLE_LO_BITS) - 1), len = h >> ORDER_HOLE_LO_BITS;
+	return n && len && pos >= lo && pos + n <= lo + len;
+}
+
 void order_file_mapped(struct shim_file *f)
 {
 	atomic_store(&f->ord.mapped, 1);
@@ -790,8 +913,10 @@ void order_fd_bytes_unseen(int fd)
 {
 	uint32_t st;
 	struct shim_file *f = fd_peek(fd, &st);
-	if (f)
+	if (f) {
 		order_bytes_unseen(f);
+		atomic_store(&f->ord.known_end, ORDER_END_LOST); /* where they went is not known */
+	}
 }
 
 /* The write of n bytes (iov) at pos to f, through fd, compared against f's
@@ -931,6 +1056,8 @@ static bool changes_promised_bytes(struct write_view *w, bool run)
 	size_t total = 0;
 	for (int i = 0; w->iov && i < w->cnt; i++)
 		total += w->iov[i].iov_len;
+	if (lands_past_known_end(w, (uint64_t)pos, total))
+		return false; /* extends the file or fills a hole it left: forward */
 	/* A run judges identical bytes only; anything else, the plain check. */
 	if (!(run && w->iov && w->changes < 0 && run_compare(f, w->fd, (uint64_t)pos, w->iov, w->cnt, total) == 1) &&
 	    view_changes_bytes(w, hi))

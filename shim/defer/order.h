@@ -35,8 +35,24 @@ struct order_link {
 	_Atomic uint32_t mapped;    /* a shared mapping of it was made: bytes may change unseen */
 	_Atomic uint64_t run_gen;   /* bumped when a rewrite run's copy of its bytes may be stale */
 	_Atomic uint64_t rewrite_end; /* where the latest write found identical ended (0: none) */
+	/* The file's known end (order.c, "Past the known end"): no byte at or
+	 * past known_end holds anything but zeros, once sized says the size an
+	 * fstat saw is in it; ORDER_END_LOST: a write or change the shim could
+	 * not place. hole: one range below it that this process's writes
+	 * skipped over when they extended the file, never written since
+	 * (packed: ORDER_HOLE_*). fills: writes that began below known_end. */
+	_Atomic uint64_t known_end;
+	_Atomic uint32_t sized;
+	_Atomic uint64_t hole;
+	_Atomic uint64_t fills;
 	struct shim_file *next;     /* the pending list, order lock */
 };
+
+#define ORDER_END_LOST UINT64_MAX
+/* A hole is [lo, lo + len) with lo below 2^44 and len below 2^20 (larger
+ * ones are not kept: the plain check decides); 0 is none. */
+#define ORDER_HOLE_LO_BITS 44
+#define ORDER_HOLE_LEN_MAX ((1ull << (64 - ORDER_HOLE_LO_BITS)) - 1)
 
 /* The ordering domain (order.c): this process and its fork children.
  * Its first word is the summary: (files with an acknowledged deferred
@@ -90,9 +106,41 @@ static inline void order_before_write(struct shim_file *f, int fd, off_t off, co
  * round if this write went back and ended below the end of the write
  * before it.
  * Only for files whose syncs can be answered unsynced. */
+void order_end_filled(struct order_link *ord, uint64_t off, uint64_t end);
+void order_end_skipped(struct order_link *ord, uint64_t lo, uint64_t hi, uint64_t fills0);
+
+/* After a write of [off, end) (off -1: not known): the known end moves up
+ * to its end. One that began past the end left a hole (recorded if the
+ * size is known); one that began below it may have written into one.
+ * The order of the steps is what keeps a hole true under concurrent
+ * writers (order.c, "Past the known end"): all of them sequentially
+ * consistent. */
+static inline void order_known_end_after(struct order_link *ord, off_t off, uint64_t end)
+{
+	if (off < 0) {
+		atomic_store(&ord->known_end, ORDER_END_LOST);
+		return;
+	}
+	uint64_t ke = atomic_load(&ord->known_end);
+	while (ke != ORDER_END_LOST) {
+		if ((uint64_t)off < ke) {
+			order_end_filled(ord, (uint64_t)off, end);
+			return;
+		}
+		uint64_t fills0 = atomic_load(&ord->fills);
+		uint32_t sized = atomic_load(&ord->sized);
+		if (atomic_compare_exchange_weak(&ord->known_end, &ke, end)) {
+			if ((uint64_t)off > ke && sized)
+				order_end_skipped(ord, ke, (uint64_t)off, fills0);
+			return;
+		}
+	}
+}
+
 static inline void order_after_write(struct order_link *ord, off_t off, ssize_t r)
 {
 	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
+	order_known_end_after(ord, off, end);
 	uint64_t before = atomic_exchange_explicit(&ord->last_end, end, memory_order_relaxed);
 	/* Back, and ending short of where the write before it ended (sqlite's
 	 * new WAL header): the bytes past it are not what followed a log's end.
@@ -128,7 +176,11 @@ void order_atfork_child(void);
 void order_bytes_unseen(struct shim_file *f);
 /* A shared mapping of f was made: for the rest of its life. */
 void order_file_mapped(struct shim_file *f);
-/* The same, for the file open on fd (if the shim tracks it). */
+/* The same, for the file open on fd (if the shim tracks it); and where
+ * they went is not known: the file's known end is lost. */
 void order_fd_bytes_unseen(int fd);
+/* f's writes are no longer all counted (a rule that answers no sync
+ * unsynced): its known end is lost. */
+void order_writes_uncounted(struct shim_file *f);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "files.h"
 #include "knobs.h"
+#include "order.h"
 #include "pace.h"
 #include "shim.h"
 
@@ -92,5 +93,7 @@ void knobs_set(struct shim_file *f, const struct knobs *k)
 		__atomic_store_n(&dst[i], from.w[i], __ATOMIC_RELAXED);
 	atomic_store_explicit(&f->knob_seq, s + 2, memory_order_release);
 	uint8_t w = write_work_of(k) | (f->live ? WRITES_LIVE : 0) | (f->crash.tracked ? WRITES_CRASH : 0);
+	if (!(w & WRITES_COUNTED))
+		order_writes_uncounted(f); /* its writes stop being followed (order.c) */
 	atomic_store_explicit(&f->write_work, w, memory_order_relaxed);
 }

@@ -604,6 +604,8 @@ def _run_case(c, with_shim, d):
     run.rec = [parse_kv(x) for x in open(os.path.join(d, "rec.log"), errors="replace")] \
         if os.path.exists(os.path.join(d, "rec.log")) else []
     run.stderr = open(errpath, errors="replace").read() if os.path.exists(errpath) else ""
+    btpath = os.path.join(d, "crash.bt")
+    run.crash_bt = open(btpath, errors="replace").read() if os.path.exists(btpath) else ""
     run.files = {}
     for name in os.listdir(d):
         if re.match(r"^f\d+\.dat$", name):
@@ -884,6 +886,11 @@ def check(c, run, base=None, self_test=False):
 
     if base is not None and not base.hang:
         F += differential(c, run, base)
+    if F and getattr(run, "crash_bt", "") and not self_test:  # kept: a crash seldom replays
+        path = os.path.join(tempfile.gettempdir(), "oracle-crash-%d-%s.bt" % (c.seed, c.cls))
+        with open(path, "w") as f:
+            f.write(run.crash_bt)
+        F.append(("crash", "the run died of a signal; its stack is in " + path))
     return F
 
 

@@ -30,6 +30,8 @@
  *   m:NAME:OFF:C  store 4096 bytes of C at OFF (page-aligned) through a
  *                 shared mapping of NAME (mapped, stored, unmapped: no
  *                 write call)
+ *   o:NAME        open NAME write-only (O_WRONLY|O_CREAT): its descriptor
+ *                 from then on, which cannot be read (the first use of NAME)
  * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
  * entry and return), then "done pid=P".
  */
@@ -54,6 +56,7 @@ static struct {
 } files[MAX_FILES];
 static int nfiles;
 static const char *dir;
+static int open_flags = O_RDWR;
 
 static int fd_of(const char *name)
 {
@@ -66,7 +69,7 @@ static int fd_of(const char *name)
 	}
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int fd = open(path, O_RDWR | O_CREAT, 0644);
+	int fd = open(path, open_flags | O_CREAT, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "ord_steps: open %s: %s\n", path, strerror(errno));
 		exit(2);
@@ -142,10 +145,16 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ord_steps: step %s needs a file\n", argv[i]);
 			return 2;
 		}
+		if (*op == 'o')
+			open_flags = O_WRONLY;
 		int fd = fd_of(name);
+		open_flags = O_RDWR;
 		long long ret = 0;
 		uint64_t t0 = now_ns();
 		switch (*op) {
+		case 'o':
+			ret = fd;
+			break;
 		case 'a':
 			memset(buf, *next_fill(name), sizeof(buf));
 			ret = write(fd, buf, sizeof(buf));
