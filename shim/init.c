@@ -104,8 +104,11 @@ static void say_to_syslog(const char *text, size_t n)
 {
 	struct syslog_msg m = { text, n, getpid() };
 	int r;
-	if (!shimfd_isolated(say_to_syslog_here, &m, &r))
+	if (!shimfd_isolated(say_to_syslog_here, &m, &r)) {
+		shimfd_nofork_begin(); /* its socket is on a number of the app's for the moment */
 		say_to_syslog_here(&m);
+		shimfd_nofork_end();
+	}
 }
 
 /* Control characters (a newline in an environment value or a path could
@@ -341,8 +344,33 @@ static int test_signal = SIGUSR1;
 static int test_budget = 200;
 static __thread int test_sent;
 
+int shim_test_holds;
+static char hold_at[40], hold_file[256];
+
+void shim_test_hold_hit(const char *where)
+{
+	static _Atomic int held;
+	if (strcmp(where, hold_at) != 0 || atomic_exchange(&held, 1))
+		return;
+	int e = errno;
+	char reached[sizeof(hold_file) + 16];
+	snprintf(reached, sizeof(reached), "%s.reached", hold_file);
+	syscall(SYS_mkdirat, AT_FDCWD, reached, 0700); /* no descriptor: the point may be a fork's business */
+	for (int i = 0; i < 10000 && syscall(SYS_faccessat, AT_FDCWD, hold_file, F_OK, 0) != 0; i++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	errno = e;
+}
+
 static void test_points_init(void)
 {
+	const char *hat = getenv("SYNCSHIM_TEST_HOLD_AT"), *hfile = getenv("SYNCSHIM_TEST_HOLD_FILE");
+	if (hat && *hat && hfile && *hfile && strlen(hat) < sizeof(hold_at) && strlen(hfile) < sizeof(hold_file)) {
+		memcpy(hold_at, hat, strlen(hat) + 1);
+		memcpy(hold_file, hfile, strlen(hfile) + 1);
+		shim_test_holds = 1;
+	}
 	const char *at = getenv("SYNCSHIM_TEST_SIGNAL_AT");
 	if (!at || !*at)
 		return;
@@ -420,6 +448,7 @@ static void atfork_prepare(void)
 	mmap_track_atfork_prepare();
 	registry_atfork_prepare();
 	flusher_atfork_prepare();
+	shimfd_atfork_prepare();
 	alloc_atfork_prepare();
 }
 
@@ -429,6 +458,7 @@ static void atfork_parent(void)
 	if (atfork_skipped)
 		return;
 	alloc_atfork_parent();
+	shimfd_atfork_parent();
 	flusher_atfork_parent();
 	registry_atfork_parent();
 	mmap_track_atfork_parent();
@@ -442,6 +472,7 @@ static void atfork_child(void)
 		return;
 	}
 	alloc_atfork_child();
+	shimfd_atfork_child_begin(); /* before any handler below closes a descriptor */
 	threads_atfork_child();
 	shim.pid = getpid();
 	registry_atfork_child();
@@ -452,6 +483,7 @@ static void atfork_child(void)
 	log_atfork_child();
 	live_atfork_child();
 	crash_atfork_child();
+	shimfd_atfork_child(); /* after the modules': what is still marked has no closer here */
 	lifecycle_atfork_child();
 	inline_trap_atfork_child();
 }

@@ -138,6 +138,17 @@ void shim_test_point_hit(const char *where);
 		if (unlikely(shim_test_points))                                      \
 			shim_test_point_hit(where);                                  \
 	} while (0)
+/* Test hook: the first thread to reach the named point
+ * (SYNCSHIM_TEST_HOLD_AT) makes the directory SYNCSHIM_TEST_HOLD_FILE.reached
+ * (no descriptor) and waits, up to 10 s, until SYNCSHIM_TEST_HOLD_FILE
+ * exists: a test does something exactly while the shim is there. */
+extern int shim_test_holds;
+void shim_test_hold_hit(const char *where);
+#define TEST_HOLD(where)                                                             \
+	do {                                                                         \
+		if (unlikely(shim_test_holds))                                       \
+			shim_test_hold_hit(where);                                   \
+	} while (0)
 /* Test hook: a module's counters at exit (a destructor's), one line
  * appended to the file the environment variable var names, when it is
  * set. Raw system calls: it runs late. */

@@ -117,9 +117,16 @@ static uint64_t dirty_bytes(const struct shim_file *f)
  * news to anyone, but it is not a sync either: the file system returns
  * it before its own sync (file_write_and_wait_range's error ends ext4's
  * and FUSE's fsync before the journal commit, the cache flush or the
- * request), so nothing the call covered is durable. The shim makes the
- * call once more: its result is what this sync really did, and the only
- * one the caller and the observers see.
+ * request), so nothing the call covered is durable. So the shim takes
+ * that report first, by a wait that syncs nothing (sync_file_range's
+ * SYNC_FILE_RANGE_WAIT_BEFORE checks and advances the description's
+ * write-back error as fsync does, and asks the file system for nothing),
+ * then makes the sync: its result is what this sync really did, and the
+ * only one the caller and the observers see. Taking the sync's own
+ * failure for the report instead (and syncing again) would drop a fresh
+ * error of a file system that fails one call and not the next (a FUSE
+ * daemon's reply to FSYNC, the fault layer beneath the shim: seed
+ * mix:15753722).
  */
 
 struct real_sync_seen flusher_real_sync_begins(struct shim_file *f)
@@ -133,13 +140,10 @@ struct real_sync_seen flusher_real_sync_begins(struct shim_file *f)
 
 int flusher_real_sync_fd(int fd, bool full)
 {
+	if (fd_take_kernel_owes(fd))
+		LIBC(sync_file_range)(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE); /* the told error, once more */
 	int r = full ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
-	int err = r < 0 ? errno : 0;
-	if (fd_take_kernel_owes(fd) && err) {
-		r = full ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
-		err = r < 0 ? errno : 0;
-	}
-	return err;
+	return r < 0 ? errno : 0;
 }
 
 uint64_t flusher_real_sync_ends(struct shim_file *f, const struct real_sync_seen *s, bool reached, int err)

@@ -107,6 +107,7 @@
 #include "order.h"
 #include "risk.h"
 #include "shimfd.h"
+#include "syncerr.h"
 #include "workers.h"
 
 /*
@@ -134,6 +135,7 @@ struct order_slot {
 	_Atomic uint64_t acked;         /* the domain's number of its latest acknowledgement */
 	_Atomic uint64_t durable;       /* made durable up to this number by another process */
 	_Atomic uint64_t hi;            /* as of acked: no byte it promised is at or past this (same_file_hi) */
+	_Atomic int failed;             /* a sync another process made of it failed so: the owner's to make sticky */
 };
 
 struct order_domain {
@@ -263,6 +265,7 @@ static uint32_t take_slot_locked(struct shim_file *f)
 		atomic_store_explicit(&sl->dev, f->dev, memory_order_relaxed);
 		atomic_store_explicit(&sl->ino, f->ino, memory_order_relaxed);
 		atomic_store(&sl->durable, 0);
+		atomic_store(&sl->failed, 0);
 		atomic_store(&sl->hi, same_file_hi(f)); /* before acked: whoever sees the number sees it */
 		atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
 		atomic_store(&sl->used, 1);
@@ -410,6 +413,7 @@ void order_synced(struct shim_file *f)
 	if (!atomic_load(&f->ord.listed) || flusher_owes(f))
 		return;
 	bool dropped = false;
+	int failed = 0;
 	shim_enter();
 	pthread_mutex_lock(&order_mu);
 	if (atomic_load(&f->ord.listed)) {
@@ -427,7 +431,10 @@ void order_synced(struct shim_file *f)
 				}
 			f->ord.next = NULL;
 			lock_domain();
-			drop_slot_locked(atomic_load_explicit(&f->ord.slot, memory_order_relaxed));
+			uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
+			if (slot) /* the slot is f's while listed: a failure recorded there is f's */
+				failed = atomic_exchange(&order_dom->slots[slot - 1].failed, 0);
+			drop_slot_locked(slot);
 			atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 			publish_locked();
 			unlock_domain();
@@ -436,6 +443,13 @@ void order_synced(struct shim_file *f)
 		}
 	}
 	pthread_mutex_unlock(&order_mu);
+	if (failed) {
+		/* Another process of the domain made f durable for its own
+		 * order and that sync failed: f's error, like any deferred
+		 * sync's (oracle seed mix:15753632) */
+		syncerr_record(f, failed);
+		syncerr_tell_if_orphaned(f);
+	}
 	if (dropped)
 		file_put(f);
 	shim_leave();
@@ -475,11 +489,12 @@ struct foreign {
 	dev_t dev;
 	ino_t ino;
 	bool isolated;
+	int err; /* the sync's errno when it failed (set by the isolated child: shared memory) */
 };
 
 /* 1: synced, 0: its sync failed (the owner's descriptors hear of it),
  * -1: not reached (gone, or not the same file). */
-static int sync_foreign_here(const struct foreign *fo)
+static int sync_foreign_here(struct foreign *fo)
 {
 	int flags = O_RDONLY | O_NOCTTY | O_NONBLOCK;
 	int d = fo->isolated ? LIBC(open)(fo->path, flags | O_CLOEXEC) : shimfd_open(fo->path, flags, OWN_TEMP);
@@ -488,6 +503,8 @@ static int sync_foreign_here(const struct foreign *fo)
 	struct stat st;
 	bool same = fstat(d, &st) == 0 && st.st_dev == fo->dev && st.st_ino == fo->ino;
 	int r = same ? LIBC(fdatasync)(d) : -1;
+	if (same && r != 0)
+		fo->err = errno;
 	if (fo->isolated)
 		LIBC(close)(d);
 	else
@@ -500,25 +517,57 @@ static int sync_foreign_child(void *arg)
 	return sync_foreign_here(arg);
 }
 
-static void sync_foreign(const struct order_slot *sl, pid_t pid, int fd, dev_t dev, ino_t ino, int own_fd)
+/* 0, or the errno of the file's own sync that failed (its owner's to hear
+ * of: tell_owner). */
+static int sync_foreign(pid_t pid, int fd, dev_t dev, ino_t ino, int own_fd)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
 	/* opened in a child with a table of its own: never on a number of the app's */
-	struct foreign fo = { path, dev, ino, true };
+	struct foreign fo = { path, dev, ino, true, 0 };
 	int done = -1;
 	if (fd >= 0 && !shimfd_isolated(sync_foreign_child, &fo, &done)) {
 		fo.isolated = false;
 		done = sync_foreign_here(&fo);
 	}
-	if (done >= 0)
-		return; /* synced, or it failed: the owner's descriptors hear of it */
-	(void)sl;
+	if (done == 0)
+		return fo.err ? fo.err : EIO;
+	if (done > 0)
+		return 0;
 	struct stat st;
 	if (own_fd >= 0 && fstat(own_fd, &st) == 0 && st.st_dev == dev)
 		LIBC(syncfs)(own_fd);
 	else
 		LIBC(sync)();
+	return 0;
+}
+
+/*
+ * A sync made from here of another process's file failed: the failure is
+ * the owner's (nothing else hands it over: the kernel reports a write-back
+ * error to the owner's descriptions too, but a file system that fails the
+ * one call, FUSE, NFS, the fault layer beneath the shim, tells only this
+ * caller). Recorded in its slot while the slot is still that process's
+ * for that file; the owner takes it when the slot is freed (order_synced)
+ * and makes it sticky, reported by the file's next fsync or close or at
+ * exit. A slot freed meanwhile (the owner's own sync covered it): said
+ * here on stderr, the only place left.
+ */
+static void tell_owner(struct order_slot *sl, pid_t pid, dev_t dev, ino_t ino, int err)
+{
+	bool kept = false;
+	lock_domain();
+	if (atomic_load(&sl->used) && atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid &&
+	    atomic_load_explicit(&sl->dev, memory_order_relaxed) == dev &&
+	    atomic_load_explicit(&sl->ino, memory_order_relaxed) == ino) {
+		atomic_store(&sl->failed, err);
+		kept = true;
+	}
+	unlock_domain();
+	if (!kept)
+		shim_say("a sync of pid %d's file (inode %lu) made for the order of its domain failed (%s: %s); "
+			 "data it was told is durable may be lost",
+			 (int)pid, (unsigned long)ino, strerrorname_np(err) ? strerrorname_np(err) : "?", strerror(err));
 }
 
 /* Another process's slot for the same file as j's (an index > i): made
@@ -582,7 +631,9 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 				cover_acked[ncover++] = oa;
 			}
 		}
-		sync_foreign(sl, pid, gone ? -1 : fd, dev, ino, own_fd);
+		int failed = sync_foreign(pid, gone ? -1 : fd, dev, ino, own_fd);
+		if (failed && !gone)
+			tell_owner(sl, pid, dev, ino, failed);
 		/* Its numbers as read before the sync began: those writes were in
 		 * the page cache, which fdatasync of any descriptor writes. A slot
 		 * reused meanwhile has a larger number, still pending; one whose
@@ -596,6 +647,9 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 			uint64_t od = atomic_load(&o->durable);
 			while (od < cover_acked[k] && !atomic_compare_exchange_weak(&o->durable, &od, cover_acked[k]))
 				;
+			pid_t opid = atomic_load_explicit(&o->pid, memory_order_relaxed);
+			if (failed && !process_gone(opid))
+				tell_owner(o, opid, dev, ino, failed); /* its promise was that sync's too */
 		}
 		atomic_fetch_add_explicit(&stat_foreign_syncs, 1, memory_order_relaxed);
 		waited = true;

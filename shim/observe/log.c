@@ -1004,6 +1004,7 @@ static int create_log(const char *path, char *used, size_t len)
 /* Above the app's numbers (shimfd_high_base), and remembered by identity. */
 static int adopt_log_fd(int fd)
 {
+	TEST_HOLD("log_low"); /* a fork here gets the first number too (shimfd_atfork_child) */
 	int high = shimfd_dup(fd, OWN_LOG, NULL);
 	if (high >= 0) {
 		shimfd_close(fd);

@@ -460,7 +460,9 @@ void fdtable_scan_inherited(void)
 	if (atomic_exchange(&fdtable_scanned, 1))
 		return;
 	shim_enter();
-	int dir = LIBC(open)("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* marked, like every shim descriptor on the app's table: a fork meanwhile
+	 * gives the child a descriptor it closes (shimfd_atfork_child) */
+	int dir = shimfd_open("/proc/self/fd", O_RDONLY | O_DIRECTORY, OWN_TEMP);
 	char buf[4096];
 	long n;
 	while (dir >= 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
@@ -476,7 +478,6 @@ void fdtable_scan_inherited(void)
 				scan_one(fd);
 		}
 	}
-	if (dir >= 0)
-		LIBC(close)(dir);
+	shimfd_close(dir);
 	shim_leave();
 }

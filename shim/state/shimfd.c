@@ -32,12 +32,24 @@
  * process's memory and runs while its caller waits (as vfork's child
  * does), with a descriptor table of its own. Nothing of it is ever on a
  * number of the app's.
+ *
+ * A fork copies the app's table with every descriptor the shim holds on
+ * it, and the child has none of the parent's threads that would close the
+ * short-lived ones (the log's first number before it moves above the
+ * app's range, a read or a reopen made here where no isolated child could
+ * be had). So a fork waits while one of them is between its open and its
+ * mark or its unmark and its close (shimfd_nofork_begin: the table never
+ * holds a shim descriptor that is not marked), and the child closes every
+ * such one it inherited (shimfd_atfork_child), as the flusher's child
+ * closes the private descriptors (seed fork:15690304: a child with one
+ * descriptor more than without the shim).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -55,6 +67,61 @@
 #define HIGH_BASE 100
 
 static __thread bool own_table; /* this thread's descriptors are in a table of its own */
+
+/* Held for reading around an open and its mark, an unmark and its close;
+ * for writing by fork's prepare handler (after the flusher's: a holder of
+ * that one may take this one; a holder of this one takes no other lock). */
+static pthread_rwlock_t nofork_mu = PTHREAD_RWLOCK_INITIALIZER;
+
+/* One bit a level, newest lowest: whether that begin took the lock (a
+ * signal handler's nested begin in the forking thread's prepare handler
+ * gets EDEADLK and must not unlock the fork's hold). */
+static __thread uint32_t nofork_held;
+
+void shimfd_nofork_begin(void)
+{
+	bool took = !own_table && pthread_rwlock_rdlock(&nofork_mu) == 0;
+	nofork_held = nofork_held << 1 | took;
+}
+
+void shimfd_nofork_end(void)
+{
+	if (nofork_held & 1)
+		pthread_rwlock_unlock(&nofork_mu);
+	nofork_held >>= 1;
+}
+
+void shimfd_atfork_prepare(void)
+{
+	pthread_rwlock_wrlock(&nofork_mu);
+}
+
+void shimfd_atfork_parent(void)
+{
+	pthread_rwlock_unlock(&nofork_mu);
+}
+
+/* After the modules' own child handlers closed what they know of (the
+ * private descriptors, the parent's log): a descriptor still marked
+ * short-lived or the log's was a parent thread's, in the middle of its
+ * work, and nobody here would ever close it. */
+void shimfd_atfork_child_begin(void)
+{
+	pthread_rwlock_init(&nofork_mu, NULL); /* held for writing by the forking thread */
+	nofork_held = 0;
+}
+
+void shimfd_atfork_child(void)
+{
+	int top = atomic_load(&shim.fd_hi);
+	for (int fd = 0; fd <= top; fd++) {
+		enum shim_fd_owner owner = fd_shim_owner(fd, NULL);
+		if (owner == OWN_TEMP || owner == OWN_LOG) {
+			fd_unmark_shim(fd);
+			LIBC(close)(fd);
+		}
+	}
+}
 
 /* An empty table for the calling thread, without ever holding a reference
  * to the app's files (CLOSE_RANGE_UNSHARE over the whole range copies
@@ -229,10 +296,12 @@ void shimfd_close(int fd)
 	if (own_table || !fd_slot(fd)) {
 		LIBC(close)(fd);
 	} else if (fd_shim_owner(fd, NULL) != OWN_NONE) { /* else the app has it now: never ours to close */
+		shimfd_nofork_begin();
 		fd_unmark_shim(fd);
 		int e = errno;
 		LIBC(close)(fd);
 		errno = e;
+		shimfd_nofork_end();
 	}
 	shim_nocancel_end(cancel);
 }
@@ -247,7 +316,9 @@ static int claim_or_close(int fd, enum shim_fd_owner owner, struct shim_file *f)
 int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 {
 	int cancel = shim_nocancel_begin(); /* see shimfd_close */
+	shimfd_nofork_begin();
 	int fd = claim_or_close(LIBC(open)(path, flags | O_CLOEXEC, 0600), owner, NULL);
+	shimfd_nofork_end();
 	shim_nocancel_end(cancel);
 	return fd;
 }
@@ -255,7 +326,10 @@ int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
 	int base = !own_table && (owner == OWN_LOG || owner == OWN_CRASH) ? shimfd_high_base() : 3;
-	return claim_or_close(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
+	shimfd_nofork_begin();
+	int d = claim_or_close(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
+	shimfd_nofork_end();
+	return d;
 }
 
 int shimfd_high_base(void)

@@ -42,6 +42,18 @@ void shimfd_lost(int fd);
 /* Where the shim's long-lived descriptors go: above the numbers the app
  * is likely to use, so its own numbering is what it would be without us. */
 int shimfd_high_base(void);
+/* No fork copies the app's table between these two (a descriptor of the
+ * shim's on the app's table that is not marked yet, or no longer); nothing
+ * between them takes a lock. No-ops in a thread with a table of its own. */
+void shimfd_nofork_begin(void);
+void shimfd_nofork_end(void);
+/* fork's handlers (init.c): the child closes the parent's short-lived
+ * descriptors and its log's first number, still marked (after the
+ * modules' own child handlers). */
+void shimfd_atfork_prepare(void);
+void shimfd_atfork_parent(void);
+void shimfd_atfork_child_begin(void); /* first: the lock again */
+void shimfd_atfork_child(void);
 /* The app's open/dup/socket failed with EMFILE: give back what the shim
  * can; true if the call is worth retrying. */
 bool shimfd_relieve_emfile(void);

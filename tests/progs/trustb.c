@@ -44,6 +44,13 @@
  *       writes + fsyncs FILE (the log opens), then opens FILE.probe and
  *       prints its number, and closes the log's number
  *       (found by its inode). "lognum: fd=F probe=N logfd=L close=E"
+ *   trustb forkheld -f FILE -l HOLD
+ *       a thread writes + fsyncs FILE (the shim's log opens there, and
+ *       holds at the test point SYNCSHIM_TEST_HOLD_AT names, making
+ *       HOLD.reached); main waits up to 5 s for HOLD.reached, forks, then
+ *       makes HOLD (the shim goes on).
+ *       The child lists its descriptors but the listing's own and FILE's.
+ *       "forkheld: reached=R child_fds=LIST"
  *   trustb dupreport -d DIR [-S]
  *       two opens a and b of DIR/d.dat (-S: a O_SYNC); a written (without
  *       -S: and fsynced), the shim's deferred sync made; a closed; b
@@ -370,6 +377,79 @@ static int do_forkpriv(void)
 	return 0;
 }
 
+/* ---- forkheld -------------------------------------------------------------- */
+
+/* This process's descriptors, but skip and the listing's own: "0,1,2". */
+static void list_fds(int skip, char *out, size_t len)
+{
+	out[0] = '\0';
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return;
+	int own = dirfd(d);
+	struct dirent *e;
+	size_t n = 0;
+	int fds[256], k = 0;
+	while ((e = readdir(d)) != NULL && k < 256)
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && atoi(e->d_name) != own && atoi(e->d_name) != skip)
+			fds[k++] = atoi(e->d_name);
+	closedir(d);
+	for (int i = 0; i < k; i++) /* tiny: insertion sort */
+		for (int j = i; j > 0 && fds[j] < fds[j - 1]; j--) {
+			int t = fds[j];
+			fds[j] = fds[j - 1];
+			fds[j - 1] = t;
+		}
+	for (int i = 0; i < k && n + 12 < len; i++)
+		n += (size_t)snprintf(out + n, len - n, "%s%d", i ? "," : "", fds[i]);
+}
+
+static int held_fd = -1;
+
+/* The first write and sync: the shim's log opens on this thread, which
+ * the hold keeps there while main forks. */
+static void *forkheld_writer(void *arg)
+{
+	(void)arg;
+	if (write(held_fd, "h", 1) != 1 || fsync(held_fd) != 0)
+		die("write+fsync");
+	return NULL;
+}
+
+static int do_forkheld(void)
+{
+	int fd = held_fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	pthread_t t;
+	if (pthread_create(&t, NULL, forkheld_writer, NULL) != 0)
+		die("pthread_create");
+	char reached[4200];
+	snprintf(reached, sizeof(reached), "%s.reached", logpath);
+	struct stat st;
+	int waited = 0;
+	while (stat(reached, &st) != 0 && waited++ < 5000) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	int ok = stat(reached, &st) == 0;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char fds[1024];
+		list_fds(fd, fds, sizeof(fds));
+		printf("forkheld: reached=%d child_fds=%s\n", ok, fds);
+		fflush(stdout);
+		_exit(0);
+	}
+	int ws;
+	waitpid(pid, &ws, 0);
+	int h = open(logpath, O_WRONLY | O_CREAT, 0644);
+	if (h >= 0)
+		close(h);
+	pthread_join(t, NULL);
+	return 0;
+}
+
 /* ---- emfile -------------------------------------------------------------- */
 
 static int do_emfile(void)
@@ -633,5 +713,7 @@ int main(int argc, char **argv)
 		return do_nofile();
 	if (!strcmp(cmd, "lognum") && file && logpath)
 		return do_lognum();
+	if (!strcmp(cmd, "forkheld") && file && logpath)
+		return do_forkheld();
 	return 2;
 }

@@ -412,6 +412,60 @@ Test(order, a_fork_child_waits_for_its_parents_acknowledged_sync)
 	cr_assert_eq(syncs_before(&off, b2, nth_write(&off, a2, 0)->t0), 0, "control: B synced before A's write");
 }
 
+/*
+ * The same two processes, and the child's sync of the parent's B fails:
+ * the fault layer beneath the shim fails each process's second real sync
+ * from the fork on (the child's first is its own fsync of C, a
+ * passthrough file; its second the one made from it through the
+ * parent's descriptor of B; the parent's first, at its exit barrier,
+ * succeeds). Like a FUSE daemon's or NFS's error, that failure reaches
+ * only the caller, and the parent was told B is durable: the child must
+ * hand it to the parent, which says it (its exit barrier: B has no call
+ * left to report it to). It once reached nobody (oracle seed
+ * mix:15753632).
+ */
+Test(order, a_fork_childs_failed_sync_of_its_parents_file_is_the_parents_error)
+{
+	static const char *const script[] = { "a:B", "s:B", "f", "s:C", "a:A", NULL };
+	char *dir = data_dir();
+	char *ini = h_path("forkfail.ini");
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n[rule c]\npath = %s/C\nsync = passthrough\n"
+				"[rule data]\npath = %s/*\nsync = defer\nmax_delay_ms = 10000\n",
+				dir, dir));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "RECLAYER_FAIL=sync:EIO:1:1");
+	h_args(&c, h_prog("ord_steps"), dir, NULL);
+	for (const char *const *s = script; *s; s++)
+		h_arg(&c, *s);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "ord_steps");
+	struct run run = { h_log_load(&c), r.out, dir };
+	unsigned long long b = ino_of(&run, "B");
+	long child = (long)h_num_after(r.out, "child pid=", 0), parent = 0;
+	for (const char *p = r.out; (p = strstr(p, "done pid=")) != NULL; p++) /* the parent's says child= */
+		if (strstr(p, " child=") && strchr(p, '\n') > strstr(p, " child="))
+			parent = strtol(p + strlen("done pid="), NULL, 10);
+	cr_assert_gt(child, 0, "%s", r.out);
+	cr_assert_gt(parent, 0, "%s", r.out);
+	int injected = 0, parent_ok = 0;
+	for (size_t i = 0; i < run.log.n; i++) {
+		const struct h_rec *x = &run.log.r[i];
+		if (x->injected) {
+			injected++;
+			cr_assert_eq(x->ino, b, "the failed sync was not B's:\n%s", r.out);
+			cr_assert_neq(x->pid, parent, "the failed sync of B was the parent's own:\n%s", r.out);
+		}
+		if (x->pid == parent && x->ino == b && !strcmp(x->op, "fdatasync") && x->ret == 0)
+			parent_ok++;
+	}
+	cr_assert_eq(injected, 1, "%s", r.out);
+	cr_assert_gt(parent_ok, 0, "the parent never synced B itself (then its own sync would have told it)");
+	cr_assert(h_has(r.err, "deferred sync of") && h_has(r.err, "/B failed (EIO"),
+		  "the child's failed sync of B reached nobody; stderr:\n%s", r.err);
+}
+
 /* A single file appended and synced over and over never waits. */
 Test(order, single_append_log_never_waits)
 {

@@ -106,6 +106,39 @@ Test(trust, fork_child_does_not_keep_the_private_descriptor)
 		     "descriptor of a closed file: %s", r.out);
 }
 
+/* A fork while the shim's log is on its first number, before it moves
+ * above the app's range (the test hold keeps the opening thread there):
+ * the child must not keep that number, which no thread of its own would
+ * close; its descriptors are those it has without the shim (oracle seed
+ * fork:15690304: a child with one descriptor more). */
+Test(trust, fork_child_keeps_no_short_lived_shim_descriptor)
+{
+	char *plain_out = NULL;
+	for (int shim = 0; shim < 2; shim++) {
+		struct h_cmd c;
+		tr_cmd(&c, shim ? H_SHIM : H_PLAIN, NULL);
+		char *hold = h_path(shim ? "hold-shim" : "hold-plain");
+		if (shim) {
+			h_env(&c, "SYNCSHIM_POLICY=passthrough");
+			h_envf(&c, "SYNCSHIM_LOG=%s", h_path("held.log"));
+			h_env(&c, "SYNCSHIM_TEST_HOLD_AT=log_low");
+			h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+		}
+		h_args(&c, h_prog("trustb"), "forkheld", "-f", h_path(shim ? "held-shim.dat" : "held-plain.dat"), "-l",
+		       hold, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb forkheld");
+		const char *fds = strstr(r.out, "child_fds=");
+		cr_assert_not_null(fds, "%s", r.out);
+		if (!shim) {
+			plain_out = h_strdup(fds);
+			continue;
+		}
+		cr_assert(h_has(r.out, "reached=1"), "the shim never reached its hold: %s", r.out);
+		cr_assert_str_eq(fds, plain_out, "the fork child's descriptors with the shim, then without");
+	}
+}
+
 /* ---- 11: a file unlinked while open is synced through a descriptor ---------- */
 
 /* Four threads each open a file, unlink it, write, fsync (deferred) and
@@ -477,4 +510,43 @@ Test(trust, second_report_of_a_told_error_is_not_a_sync)
 		cr_expect_str_empty(r.err, "%s: stderr:\n%s", what, r.err);
 	}
 	h_failfs_umount(mnt);
+}
+
+/*
+ * The same two opens, where the file system fails each call on its own
+ * (a FUSE daemon's reply, NFS; here the fault layer beneath the shim
+ * fails the first two real syncs): the deferred sync through a fails and
+ * is told to a and b, as above; then b's own real sync fails too, a
+ * fresh failure of a sync b's second write was waiting for. The shim
+ * once took the failure of the first real sync through b for the
+ * kernel's second report, synced again, got 0 and told nobody (oracle
+ * seed mix:15753722): b's close must report it, on either path.
+ */
+Test(trust, fresh_failure_after_a_told_error_is_reported)
+{
+	for (int app_path = 0; app_path < 2; app_path++) {
+		const char *what = app_path ? "the app's own fsync (passthrough)" : "the flusher's (defer)";
+		char *dir = h_path(app_path ? "fresh-app" : "fresh-flusher");
+		cr_assert_eq(mkdir(dir, 0755), 0);
+		char *ini = tr_ini(app_path ? "fp.ini" : "fd.ini",
+				   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\n%s\n", dir,
+					 app_path ? "osync = defer" : "sync = defer"));
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM_REC, ini);
+		h_env(&c, "RECLAYER_FAIL=sync:EIO:0:2");
+		h_env(&c, "RECLAYER_FAIL_SUFFIX=.dat");
+		h_args(&c, h_prog("trustb"), "dupreport", "-d", dir, app_path ? "-S" : NULL, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb dupreport");
+		struct h_log log = h_log_load(&c);
+		int injected = 0;
+		for (size_t i = 0; i < log.n; i++)
+			injected += log.r[i].injected;
+		cr_expect_eq(injected, 2, "%s: %s", what, r.out);
+		/* defer: the flusher's sync through b fails, b's close says so;
+		 * passthrough: b's own second fsync fails */
+		cr_expect(h_has(r.out, app_path ? "close_a=EIO fsync_b=EIO,EIO close_b=0"
+						: "close_a=EIO fsync_b=EIO,0 close_b=EIO"),
+			  "%s: b's second failure was told to nobody: %s", what, r.out);
+	}
 }
