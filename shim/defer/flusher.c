@@ -38,6 +38,9 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef SYNCSHIM_TSAN
+#include <sanitizer/tsan_interface.h> /* privs_fork_mu_reset_in_child */
+#endif
 
 #include "crash.h"
 #include "fdtable.h"
@@ -1056,9 +1059,24 @@ static void count_priv(struct shim_file *f, void *arg)
 		atomic_fetch_add(&privs_held, 1);
 }
 
+/* The forking thread holds privs_fork_mu for writing (the prepare
+ * handler). It cannot unlock it here: glibc's rwlock names its writer by
+ * thread id, and the child's thread has a new one. So it is made anew.
+ * Under TSan only: TSan keeps the lock's owner across an init (only a
+ * destroy resets it) and took the child's first read lock for a read lock
+ * of a write-locked mutex; the unlock is told to it alone. */
+static void privs_fork_mu_reset_in_child(void)
+{
+#ifdef SYNCSHIM_TSAN
+	__tsan_mutex_pre_unlock(&privs_fork_mu, 0);
+	__tsan_mutex_post_unlock(&privs_fork_mu, 0);
+#endif
+	pthread_rwlock_init(&privs_fork_mu, NULL);
+}
+
 void flusher_atfork_child(void)
 {
-	pthread_rwlock_init(&privs_fork_mu, NULL); /* held for writing by the forking thread */
+	privs_fork_mu_reset_in_child();
 	order_atfork_child(); /* before the reset below unmarks the files */
 	workers_atfork_child();
 	registry_each(reset_in_child, NULL);

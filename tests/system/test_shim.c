@@ -377,6 +377,14 @@ Test(sync, defer_group_work)
 		loop_run(&L, pol[i], h_fmt("%s.mix", pol[i]), "mix", 50, false, NULL);
 		static const char *const progs[] = { "mt_writer", "fork_sync", "fd_life" };
 		for (int k = 0; k < 3; k++) {
+			/* Not fork_sync under a sanitizer: it forks right after the
+			 * shim's threads start, while a new thread's start in libasan
+			 * allocates (pthread_getattr_np's calloc), and gcc 12's
+			 * libasan takes no allocator lock around fork: the child
+			 * hung in SizeClassAllocator64::GetFromAllocator (1 run in 3
+			 * alone). concurrency/fork_child_follows_policy runs it. */
+			if (h_ctx.asan && !strcmp(progs[k], "fork_sync"))
+				continue;
 			char *d = h_path(h_fmt("%s.%s", pol[i], progs[k]));
 			cr_assert_eq(mkdir(d, 0755), 0);
 			struct h_cmd c;
