@@ -55,6 +55,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef SYNCSHIM_TSAN
+#include <sanitizer/tsan_interface.h> /* shimfd_atfork_child_begin */
+#endif
 
 #include "crash.h"
 #include "fdtable.h"
@@ -107,7 +110,16 @@ void shimfd_atfork_parent(void)
  * work, and nobody here would ever close it. */
 void shimfd_atfork_child_begin(void)
 {
-	pthread_rwlock_init(&nofork_mu, NULL); /* held for writing by the forking thread */
+	/* Held for writing by the forking thread, whose id the child's thread
+	 * does not have: made anew. TSan keeps a lock's owner across an init,
+	 * and took every lock the child took after it for one taken while
+	 * holding this (flusher.c's privs_fork_mu has the same note): the
+	 * unlock is told to it alone. */
+#ifdef SYNCSHIM_TSAN
+	__tsan_mutex_pre_unlock(&nofork_mu, 0);
+	__tsan_mutex_post_unlock(&nofork_mu, 0);
+#endif
+	pthread_rwlock_init(&nofork_mu, NULL);
 	nofork_held = 0;
 }
 
