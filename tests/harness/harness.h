@@ -149,6 +149,7 @@ void h_cmd_policy(struct h_cmd *c, unsigned layers, const char *policy);
 void h_strace(struct h_cmd *c, const char *set);
 double h_now(void);
 void h_dump_stacks(pid_t group, int id);
+void h_skip_forks_from_threads_under_a_sanitizer(void);
 bool h_wait(pid_t pid, int timeout_s, int *st);
 struct h_result h_run(struct h_cmd *c);
 struct h_result h_sh(const char *script, int timeout_s);

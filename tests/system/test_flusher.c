@@ -771,6 +771,7 @@ Test(barrier, exec_completes_pending_sync)
  */
 Test(barrier, fork_parent_and_child_keep_their_syncs)
 {
+	h_skip_forks_from_threads_under_a_sanitizer(); /* make asan: the child hung so */
 	for (int k = 0; k < 2; k++) {
 		char *pf = h_path(h_fmt("p%d.dat", k)), *cf = h_path(h_fmt("c%d.dat", k));
 		char *ini = fl_ini_write(h_fmt("f%d.ini", k),
@@ -1419,6 +1420,7 @@ TestSuite(stress, .init = fl_setup, .fini = h_teardown, .timeout = 60);
  */
 Test(stress, threads_forks_and_reloads)
 {
+	h_skip_forks_from_threads_under_a_sanitizer(); /* make asan: the child hung so */
 	static const char *const pols[] = { "defer", "group", "passthrough", "fdatasync", "noop" };
 	char *glob = h_path("*.dat");
 	char *ini = fl_ini_rule("shim.ini", glob, "defer", "max_delay_ms = 20\n");

@@ -94,16 +94,7 @@ Test(hostile, close_all_then_open_never_mixes_log_into_app_files)
 
 Test(hostile, fifty_forks_from_threads_never_hang)
 {
-	/* Not under a sanitizer: gcc 12's libasan (and libtsan: the Makefile's
-	 * TSAN_SKIP) takes no allocator lock around fork, so a child forked
-	 * while another thread is inside malloc inherits the lock held and its
-	 * first allocation waits forever. Seen in make asan, 2 runs of 2: run 8
-	 * (defer), every thread of the child (the shim's restarting, glibc's
-	 * calloc in pthread_getattr_np) in SizeClassAllocator64::
-	 * GetFromAllocator. test_chaos leaves out -F for the same reason. The
-	 * plain build makes all 50 runs. */
-	if (h_ctx.asan)
-		cr_skip_test("a sanitizer's allocator is not fork-safe from threaded hosts (gcc 12)");
+	h_skip_forks_from_threads_under_a_sanitizer(); /* also in make tsan's TSAN_SKIP */
 	int runs = 50;
 	for (int run = 0; run < runs; run++) {
 		const char *pol = policies[run % NPOLICIES];

@@ -398,6 +398,7 @@ static const char *const two_procs[] = { "a:B", "s:B", "f", "a:A", NULL };
 
 Test(order, a_fork_child_waits_for_its_parents_acknowledged_sync)
 {
+	h_skip_forks_from_threads_under_a_sanitizer(); /* make asan: the child hung so */
 	struct run run = steps(NULL, true, two_procs);
 	unsigned long long a = ino_of(&run, "A"), b = ino_of(&run, "B");
 	const struct h_rec *aw = nth_write(&run, a, 0);
