@@ -138,6 +138,15 @@ static int syncs_before(const struct run *run, unsigned long long ino, unsigned 
 	return n;
 }
 
+/* The control: the same script without ordering makes no real sync of
+ * file name before its nth write (so the test's wait is ordering's). */
+static void unordered_control(const char *const *script, const char *name, int nth)
+{
+	struct run off = steps(NULL, false, script);
+	unsigned long long ino = ino_of(&off, name);
+	cr_assert_eq(syncs_before(&off, ino, nth_write(&off, ino, nth)->t0), 0, "control: synced without ordering");
+}
+
 TestSuite(order, .init = h_setup, .fini = h_teardown, .timeout = 90);
 
 /*
@@ -203,9 +212,7 @@ Test(order, same_file_overwrite_waits_identical_rewrite_does_not)
 	close(fd);
 	cr_assert_eq(buf[0], 'Q', "the overwrite's bytes are in the file");
 
-	struct run off = steps(NULL, false, same_file);
-	unsigned long long a2 = ino_of(&off, "A");
-	cr_assert_eq(syncs_before(&off, a2, nth_write(&off, a2, 4)->t0), 0, "control: synced without ordering");
+	unordered_control(same_file, "A", 4);
 }
 
 /*
@@ -234,9 +241,7 @@ Test(order, overwrite_of_old_durable_bytes_past_the_last_write_waits)
 	cr_assert_not_null(synced_between(&run, w, step_time(&run, 6, "t0"), frame->t0),
 			   "the frame over old bytes reached the kernel before a real sync of the acknowledged header");
 
-	struct run off = steps(NULL, false, restart_over_old_bytes);
-	unsigned long long w2 = ino_of(&off, "W");
-	cr_assert_eq(syncs_before(&off, w2, nth_write(&off, w2, 4)->t0), 0, "control: synced without ordering");
+	unordered_control(restart_over_old_bytes, "W", 4);
 }
 
 /*
@@ -591,9 +596,7 @@ Test(order, restart_by_write_at_the_position_waits_once)
 	}
 	close(fd);
 
-	struct run off = steps(NULL, false, restart_at_the_position);
-	unsigned long long w2 = ino_of(&off, "W");
-	cr_assert_eq(syncs_before(&off, w2, nth_write(&off, w2, 5)->t0), 0, "control: synced without ordering");
+	unordered_control(restart_at_the_position, "W", 5);
 }
 
 /* ord_steps under the shim and strace -f -c counting set: how many calls
@@ -791,9 +794,7 @@ Test(order, a_write_in_a_rewrite_run_that_changes_bytes_waits)
 	cr_assert_not_null(synced_between(&run, k, step_time(&run, 5, "t0"), over->t0),
 			   "the changed block in the run reached the kernel before a real sync of the acknowledged one");
 
-	struct run off = steps(NULL, false, run_then_change);
-	unsigned long long k2 = ino_of(&off, "K");
-	cr_assert_eq(syncs_before(&off, k2, nth_write(&off, k2, 8)->t0), 0, "control: synced without ordering");
+	unordered_control(run_then_change, "K", 8);
 }
 
 /*
