@@ -84,11 +84,12 @@ static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
 	static __attribute__((noinline)) ssize_t name##_tracked params               \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
-		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
+		bool bypass = shim_bypass();                                         \
+		struct shim_file *f = bypass ? NULL : fd_peek(fd, &state);          \
 		if (!f) {                                                            \
 			if (MOVES && unlikely(shim_busy))                            \
 				pos_forget(fd); /* moved out of sight */             \
-			if (unlikely(shim_bypass()))                                 \
+			if (unlikely(bypass))                                 \
 				order_fd_bytes_unseen(fd); /* written unseen */      \
 			return LIBC(name) args;                                      \
 		}                                                                    \
@@ -150,9 +151,10 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 	if (!off_out)
 		pos_forget(fd_out);
 	uint32_t state = 0;
-	struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd_out, &state);
+	bool bypass = shim_bypass();
+	struct shim_file *f = bypass ? NULL : fd_peek(fd_out, &state);
 	if (!f) {
-		if (unlikely(shim_bypass()))
+		if (unlikely(bypass))
 			order_fd_bytes_unseen(fd_out); /* written unseen */
 		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
 	}
@@ -201,11 +203,12 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		if (moves && (flags & RWF_APPEND))                                   \
 			pos_forget(fd);                                              \
 		uint32_t state = 0;                                                  \
-		struct shim_file *f = shim_bypass() ? NULL : fd_peek(fd, &state);    \
+		bool bypass = shim_bypass();                                         \
+		struct shim_file *f = bypass ? NULL : fd_peek(fd, &state);          \
 		if (!f) {                                                            \
 			if (moves && unlikely(shim_busy))                            \
 				pos_forget(fd);                                      \
-			if (unlikely(shim_bypass()))                                 \
+			if (unlikely(bypass))                                 \
 				order_fd_bytes_unseen(fd); /* written unseen */      \
 			return LIBC(name)(fd, iov, cnt, off, flags);                 \
 		}                                                                    \
