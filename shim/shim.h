@@ -141,7 +141,8 @@ void shim_test_point_hit(const char *where);
 /* Test hook: the first thread to reach the named point
  * (SYNCSHIM_TEST_HOLD_AT) makes the directory SYNCSHIM_TEST_HOLD_FILE.reached
  * (no descriptor) and waits, up to 10 s, until SYNCSHIM_TEST_HOLD_FILE
- * exists: a test does something exactly while the shim is there. */
+ * exists: a test does something exactly while the shim is there; then it
+ * makes SYNCSHIM_TEST_HOLD_FILE.left and goes on. */
 extern int shim_test_holds;
 void shim_test_hold_hit(const char *where);
 #define TEST_HOLD(where)                                                             \

@@ -133,3 +133,45 @@ Test(churn, unlinked_files_keep_no_error_for_a_next_opener)
 			   r.out);
 	cr_assert_eq(r.code, 74, "exit status %d, want 74 (unreported_errors = exit)", r.code);
 }
+
+/*
+ * The same ghost, one unlink at the worst moment: the flusher's deferred
+ * sync of a closed file fails, and it looks at its private descriptor's
+ * link count (still 1) before closing it; the app's unlink lands right
+ * then (the shim's test hold keeps the flusher there), finds the file
+ * still held and marks it gone; the flusher's late note of "still
+ * linked" must not undo that, or a ghost nobody can open is kept (once
+ * under load in the test above: 2 ghosts).
+ */
+Test(churn, an_unlink_during_the_last_descriptors_look_leaves_no_ghost)
+{
+	char shm[] = "/dev/shm/syncshim-ghost1.XXXXXX";
+	char *dir = mkdtemp(shm);
+	if (!dir) {
+		dir = h_path("g1");
+		cr_assert_eq(mkdir(dir, 0755), 0);
+	}
+	char *ini = h_path("ghost1.ini");
+	h_write_file(ini, h_fmt("[rule g]\npath = %s/**\nsync = defer\nmax_delay_ms = 20\n", dir));
+	char *objects = h_path("objects1.txt");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_envf(&c, "SYNCSHIM_TEST_FILE_OBJECTS=%s", objects);
+	h_env(&c, "SYNCSHIM_TEST_HOLD_AT=last_descriptor");
+	h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", h_path("hold"));
+	h_env(&c, "RECLAYER_FAIL=sync:EIO");
+	h_env(&c, "RECLAYER_FAIL_SUFFIX=.bad");
+	h_args(&c, h_prog("ghosts"), "-d", dir, "-H", h_path("hold"), NULL);
+	struct h_result r = h_run(&c);
+	if (dir == shm) {
+		char *rm = h_fmt("rm -rf '%s'", shm);
+		cr_assert_eq(system(rm), 0);
+	}
+	cr_assert(h_has(r.out, "reached=1 unlink=0"), "the flusher never reached its look, or the unlink failed: %s%s",
+		  r.out, r.err);
+	char *counts = h_read_file(objects);
+	cr_assert_not_null(counts);
+	cr_assert_eq(field_of(counts, "ghosts="), 0, "a ghost of the unlinked file kept at exit: %s", counts);
+	cr_assert(h_has(r.err, "deferred sync of "), "the failure was not said on stderr: %s", r.err);
+}
