@@ -234,9 +234,11 @@ static void before_dup_onto(int oldfd, int newfd)
  */
 static int dup_onto_done(int oldfd, int newfd)
 {
-	dup_done(oldfd, newfd);
 	if (newfd < 0 || shim_bypass())
 		return newfd;
+	TEST_HOLD("dup_onto_kernel"); /* the kernel call made, the slot not yet copied */
+	dup_done(oldfd, newfd);
+	TEST_HOLD("dup_onto_copied"); /* copied, not yet checked */
 	int e = errno;
 	struct shim_file *f = fd_file_ref(newfd);
 	if (f) {
