@@ -503,6 +503,11 @@ static void atfork_child(void)
 	shimfd_atfork_child_begin(); /* before any handler below closes a descriptor */
 	threads_atfork_child();
 	shim.pid = getpid();
+	/* A parent's dup2 between its slot copy and its check has no thread
+	 * here to finish it: its slot may be stale, so every binding is looked
+	 * at once more instead (close_dup.c, dup_onto_done). */
+	if (atomic_exchange(&shim.dups_onto, 0) != 0)
+		fdtable_distrust_all();
 	registry_atfork_child();
 	mmap_track_atfork_child();
 	policy_atfork_child();

@@ -49,6 +49,9 @@ struct shim_state {
 	/* Bumped when libc may have changed descriptors unseen (fcloseall,
 	 * daemon): bindings older than it are checked against the kernel. */
 	_Atomic uint32_t trust;
+	/* dup2/dup3 onto a number between their slot copy and its check
+	 * (close_dup.c): while non-zero, no slot is vouched for unlooked. */
+	_Atomic int dups_onto;
 	_Atomic(const struct policy *) policy; /* read inside policy_enter/leave only */
 	char config_path[POLICY_PATH_MAX]; /* "" when none; absolute, symlinks kept */
 	pid_t pid;                         /* this process (set at load and in fork children) */

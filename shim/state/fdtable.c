@@ -226,8 +226,20 @@ static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *stat
 	return f;
 }
 
+/* No dup2/dup3 onto a number is between its slot copy and its check,
+ * which is when a slot can name a file the kernel no longer has there
+ * (close_dup.c, dup_onto_done). Called between two loads of the slot's
+ * file that agree: if the first saw such a copy, this sees the count
+ * raised (the copy's stores come after the increment); if this sees it
+ * back at zero, the second load sees that check's unbind. One load of a
+ * word nobody writes but a dup2 onto a number: a sync's whole cost. */
+static inline bool no_dup_onto_unchecked(void)
+{
+	return atomic_load_explicit(&shim.dups_onto, memory_order_seq_cst) == 0;
+}
+
 /* The slot's file, if its binding is vouched for: made or checked since
- * the last distrust. With a reference. */
+ * the last distrust, and no dup onto a number unchecked. With a reference. */
 static struct shim_file *vouched(struct fd_slot *s, uint32_t *state)
 {
 	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
@@ -237,7 +249,8 @@ static struct shim_file *vouched(struct fd_slot *s, uint32_t *state)
 	struct shim_file *f = atomic_load_explicit(&s->file, memory_order_acquire);
 	if (!f || !file_tryref(f))
 		return NULL;
-	if (atomic_load_explicit(&s->file, memory_order_acquire) != f) { /* rebound meanwhile */
+	if (!no_dup_onto_unchecked() || /* looked up from the kernel instead (fd_get) */
+	    atomic_load_explicit(&s->file, memory_order_acquire) != f) { /* rebound meanwhile */
 		file_put(f);
 		return NULL;
 	}
@@ -250,7 +263,8 @@ bool fd_vouched(int fd, const struct shim_file *f)
 	struct fd_slot *s = fd_slot(fd);
 	return s && (atomic_load_explicit(&s->state, memory_order_acquire) & SLOT_KIND_MASK) == FD_FILE &&
 	       atomic_load_explicit(&s->file, memory_order_acquire) == f &&
-	       atomic_load_explicit(&s->trust, memory_order_relaxed) == atomic_load(&shim.trust);
+	       atomic_load_explicit(&s->trust, memory_order_relaxed) == atomic_load(&shim.trust) &&
+	       no_dup_onto_unchecked() && atomic_load_explicit(&s->file, memory_order_acquire) == f;
 }
 
 struct shim_file *fd_get(int fd, uint32_t *state)
