@@ -297,6 +297,7 @@ struct shim_file *fd_get(int fd, uint32_t *state)
 		fd_bind_pass(fd);
 		return NULL;
 	}
+	TEST_HOLD("fd_get_resolve"); /* looked at, not yet bound */
 	shim_enter();
 	f = fd_resolve(fd, dev, ino, state);
 	shim_leave();

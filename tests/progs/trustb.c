@@ -27,6 +27,14 @@
  *       x.noop and it is held before its check (HOLD.1.reached); main
  *       writes and fsyncs 40, then makes HOLD.1.
  *       "dup2stale: reached=R,R fsync=E kernel_ino=K pass_ino=I"
+ *   trustb dup2resolve -d DIR -l HOLD
+ *       DIR/x.noop put on number 41 behind the shim's back (libc's own
+ *       syscall(SYS_dup3));
+ *       a thread fdatasyncs 41 and is held (SYNCSHIM_TEST_HOLD_AT=
+ *       fd_get_resolve) after the shim looked at it, before it binds it
+ *       (HOLD.reached); main dup2s DIR/y.pass onto 41, makes HOLD, joins
+ *       the thread, then writes and fsyncs 41.
+ *       "dup2resolve: reached=R fdatasync=E fsync=E kernel_ino=K pass_ino=I"
  *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S]
  *       each thread COUNT x: open DIR/u.K (-S: all DIR/u.0), unlink it,
  *       write + fsync, close.
@@ -86,6 +94,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -327,6 +336,52 @@ static int do_dup2stale(void)
 	make_file(path);
 	pthread_join(t, NULL);
 	printf("dup2stale: reached=%d,%d fsync=%s kernel_ino=%llu pass_ino=%llu\n", after_kernel, after_copy, e,
+	       (unsigned long long)sk.st_ino, (unsigned long long)sy.st_ino);
+	return 0;
+}
+
+/* ---- dup2resolve --------------------------------------------------------- */
+
+static const char *resolve_e;
+
+static void *resolve_syncer(void *arg)
+{
+	(void)arg;
+	resolve_e = ename(fdatasync(stale_number));
+	return NULL;
+}
+
+static int do_dup2resolve(void)
+{
+	char x[4096], y[4096], path[4200];
+	snprintf(x, sizeof(x), "%s/x.noop", dir);
+	snprintf(y, sizeof(y), "%s/y.pass", dir);
+	int noop = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int pass = open(y, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (noop < 0 || pass < 0)
+		die("open");
+	if (fsync(noop) != 0) /* the shim's look at inherited descriptors is done */
+		die("fsync x.noop");
+	stale_number = 41;
+	/* libc's own syscall(), not the shim's: the shim never sees this dup3 */
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	long (*raw_syscall)(long, ...) = libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
+	if (!raw_syscall || raw_syscall(SYS_dup3, noop, stale_number, 0) != stale_number)
+		die("dup3");
+	struct stat sy, sk;
+	fstat(pass, &sy);
+	pthread_t t;
+	if (pthread_create(&t, NULL, resolve_syncer, NULL) != 0)
+		die("pthread_create");
+	snprintf(path, sizeof(path), "%s.reached", logpath);
+	int reached = appears(path); /* it saw x.noop there, has not bound it */
+	if (dup2(pass, stale_number) != stale_number)
+		die("dup2 y.pass");
+	make_file(logpath);
+	pthread_join(t, NULL);
+	fstat(stale_number, &sk);
+	const char *e = pwrite(stale_number, "r", 1, 0) == 1 ? ename(fsync(stale_number)) : "write";
+	printf("dup2resolve: reached=%d fdatasync=%s fsync=%s kernel_ino=%llu pass_ino=%llu\n", reached, resolve_e, e,
 	       (unsigned long long)sk.st_ino, (unsigned long long)sy.st_ino);
 	return 0;
 }
@@ -765,6 +820,8 @@ int main(int argc, char **argv)
 		return do_dup2race();
 	if (!strcmp(cmd, "dup2stale") && dir && logpath)
 		return do_dup2stale();
+	if (!strcmp(cmd, "dup2resolve") && dir && logpath)
+		return do_dup2resolve();
 	if (!strcmp(cmd, "unlinked") && dir)
 		return do_unlinked();
 	if (!strcmp(cmd, "msyncmoved") && dir)
