@@ -207,7 +207,26 @@ static int64_t flags_of_fd(int fd)
 	return (fl & O_DSYNC) ? SLOT_APP_ODSYNC : 0;
 }
 
-/* A regular file's descriptor the shim did not see opened: bind it. */
+/* Whether fd is (still) the file dev/ino; errno as it was. */
+static bool same_file(int fd, dev_t dev, ino_t ino, uint64_t *birth)
+{
+	dev_t d;
+	ino_t i;
+	int e = errno;
+	bool same = fd_identity_born(fd, &d, &i, NULL, birth) == 0 && d == dev && i == ino;
+	errno = e;
+	return same;
+}
+
+/* A regular file's descriptor the shim did not see opened: bind it.
+ * dev and ino are the caller's look at the number; another thread's dup2
+ * onto it (or a close and an open) may land whole before the bind, which
+ * would then overwrite that call's binding with the file it replaced, for
+ * good. So the number is looked at again after its flags and path are
+ * read (a mismatch: NULL, the call goes to the kernel untracked) and once
+ * more after the bind: a bind later than the other call's own is undone,
+ * for the next use to bind from the kernel. One statx more per look-up,
+ * made only for numbers the shim did not bind itself. */
 static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *state)
 {
 	int64_t flags = flags_of_fd(fd);
@@ -218,10 +237,19 @@ static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *stat
 	char path[PATH_MAX];
 	if (path_of_fd(fd, path, sizeof(path)) < 0)
 		path[0] = '\0';
-	struct shim_file *f = file_lookup_or_create(dev, ino, fd_birth(fd), path);
+	uint64_t birth = 0;
+	if (!same_file(fd, dev, ino, &birth)) /* flags, path and birth may be another file's */
+		return NULL;
+	struct shim_file *f = file_lookup_or_create(dev, ino, birth, path);
 	if (!f)
 		return NULL;
 	fd_bind(fd, file_ref(f), (uint32_t)flags);
+	if (!same_file(fd, dev, ino, NULL)) {
+		if (fd_names(fd, f, true))
+			file_put(fd_unbind(fd, NULL));
+		file_put(f);
+		return NULL;
+	}
 	*state = FD_FILE | (uint32_t)flags;
 	return f;
 }
