@@ -144,8 +144,9 @@ void shim_test_point_hit(const char *where);
 /* Test hook: the first thread to reach the named point
  * (SYNCSHIM_TEST_HOLD_AT) makes the directory SYNCSHIM_TEST_HOLD_FILE.reached
  * (no descriptor) and waits, up to 10 s, until SYNCSHIM_TEST_HOLD_FILE
- * exists: a test does something exactly while the shim is there. A chain
- * "a,b" holds that thread again at b (SYNCSHIM_TEST_HOLD_FILE.1; init.c). */
+ * exists: a test does something exactly while the shim is there; then it
+ * makes SYNCSHIM_TEST_HOLD_FILE.left and goes on. A chain "a,b" holds that
+ * thread again at b (SYNCSHIM_TEST_HOLD_FILE.1, .1.left; init.c). */
 extern int shim_test_holds;
 void shim_test_hold_hit(const char *where);
 #define TEST_HOLD(where)                                                             \

@@ -90,11 +90,19 @@ bool syncerr_any_dropped(void)
 	return atomic_load(&dropped_unreported) != 0;
 }
 
+/* Only ever sets the mark: an unlink that lands between the fstat and the
+ * store has marked the file itself (registry_forget_unlinked, finding it
+ * still held), and a store of the stale "still linked" would undo that and
+ * keep a ghost nobody can open. The mark is cleared where a descriptor is
+ * bound (files.c). */
 void syncerr_last_descriptor(struct shim_file *f, int fd)
 {
 	struct stat st;
-	if (unreported(f) && fstat(fd, &st) == 0)
-		atomic_store(&f->unlinked_when_closed, st.st_nlink == 0);
+	if (unreported(f) && fstat(fd, &st) == 0) {
+		TEST_HOLD("last_descriptor");
+		if (st.st_nlink == 0)
+			atomic_store(&f->unlinked_when_closed, true);
+	}
 }
 
 /* Once per failure: the first caller to move err_told_seq says it. */

@@ -757,10 +757,27 @@ def check(c, run, base=None, self_test=False):
 
     real_syncs = [x for x in run.rec if x.get("op") in ("fsync", "fdatasync", "syncfs", "sync")]
     real_msyncs = [x for x in run.rec if x.get("op") == "msync"]
-    maps = {}
-    for j in sorted(J, key=lambda x: ival(x, "t1")):
+    # Which file an msync synced: the mapping at the address it loaded (the
+    # map index is shared by all threads, so the index alone can name
+    # another thread's later mmap). An address is reused only after a
+    # munmap, so the latest mmap of it begun before the msync ended is the
+    # one. Journals without addresses: the last mmap of the index.
+    maps_by_addr, maps = {}, {}
+    for j in sorted(J, key=lambda x: ival(x, "t0")):
         if j.get("op") == "mmap" and ival(j, "ret") == 0:
-            maps[(j.get("proc"), ival(j, "a0") % 4)] = obj_at(ival(j, "ino"), ival(j, "t1"))
+            o = obj_at(ival(j, "ino"), ival(j, "t1"))
+            maps[(j.get("proc"), ival(j, "a0") % 4)] = o
+            if j.get("addr"):
+                maps_by_addr.setdefault((j.get("proc"), j.get("addr")), []).append((ival(j, "t0"), o))
+
+    def mapped_file(j):
+        if not j.get("addr"):
+            return maps.get((j.get("proc"), ival(j, "a0") % 4))
+        found = None
+        for t0, o in maps_by_addr.get((j.get("proc"), j.get("addr")), []):
+            if t0 <= ival(j, "t1"):
+                found = o
+        return found
 
     def covers(x, o, lo, hi, need_ok=True):
         if x.get("op") in ("sync", "syncfs") or ival(x, "ino") == o.ino:
@@ -778,7 +795,7 @@ def check(c, run, base=None, self_test=False):
         if j.get("racy"):
             continue
         if op == "msync":
-            o = maps.get((j.get("proc"), ival(j, "a0") % 4))
+            o = mapped_file(j)
         elif op in ("fsync", "fdatasync") or (op in ("write", "pwrite", "writev", "pwritev", "pwritev2", "cfr")
                                               and j.get("osync") == "1"):
             o = obj_at(ival(j, "ino"), t0)
@@ -825,7 +842,7 @@ def check(c, run, base=None, self_test=False):
             continue
         t0, t1 = ival(j, "t0"), ival(j, "t1")
         if j.get("op") == "msync":
-            o = maps.get((j.get("proc"), ival(j, "a0") % 4))
+            o = mapped_file(j)
         else:
             # the call's own result has no inode when it failed: the slot's
             # earlier lines name it

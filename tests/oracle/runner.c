@@ -456,6 +456,10 @@ static void do_op(int th, int idx, const struct op *o)
 		/* the old mapping stays: another thread may be writing it */
 		if (p != MAP_FAILED)
 			atomic_store(&maps[m], p);
+		/* the address names the mapping a later msync used: the map
+		 * index is shared by every thread, so which mmap an msync saw
+		 * is known only by what it loaded */
+		snprintf(extra, sizeof(extra), " addr=%p", p == MAP_FAILED ? NULL : p);
 		break;
 	}
 	case OP_MWRITE: case OP_MSYNC: case OP_MUNMAP: {
@@ -479,7 +483,7 @@ static void do_op(int th, int idx, const struct op *o)
 		else
 			ret = munmap(p, MAP_LEN);
 		err = ret < 0 ? errno : 0;
-		snprintf(extra, sizeof(extra), " map=%d", m);
+		snprintf(extra, sizeof(extra), " map=%d addr=%p", m, p);
 		break;
 	}
 	case OP_DUP: case OP_DUP2: case OP_DUP3: { /* from to [cloexec] */

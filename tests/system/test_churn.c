@@ -84,19 +84,15 @@ Test(churn, passthrough_memory_follows_files_known_not_files_seen)
 }
 
 /*
- * Closed files whose deferred sync failed and that are then unlinked (temp
- * files, old segments): no one can open them again, so their errors (said
- * on stderr, each, and counted for the exit status) must not be kept for a
- * next opener, nor take the places (256) kept for files that can be
- * reopened: before, 300 of them left 256 ghosts and the next file's error
- * could find no place. tests/progs/ghosts on tmpfs (inode numbers not
- * reused, which would drop them anyway), every sync of *.bad failing
- * beneath the shim: at exit the shim holds no ghost of a temp file
- * (SYNCSHIM_TEST_FILE_OBJECTS), every failure was said on stderr, the
- * file that stays still gets its error at its rename, and with
- * unreported_errors = exit the status is 74.
+ * tests/progs/ghosts with ARGS (after -d DIR) on tmpfs (inode numbers not
+ * reused there, which would drop a ghost anyway), under a defer rule for
+ * DIR with the [shim] lines SHIM and max_delay_ms DELAY, every sync of
+ * *.bad failing beneath the shim; HOLD, if not NULL, the test hold's file
+ * for the flusher's look at a last descriptor. The shim's file objects at
+ * exit (SYNCSHIM_TEST_FILE_OBJECTS) into *counts.
  */
-Test(churn, unlinked_files_keep_no_error_for_a_next_opener)
+static struct h_result run_ghosts(const char *shim, int delay, const char *hold, char **counts, const char *arg1,
+				  const char *arg2)
 {
 	char shm[] = "/dev/shm/syncshim-ghosts.XXXXXX";
 	char *dir = mkdtemp(shm);
@@ -105,9 +101,7 @@ Test(churn, unlinked_files_keep_no_error_for_a_next_opener)
 		cr_assert_eq(mkdir(dir, 0755), 0);
 	}
 	char *ini = h_path("ghosts.ini");
-	h_write_file(ini, h_fmt("[shim]\nunreported_errors = exit\n[rule g]\npath = %s/**\nsync = defer\n"
-				"max_delay_ms = 5000\n",
-				dir));
+	h_write_file(ini, h_fmt("[shim]\n%s[rule g]\npath = %s/**\nsync = defer\nmax_delay_ms = %d\n", shim, dir, delay));
 	char *objects = h_path("objects.txt");
 	struct h_cmd c;
 	h_cmd_init(&c, H_SHIM_REC);
@@ -115,13 +109,35 @@ Test(churn, unlinked_files_keep_no_error_for_a_next_opener)
 	h_envf(&c, "SYNCSHIM_TEST_FILE_OBJECTS=%s", objects);
 	h_env(&c, "RECLAYER_FAIL=sync:EIO");
 	h_env(&c, "RECLAYER_FAIL_SUFFIX=.bad");
-	h_args(&c, h_prog("ghosts"), "-d", dir, "-n300", NULL);
+	if (hold) {
+		h_env(&c, "SYNCSHIM_TEST_HOLD_AT=last_descriptor");
+		h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+	}
+	h_args(&c, h_prog("ghosts"), "-d", dir, arg1, arg2, NULL);
 	struct h_result r = h_run(&c);
 	if (dir == shm) {
 		char *rm = h_fmt("rm -rf '%s'", shm);
 		cr_assert_eq(system(rm), 0);
 	}
-	char *counts = h_read_file(objects);
+	*counts = h_read_file(objects);
+	cr_assert_not_null(*counts, "no file objects reported at exit: %s", r.err);
+	return r;
+}
+
+/*
+ * Closed files whose deferred sync failed and that are then unlinked (temp
+ * files, old segments): no one can open them again, so their errors (said
+ * on stderr, each, and counted for the exit status) must not be kept for a
+ * next opener, nor take the places (256) kept for files that can be
+ * reopened: before, 300 of them left 256 ghosts and the next file's error
+ * could find no place. At exit the shim holds no ghost of a temp file,
+ * every failure was said on stderr, the file that stays still gets its
+ * error at its rename, and with unreported_errors = exit the status is 74.
+ */
+Test(churn, unlinked_files_keep_no_error_for_a_next_opener)
+{
+	char *counts;
+	struct h_result r = run_ghosts("unreported_errors = exit\n", 5000, NULL, &counts, "-n300", NULL);
 	long long ghosts = field_of(counts, "ghosts=");
 	int said = 0;
 	for (const char *p = r.err; (p = strstr(p, "deferred sync of ")); p++)
@@ -132,4 +148,23 @@ Test(churn, unlinked_files_keep_no_error_for_a_next_opener)
 	cr_assert_not_null(strstr(r.out, "rename=-1 errno=5"), "the kept file's failure did not reach its rename: %s",
 			   r.out);
 	cr_assert_eq(r.code, 74, "exit status %d, want 74 (unreported_errors = exit)", r.code);
+}
+
+/*
+ * The same ghost, one unlink at the worst moment: the flusher's deferred
+ * sync of a closed file fails, and it looks at its private descriptor's
+ * link count (still 1) before closing it; the app's unlink lands right
+ * then (the shim's test hold keeps the flusher there), finds the file
+ * still held and marks it gone; the flusher's late note of "still
+ * linked" must not undo that, or a ghost nobody can open is kept (once
+ * under load in the test above: 2 ghosts).
+ */
+Test(churn, an_unlink_during_the_last_descriptors_look_leaves_no_ghost)
+{
+	char *counts, *hold = h_path("hold");
+	struct h_result r = run_ghosts("", 20, hold, &counts, "-H", hold);
+	cr_assert(h_has(r.err, "deferred sync of "), "the failure was not said on stderr: %s", r.err);
+	cr_assert(h_has(r.out, "reached=1 unlink=0"), "the flusher never reached its look, or the unlink failed: %s%s",
+		  r.out, r.err);
+	cr_assert_eq(field_of(counts, "ghosts="), 0, "a ghost of the unlinked file kept at exit: %s", counts);
 }
