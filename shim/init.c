@@ -344,35 +344,63 @@ static int test_signal = SIGUSR1;
 static int test_budget = 200;
 static __thread int test_sent;
 
+/* SYNCSHIM_TEST_HOLD_AT: one point, or a comma-separated chain of up to
+ * HOLD_POINTS. The first holds the first thread to reach it; each later
+ * one holds that same thread again, once, when it gets there (a race
+ * needs one thread stopped at two steps while others run). Hold k waits
+ * on SYNCSHIM_TEST_HOLD_FILE (k = 0) or SYNCSHIM_TEST_HOLD_FILE.k. */
+#define HOLD_POINTS 4
 int shim_test_holds;
-static char hold_at[40], hold_file[256];
+static char hold_at[HOLD_POINTS][40], hold_file[256];
+static int hold_points;
+static __thread int hold_next; /* the chain's next point for this thread; 0: the first, if nobody took it */
 
 void shim_test_hold_hit(const char *where)
 {
 	static _Atomic int held;
-	if (strcmp(where, hold_at) != 0 || atomic_exchange(&held, 1))
+	int k = hold_next;
+	if (k >= hold_points || strcmp(where, hold_at[k]) != 0 || (k == 0 && atomic_exchange(&held, 1)))
 		return;
+	hold_next = k + 1;
 	int e = errno;
-	char reached[sizeof(hold_file) + 16];
-	snprintf(reached, sizeof(reached), "%s.reached", hold_file);
+	char wait_for[sizeof(hold_file) + 16], reached[sizeof(wait_for) + 16];
+	if (k == 0)
+		snprintf(wait_for, sizeof(wait_for), "%s", hold_file);
+	else
+		snprintf(wait_for, sizeof(wait_for), "%s.%d", hold_file, k);
+	snprintf(reached, sizeof(reached), "%s.reached", wait_for);
 	syscall(SYS_mkdirat, AT_FDCWD, reached, 0700); /* no descriptor: the point may be a fork's business */
-	for (int i = 0; i < 10000 && syscall(SYS_faccessat, AT_FDCWD, hold_file, F_OK, 0) != 0; i++) {
+	for (int i = 0; i < 10000 && syscall(SYS_faccessat, AT_FDCWD, wait_for, F_OK, 0) != 0; i++) {
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	snprintf(reached, sizeof(reached), "%s.left", hold_file);
+	snprintf(reached, sizeof(reached), "%s.left", wait_for);
 	syscall(SYS_mkdirat, AT_FDCWD, reached, 0700); /* the point is passed: a test can wait for what follows */
 	errno = e;
 }
 
-static void test_points_init(void)
+static void test_holds_init(void)
 {
 	const char *hat = getenv("SYNCSHIM_TEST_HOLD_AT"), *hfile = getenv("SYNCSHIM_TEST_HOLD_FILE");
-	if (hat && *hat && hfile && *hfile && strlen(hat) < sizeof(hold_at) && strlen(hfile) < sizeof(hold_file)) {
-		memcpy(hold_at, hat, strlen(hat) + 1);
-		memcpy(hold_file, hfile, strlen(hfile) + 1);
-		shim_test_holds = 1;
+	if (!hat || !*hat || !hfile || !*hfile || strlen(hfile) >= sizeof(hold_file))
+		return;
+	int n = 0;
+	for (const char *p = hat; *p && n < HOLD_POINTS;) {
+		size_t len = strcspn(p, ",");
+		if (len == 0 || len >= sizeof(hold_at[0]))
+			return; /* a malformed chain holds nowhere */
+		memcpy(hold_at[n], p, len);
+		hold_at[n++][len] = '\0';
+		p += len + (p[len] == ',');
 	}
+	memcpy(hold_file, hfile, strlen(hfile) + 1);
+	hold_points = n;
+	shim_test_holds = 1;
+}
+
+static void test_points_init(void)
+{
+	test_holds_init();
 	const char *at = getenv("SYNCSHIM_TEST_SIGNAL_AT");
 	if (!at || !*at)
 		return;
@@ -477,6 +505,11 @@ static void atfork_child(void)
 	shimfd_atfork_child_begin(); /* before any handler below closes a descriptor */
 	threads_atfork_child();
 	shim.pid = getpid();
+	/* A parent's dup2 between its slot copy and its check has no thread
+	 * here to finish it: its slot may be stale, so every binding is looked
+	 * at once more instead (close_dup.c, dup_onto_done). */
+	if (atomic_exchange(&shim.dups_onto, 0) != 0)
+		fdtable_distrust_all();
 	registry_atfork_child();
 	mmap_track_atfork_child();
 	policy_atfork_child();

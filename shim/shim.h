@@ -49,6 +49,9 @@ struct shim_state {
 	/* Bumped when libc may have changed descriptors unseen (fcloseall,
 	 * daemon): bindings older than it are checked against the kernel. */
 	_Atomic uint32_t trust;
+	/* dup2/dup3 onto a number between their slot copy and its check
+	 * (close_dup.c): while non-zero, no slot is vouched for unlooked. */
+	_Atomic int dups_onto;
 	_Atomic(const struct policy *) policy; /* read inside policy_enter/leave only */
 	char config_path[POLICY_PATH_MAX]; /* "" when none; absolute, symlinks kept */
 	pid_t pid;                         /* this process (set at load and in fork children) */
@@ -142,7 +145,8 @@ void shim_test_point_hit(const char *where);
  * (SYNCSHIM_TEST_HOLD_AT) makes the directory SYNCSHIM_TEST_HOLD_FILE.reached
  * (no descriptor) and waits, up to 10 s, until SYNCSHIM_TEST_HOLD_FILE
  * exists: a test does something exactly while the shim is there; then it
- * makes SYNCSHIM_TEST_HOLD_FILE.left and goes on. */
+ * makes SYNCSHIM_TEST_HOLD_FILE.left and goes on. A chain "a,b" holds that
+ * thread again at b (SYNCSHIM_TEST_HOLD_FILE.1, .1.left; init.c). */
 extern int shim_test_holds;
 void shim_test_hold_hit(const char *where);
 #define TEST_HOLD(where)                                                             \

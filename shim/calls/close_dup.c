@@ -231,12 +231,27 @@ static void before_dup_onto(int oldfd, int newfd)
  * dup2 of a tracked file), and a slot that names another file is cleared,
  * to be bound from the kernel by its next use. Whichever copy comes last,
  * its check comes after it and after both kernel calls.
+ *
+ * Until that check, though, a stale slot looks like any other binding
+ * (kernel: ours, then theirs; copies: theirs, then ours): a sync of the
+ * number in between got the replaced file's rule, a noop answering for a
+ * passthrough file (oracle fdrace:15753764, 15753767, 8439381). So from
+ * before the copy to after the check shim.dups_onto is raised, and while
+ * it is no binding is vouched for without a look at the kernel
+ * (fdtable.c, vouched()). Ordering: the increment comes before the
+ * copy's release stores, so a reader that has seen the copy (its acquire
+ * load of the slot's file) sees the count raised; the decrement comes
+ * after the check's unbind, so a reader that sees the count back at zero
+ * and then loads the slot again sees that unbind, or something newer.
  */
 static int dup_onto_done(int oldfd, int newfd)
 {
-	dup_done(oldfd, newfd);
 	if (newfd < 0 || shim_bypass())
 		return newfd;
+	TEST_HOLD("dup_onto_kernel"); /* the kernel call made, the slot not yet copied */
+	atomic_fetch_add(&shim.dups_onto, 1);
+	dup_done(oldfd, newfd);
+	TEST_HOLD("dup_onto_copied"); /* copied, not yet checked */
 	int e = errno;
 	struct shim_file *f = fd_file_ref(newfd);
 	if (f) {
@@ -246,6 +261,7 @@ static int dup_onto_done(int oldfd, int newfd)
 			file_put(fd_unbind(newfd, NULL));
 		file_put(f);
 	}
+	atomic_fetch_sub(&shim.dups_onto, 1);
 	errno = e;
 	return newfd;
 }

@@ -207,7 +207,26 @@ static int64_t flags_of_fd(int fd)
 	return (fl & O_DSYNC) ? SLOT_APP_ODSYNC : 0;
 }
 
-/* A regular file's descriptor the shim did not see opened: bind it. */
+/* Whether fd is (still) the file dev/ino; errno as it was. */
+static bool same_file(int fd, dev_t dev, ino_t ino, uint64_t *birth)
+{
+	dev_t d;
+	ino_t i;
+	int e = errno;
+	bool same = fd_identity_born(fd, &d, &i, NULL, birth) == 0 && d == dev && i == ino;
+	errno = e;
+	return same;
+}
+
+/* A regular file's descriptor the shim did not see opened: bind it.
+ * dev and ino are the caller's look at the number; another thread's dup2
+ * onto it (or a close and an open) may land whole before the bind, which
+ * would then overwrite that call's binding with the file it replaced, for
+ * good. So the number is looked at again after its flags and path are
+ * read (a mismatch: NULL, the call goes to the kernel untracked) and once
+ * more after the bind: a bind later than the other call's own is undone,
+ * for the next use to bind from the kernel. One statx more per look-up,
+ * made only for numbers the shim did not bind itself. */
 static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *state)
 {
 	int64_t flags = flags_of_fd(fd);
@@ -218,16 +237,37 @@ static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *stat
 	char path[PATH_MAX];
 	if (path_of_fd(fd, path, sizeof(path)) < 0)
 		path[0] = '\0';
-	struct shim_file *f = file_lookup_or_create(dev, ino, fd_birth(fd), path);
+	uint64_t birth = 0;
+	if (!same_file(fd, dev, ino, &birth)) /* flags, path and birth may be another file's */
+		return NULL;
+	struct shim_file *f = file_lookup_or_create(dev, ino, birth, path);
 	if (!f)
 		return NULL;
 	fd_bind(fd, file_ref(f), (uint32_t)flags);
+	if (!same_file(fd, dev, ino, NULL)) {
+		if (fd_names(fd, f, true))
+			file_put(fd_unbind(fd, NULL));
+		file_put(f);
+		return NULL;
+	}
 	*state = FD_FILE | (uint32_t)flags;
 	return f;
 }
 
+/* No dup2/dup3 onto a number is between its slot copy and its check,
+ * which is when a slot can name a file the kernel no longer has there
+ * (close_dup.c, dup_onto_done). Called between two loads of the slot's
+ * file that agree: if the first saw such a copy, this sees the count
+ * raised (the copy's stores come after the increment); if this sees it
+ * back at zero, the second load sees that check's unbind. One load of a
+ * word nobody writes but a dup2 onto a number: a sync's whole cost. */
+static inline bool no_dup_onto_unchecked(void)
+{
+	return atomic_load_explicit(&shim.dups_onto, memory_order_seq_cst) == 0;
+}
+
 /* The slot's file, if its binding is vouched for: made or checked since
- * the last distrust. With a reference. */
+ * the last distrust, and no dup onto a number unchecked. With a reference. */
 static struct shim_file *vouched(struct fd_slot *s, uint32_t *state)
 {
 	uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
@@ -237,7 +277,8 @@ static struct shim_file *vouched(struct fd_slot *s, uint32_t *state)
 	struct shim_file *f = atomic_load_explicit(&s->file, memory_order_acquire);
 	if (!f || !file_tryref(f))
 		return NULL;
-	if (atomic_load_explicit(&s->file, memory_order_acquire) != f) { /* rebound meanwhile */
+	if (!no_dup_onto_unchecked() || /* looked up from the kernel instead (fd_get) */
+	    atomic_load_explicit(&s->file, memory_order_acquire) != f) { /* rebound meanwhile */
 		file_put(f);
 		return NULL;
 	}
@@ -250,7 +291,8 @@ bool fd_vouched(int fd, const struct shim_file *f)
 	struct fd_slot *s = fd_slot(fd);
 	return s && (atomic_load_explicit(&s->state, memory_order_acquire) & SLOT_KIND_MASK) == FD_FILE &&
 	       atomic_load_explicit(&s->file, memory_order_acquire) == f &&
-	       atomic_load_explicit(&s->trust, memory_order_relaxed) == atomic_load(&shim.trust);
+	       atomic_load_explicit(&s->trust, memory_order_relaxed) == atomic_load(&shim.trust) &&
+	       no_dup_onto_unchecked() && atomic_load_explicit(&s->file, memory_order_acquire) == f;
 }
 
 struct shim_file *fd_get(int fd, uint32_t *state)
@@ -283,6 +325,7 @@ struct shim_file *fd_get(int fd, uint32_t *state)
 		fd_bind_pass(fd);
 		return NULL;
 	}
+	TEST_HOLD("fd_get_resolve"); /* looked at, not yet bound */
 	shim_enter();
 	f = fd_resolve(fd, dev, ino, state);
 	shim_leave();

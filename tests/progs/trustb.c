@@ -19,6 +19,22 @@
  *       two threads dup2 DIR/x.noop and DIR/y.pass onto one number at
  *       once; then the number is written and fsynced.
  *       "dup2race: pass_rounds=P noop_rounds=Q pass_ino=I"
+ *   trustb dup2stale -d DIR -l HOLD
+ *       with the hold chain SYNCSHIM_TEST_HOLD_AT=dup_onto_kernel,dup_onto_copied:
+ *       a thread dup2s DIR/x.noop onto number 40 and is held after the
+ *       kernel call (HOLD.reached); main dup2s DIR/y.pass onto 40 (the
+ *       kernel keeps y.pass) and makes HOLD; the thread's slot copy names
+ *       x.noop and it is held before its check (HOLD.1.reached); main
+ *       writes and fsyncs 40, then makes HOLD.1.
+ *       "dup2stale: reached=R,R fsync=E kernel_ino=K pass_ino=I"
+ *   trustb dup2resolve -d DIR -l HOLD
+ *       DIR/x.noop put on number 41 behind the shim's back (libc's own
+ *       syscall(SYS_dup3));
+ *       a thread fdatasyncs 41 and is held (SYNCSHIM_TEST_HOLD_AT=
+ *       fd_get_resolve) after the shim looked at it, before it binds it
+ *       (HOLD.reached); main dup2s DIR/y.pass onto 41, makes HOLD, joins
+ *       the thread, then writes and fsyncs 41.
+ *       "dup2resolve: reached=R fdatasync=E fsync=E kernel_ino=K pass_ino=I"
  *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S]
  *       each thread COUNT x: open DIR/u.K (-S: all DIR/u.0), unlink it,
  *       write + fsync, close.
@@ -78,6 +94,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -258,6 +275,114 @@ static int do_dup2race(void)
 		pthread_join(t[k], NULL);
 	printf("dup2race: pass_rounds=%d noop_rounds=%d pass_ino=%llu\n", pass, noop,
 	       (unsigned long long)sy.st_ino);
+	return 0;
+}
+
+/* ---- dup2stale ----------------------------------------------------------- */
+
+static int stale_noop, stale_number = 40;
+
+static void *stale_dup2er(void *arg)
+{
+	(void)arg;
+	if (dup2(stale_noop, stale_number) != stale_number)
+		die("dup2 x.noop");
+	return NULL;
+}
+
+/* Whether PATH exists within 5 s: the shim's hold makes it when a thread
+ * is stopped there (no shim, no hold: 0 after the wait). */
+static int appears(const char *path)
+{
+	struct stat st;
+	for (int i = 0; i < 5000 && stat(path, &st) != 0; i++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return stat(path, &st) == 0;
+}
+
+static void make_file(const char *path)
+{
+	int h = open(path, O_WRONLY | O_CREAT, 0644);
+	if (h >= 0)
+		close(h);
+}
+
+static int do_dup2stale(void)
+{
+	char x[4096], y[4096], path[4200];
+	snprintf(x, sizeof(x), "%s/x.noop", dir);
+	snprintf(y, sizeof(y), "%s/y.pass", dir);
+	stale_noop = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int pass = open(y, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (stale_noop < 0 || pass < 0)
+		die("open");
+	struct stat sy, sk;
+	fstat(pass, &sy);
+	pthread_t t;
+	if (pthread_create(&t, NULL, stale_dup2er, NULL) != 0)
+		die("pthread_create");
+	snprintf(path, sizeof(path), "%s.reached", logpath);
+	int after_kernel = appears(path); /* its kernel call made, its slot copy not */
+	if (dup2(pass, stale_number) != stale_number) /* second in the kernel, first to copy */
+		die("dup2 y.pass");
+	make_file(logpath);
+	snprintf(path, sizeof(path), "%s.1.reached", logpath);
+	int after_copy = appears(path); /* its copy made (x.noop), its check not */
+	fstat(stale_number, &sk);
+	const char *e = pwrite(stale_number, "s", 1, 0) == 1 ? ename(fsync(stale_number)) : "write";
+	snprintf(path, sizeof(path), "%s.1", logpath);
+	make_file(path);
+	pthread_join(t, NULL);
+	printf("dup2stale: reached=%d,%d fsync=%s kernel_ino=%llu pass_ino=%llu\n", after_kernel, after_copy, e,
+	       (unsigned long long)sk.st_ino, (unsigned long long)sy.st_ino);
+	return 0;
+}
+
+/* ---- dup2resolve --------------------------------------------------------- */
+
+static const char *resolve_e;
+
+static void *resolve_syncer(void *arg)
+{
+	(void)arg;
+	resolve_e = ename(fdatasync(stale_number));
+	return NULL;
+}
+
+static int do_dup2resolve(void)
+{
+	char x[4096], y[4096], path[4200];
+	snprintf(x, sizeof(x), "%s/x.noop", dir);
+	snprintf(y, sizeof(y), "%s/y.pass", dir);
+	int noop = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int pass = open(y, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (noop < 0 || pass < 0)
+		die("open");
+	if (fsync(noop) != 0) /* the shim's look at inherited descriptors is done */
+		die("fsync x.noop");
+	stale_number = 41;
+	/* libc's own syscall(), not the shim's: the shim never sees this dup3 */
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	long (*raw_syscall)(long, ...) = libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
+	if (!raw_syscall || raw_syscall(SYS_dup3, noop, stale_number, 0) != stale_number)
+		die("dup3");
+	struct stat sy, sk;
+	fstat(pass, &sy);
+	pthread_t t;
+	if (pthread_create(&t, NULL, resolve_syncer, NULL) != 0)
+		die("pthread_create");
+	snprintf(path, sizeof(path), "%s.reached", logpath);
+	int reached = appears(path); /* it saw x.noop there, has not bound it */
+	if (dup2(pass, stale_number) != stale_number)
+		die("dup2 y.pass");
+	make_file(logpath);
+	pthread_join(t, NULL);
+	fstat(stale_number, &sk);
+	const char *e = pwrite(stale_number, "r", 1, 0) == 1 ? ename(fsync(stale_number)) : "write";
+	printf("dup2resolve: reached=%d fdatasync=%s fsync=%s kernel_ino=%llu pass_ino=%llu\n", reached, resolve_e, e,
+	       (unsigned long long)sk.st_ino, (unsigned long long)sy.st_ino);
 	return 0;
 }
 
@@ -693,6 +818,10 @@ int main(int argc, char **argv)
 		return do_reuse();
 	if (!strcmp(cmd, "dup2race") && dir)
 		return do_dup2race();
+	if (!strcmp(cmd, "dup2stale") && dir && logpath)
+		return do_dup2stale();
+	if (!strcmp(cmd, "dup2resolve") && dir && logpath)
+		return do_dup2resolve();
 	if (!strcmp(cmd, "unlinked") && dir)
 		return do_unlinked();
 	if (!strcmp(cmd, "msyncmoved") && dir)

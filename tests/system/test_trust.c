@@ -237,6 +237,68 @@ Test(trust, racing_dup2s_never_give_a_number_the_other_files_rule)
 		     "raced for), %d reached it: the others got the noop file's rule", pass, real);
 }
 
+/* The window the race above hits only now and then (oracle fdrace:15753764,
+ * 15753767, 8439381), made to happen: thread A's dup2 of x.noop reaches
+ * the kernel first, main's dup2 of y.pass second (the kernel keeps
+ * y.pass), main's slot copy and check run whole, then A's copy names
+ * x.noop, and A is held before its own check while main fsyncs the number
+ * (a hold chain: the same thread stopped twice). The fsync must reach
+ * y.pass, the file the kernel has there. */
+Test(trust, fsync_between_a_racing_dup2s_copy_and_its_check_gets_the_kernels_file)
+{
+	char *d = h_path("s");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *hold = h_path("stale.hold");
+	char *ini = tr_ini("s.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, ini);
+	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
+	h_env(&c, "SYNCSHIM_TEST_HOLD_AT=dup_onto_kernel,dup_onto_copied");
+	h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+	h_args(&c, h_prog("trustb"), "dup2stale", "-d", d, "-l", hold, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb dup2stale");
+	cr_assert(h_has(r.out, "reached=1,1 fsync=0"), "the shim never reached both holds: %s", r.out);
+	unsigned long long pass = (unsigned long long)h_num_after(r.out, "pass_ino=", 0);
+	cr_assert_eq((unsigned long long)h_num_after(r.out, "kernel_ino=", -1), pass, "the kernel kept the other: %s",
+		     r.out);
+	struct h_log log = h_log_load(&c);
+	cr_assert_eq(real_syncs(&log, pass), 1,
+		     "the fsync of the number the kernel gave y.pass got x.noop's rule from a slot copy not yet "
+		     "checked: %s",
+		     r.out);
+}
+
+/* The same race met by the shim's own look-up: a thread syncs a number
+ * the shim has not bound (it saw x.noop there), and main's whole dup2 of
+ * y.pass onto it lands before that thread binds what it saw. On failfs
+ * (no birth times: the inode number alone names a file) that bind named
+ * x.noop for good; the next fsync of the number must reach y.pass. Only
+ * fsyncs are counted: the racing thread's fdatasync may go either way. */
+Test(trust, a_lookup_that_a_dup2_overtakes_binds_nothing_stale)
+{
+	char *mnt = tr_mount();
+	char *d = h_fmt("%s/l", mnt);
+	cr_assert_eq(mkdir(d, 0755), 0);
+	char *hold = h_path("resolve.hold");
+	char *ini = tr_ini("l.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, ini);
+	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
+	h_env(&c, "SYNCSHIM_TEST_HOLD_AT=fd_get_resolve");
+	h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+	h_args(&c, h_prog("trustb"), "dup2resolve", "-d", d, "-l", hold, NULL);
+	struct h_result r = h_run(&c);
+	h_failfs_umount(mnt);
+	h_assert_ok(r, "trustb dup2resolve");
+	cr_assert(h_has(r.out, "reached=1 fdatasync=0 fsync=0"), "the shim never reached its hold: %s", r.out);
+	unsigned long long pass = (unsigned long long)h_num_after(r.out, "pass_ino=", 0);
+	cr_assert_eq((unsigned long long)h_num_after(r.out, "kernel_ino=", -1), pass, "%s", r.out);
+	struct h_log log = h_log_load(&c);
+	cr_assert_eq(h_count(&log, "fsync", pass), 1,
+		     "the fsync of y.pass's number got x.noop's rule from a binding made after the dup2: %s", r.out);
+}
+
 /* ---- 4: a new file never inherits a deleted file's error or rule ------------ */
 
 /* a.def (defer) gets a deferred sync that fails beneath the shim after
