@@ -52,21 +52,13 @@ static int held_unlink(const char *dir, const char *hold)
 		return 1;
 	(void)write_sync(fd);
 	close(fd);
-	struct stat st;
-	for (int i = 0; i < 10000 && stat(reached, &st) != 0; i++) {
-		struct timespec ts = { 0, 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
-	int ok = stat(reached, &st) == 0;
+	int ok = hold_marker_appears(reached, 10000);
 	int u = unlink(path);
 	int h = open(hold, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (h >= 0)
 		close(h);
 	snprintf(reached, sizeof(reached), "%s.left", hold);
-	for (int i = 0; i < 10000 && stat(reached, &st) != 0; i++) {
-		struct timespec ts = { 0, 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	(void)hold_marker_appears(reached, 10000);
 	sync();
 	printf("ghosts: held reached=%d unlink=%d\n", ok, u);
 	return 0;

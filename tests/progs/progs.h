@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +25,20 @@ static inline void pattern(char *buf, size_t n, unsigned long long off)
 		unsigned pos = (unsigned)(o & 15);
 		buf[i] = pos == 15 ? '\n' : hex[((o & ~15ull) >> (4 * (14 - pos))) & 15];
 	}
+}
+
+/* Whether PATH exists within ms milliseconds, looked for every 1 ms: the
+ * markers a shim test hold makes (SYNCSHIM_TEST_HOLD_FILE.reached when a
+ * thread is stopped there, .left when it goes on; no hold: 0 after the
+ * wait). */
+static inline int hold_marker_appears(const char *path, int ms)
+{
+	struct stat st;
+	for (int i = 0; i < ms && stat(path, &st) != 0; i++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return stat(path, &st) == 0;
 }
 
 /* CLOCK_MONOTONIC in nanoseconds. */

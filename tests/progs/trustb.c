@@ -290,18 +290,6 @@ static void *stale_dup2er(void *arg)
 	return NULL;
 }
 
-/* Whether PATH exists within 5 s: the shim's hold makes it when a thread
- * is stopped there (no shim, no hold: 0 after the wait). */
-static int appears(const char *path)
-{
-	struct stat st;
-	for (int i = 0; i < 5000 && stat(path, &st) != 0; i++) {
-		struct timespec ts = { 0, 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
-	return stat(path, &st) == 0;
-}
-
 static void make_file(const char *path)
 {
 	int h = open(path, O_WRONLY | O_CREAT, 0644);
@@ -309,27 +297,35 @@ static void make_file(const char *path)
 		close(h);
 }
 
-static int do_dup2stale(void)
+/* The two races' files: DIR/x.noop (a noop rule) into *noop, DIR/y.pass
+ * (passthrough) returned, its identity into *pass_st. */
+static int open_noop_and_pass(int *noop, struct stat *pass_st)
 {
-	char x[4096], y[4096], path[4200];
+	char x[4096], y[4096];
 	snprintf(x, sizeof(x), "%s/x.noop", dir);
 	snprintf(y, sizeof(y), "%s/y.pass", dir);
-	stale_noop = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	*noop = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	int pass = open(y, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (stale_noop < 0 || pass < 0)
+	if (*noop < 0 || pass < 0 || fstat(pass, pass_st) != 0)
 		die("open");
+	return pass;
+}
+
+static int do_dup2stale(void)
+{
+	char path[4200];
 	struct stat sy, sk;
-	fstat(pass, &sy);
+	int pass = open_noop_and_pass(&stale_noop, &sy);
 	pthread_t t;
 	if (pthread_create(&t, NULL, stale_dup2er, NULL) != 0)
 		die("pthread_create");
 	snprintf(path, sizeof(path), "%s.reached", logpath);
-	int after_kernel = appears(path); /* its kernel call made, its slot copy not */
+	int after_kernel = hold_marker_appears(path, 5000); /* its kernel call made, its slot copy not */
 	if (dup2(pass, stale_number) != stale_number) /* second in the kernel, first to copy */
 		die("dup2 y.pass");
 	make_file(logpath);
 	snprintf(path, sizeof(path), "%s.1.reached", logpath);
-	int after_copy = appears(path); /* its copy made (x.noop), its check not */
+	int after_copy = hold_marker_appears(path, 5000); /* its copy made (x.noop), its check not */
 	fstat(stale_number, &sk);
 	const char *e = pwrite(stale_number, "s", 1, 0) == 1 ? ename(fsync(stale_number)) : "write";
 	snprintf(path, sizeof(path), "%s.1", logpath);
@@ -353,13 +349,9 @@ static void *resolve_syncer(void *arg)
 
 static int do_dup2resolve(void)
 {
-	char x[4096], y[4096], path[4200];
-	snprintf(x, sizeof(x), "%s/x.noop", dir);
-	snprintf(y, sizeof(y), "%s/y.pass", dir);
-	int noop = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	int pass = open(y, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (noop < 0 || pass < 0)
-		die("open");
+	char path[4200];
+	struct stat sy, sk;
+	int noop, pass = open_noop_and_pass(&noop, &sy);
 	if (fsync(noop) != 0) /* the shim's look at inherited descriptors is done */
 		die("fsync x.noop");
 	stale_number = 41;
@@ -368,13 +360,11 @@ static int do_dup2resolve(void)
 	long (*raw_syscall)(long, ...) = libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
 	if (!raw_syscall || raw_syscall(SYS_dup3, noop, stale_number, 0) != stale_number)
 		die("dup3");
-	struct stat sy, sk;
-	fstat(pass, &sy);
 	pthread_t t;
 	if (pthread_create(&t, NULL, resolve_syncer, NULL) != 0)
 		die("pthread_create");
 	snprintf(path, sizeof(path), "%s.reached", logpath);
-	int reached = appears(path); /* it saw x.noop there, has not bound it */
+	int reached = hold_marker_appears(path, 5000); /* it saw x.noop there, has not bound it */
 	if (dup2(pass, stale_number) != stale_number)
 		die("dup2 y.pass");
 	make_file(logpath);

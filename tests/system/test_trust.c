@@ -237,6 +237,22 @@ Test(trust, racing_dup2s_never_give_a_number_the_other_files_rule)
 		     "raced for), %d reached it: the others got the noop file's rule", pass, real);
 }
 
+/* trustb MODE in DIR (x.noop under a noop rule, passthrough for the rest),
+ * real syncs recorded beneath the shim, held at the chain HOLDS (the
+ * trustb side makes the hold files as its steps are done). */
+static struct h_result dup2_race_run(struct h_cmd *c, const char *dir, const char *mode, const char *holds)
+{
+	char *hold = h_path(h_fmt("%s.hold", mode));
+	char *ini = tr_ini(h_fmt("%s.ini", mode),
+			   h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", dir));
+	tr_cmd(c, H_SHIM_REC, ini);
+	h_env(c, "RECLAYER_OPS=fsync,fdatasync");
+	h_envf(c, "SYNCSHIM_TEST_HOLD_AT=%s", holds);
+	h_envf(c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+	h_args(c, h_prog("trustb"), mode, "-d", dir, "-l", hold, NULL);
+	return h_run(c);
+}
+
 /* The window the race above hits only now and then (oracle fdrace:15753764,
  * 15753767, 8439381), made to happen: thread A's dup2 of x.noop reaches
  * the kernel first, main's dup2 of y.pass second (the kernel keeps
@@ -248,15 +264,8 @@ Test(trust, fsync_between_a_racing_dup2s_copy_and_its_check_gets_the_kernels_fil
 {
 	char *d = h_path("s");
 	cr_assert_eq(mkdir(d, 0755), 0);
-	char *hold = h_path("stale.hold");
-	char *ini = tr_ini("s.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
 	struct h_cmd c;
-	tr_cmd(&c, H_SHIM_REC, ini);
-	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
-	h_env(&c, "SYNCSHIM_TEST_HOLD_AT=dup_onto_kernel,dup_onto_copied");
-	h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
-	h_args(&c, h_prog("trustb"), "dup2stale", "-d", d, "-l", hold, NULL);
-	struct h_result r = h_run(&c);
+	struct h_result r = dup2_race_run(&c, d, "dup2stale", "dup_onto_kernel,dup_onto_copied");
 	h_assert_ok(r, "trustb dup2stale");
 	cr_assert(h_has(r.out, "reached=1,1 fsync=0"), "the shim never reached both holds: %s", r.out);
 	unsigned long long pass = (unsigned long long)h_num_after(r.out, "pass_ino=", 0);
@@ -280,15 +289,8 @@ Test(trust, a_lookup_that_a_dup2_overtakes_binds_nothing_stale)
 	char *mnt = tr_mount();
 	char *d = h_fmt("%s/l", mnt);
 	cr_assert_eq(mkdir(d, 0755), 0);
-	char *hold = h_path("resolve.hold");
-	char *ini = tr_ini("l.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
 	struct h_cmd c;
-	tr_cmd(&c, H_SHIM_REC, ini);
-	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
-	h_env(&c, "SYNCSHIM_TEST_HOLD_AT=fd_get_resolve");
-	h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
-	h_args(&c, h_prog("trustb"), "dup2resolve", "-d", d, "-l", hold, NULL);
-	struct h_result r = h_run(&c);
+	struct h_result r = dup2_race_run(&c, d, "dup2resolve", "fd_get_resolve");
 	h_failfs_umount(mnt);
 	h_assert_ok(r, "trustb dup2resolve");
 	cr_assert(h_has(r.out, "reached=1 fdatasync=0 fsync=0"), "the shim never reached its hold: %s", r.out);
