@@ -109,6 +109,11 @@ static __thread struct slot *slots;
 static void *_Atomic maps[NMAPS];
 static _Atomic long next_desc = 1;
 static pthread_t tids[MAX_THREADS];
+/* Every thread starts its list only once all exist: a kill or cancel of
+ * thread t reads tids[t], which pthread_create fills in its own time (the
+ * shim's wrapped pthread_create is slower: soak mix:8439206 and 8374701,
+ * pthread_kill of a pthread_t not yet written, SIGSEGV on one side only). */
+static pthread_barrier_t all_started;
 static pid_t kids[MAX_CHILDREN * 4];
 static _Atomic int nkids;
 static int proc_tag; /* 0 the parent, 1+K a forked child running list K */
@@ -731,16 +736,20 @@ static void run_list(int th, const struct oplist *L)
 		do_op(th, i, &L->ops[i]);
 }
 
+static void crash_stack(int th);
+
 static void *thread_main(void *p)
 {
 	int th = (int)(intptr_t)p;
 	slots = slot_tables[th];
+	crash_stack(th);
 	/* Born with SIGUSR1 blocked (main): its handler runs the handler list
 	 * on this thread's slots, which exist only from here on. */
 	sigset_t usr1;
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+	pthread_barrier_wait(&all_started);
 	if (cancel_async)
 		pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
 	run_list(th, &threads[th]);
@@ -835,14 +844,21 @@ static void crash_handler(int sig)
 	raise(sig); /* SA_RESETHAND: the default action now */
 }
 
+/* An alternate stack is per thread: each thread takes its own, so that
+ * a thread's stack overflow too leaves its crash.bt. */
+static void crash_stack(int th)
+{
+	static char altstacks[MAX_THREADS][64 * 1024];
+	stack_t ss = { .ss_sp = altstacks[th], .ss_size = sizeof(altstacks[th]) };
+	sigaltstack(&ss, NULL);
+}
+
 static void crash_watch(void)
 {
-	static char altstack[64 * 1024];
 	void *warm[1];
 	backtrace(warm, 1); /* its first call loads libgcc: not in a handler */
 	snprintf(crash_path, sizeof(crash_path), "%s/crash.bt", dir);
-	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
-	sigaltstack(&ss, NULL);
+	crash_stack(0);
 	struct sigaction sa = { .sa_handler = crash_handler, .sa_flags = SA_RESETHAND | SA_ONSTACK | SA_NODEFER };
 	const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE };
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -882,9 +898,12 @@ int main(int argc, char **argv)
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &usr1, &before);
+	pthread_barrier_init(&all_started, NULL, (unsigned)nthreads);
 	for (int t = 1; t < nthreads; t++)
-		pthread_create(&tids[t], NULL, thread_main, (void *)(intptr_t)t);
+		if (pthread_create(&tids[t], NULL, thread_main, (void *)(intptr_t)t) != 0)
+			return 2; /* the barrier would never open */
 	pthread_sigmask(SIG_SETMASK, &before, NULL);
+	pthread_barrier_wait(&all_started);
 	run_list(0, &threads[0]);
 
 	struct line l = { .n = 0 };
