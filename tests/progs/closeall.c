@@ -11,7 +11,8 @@
  *    descriptor may exist.
  * 2. Every descriptor 3..1023 is closed: by a close() loop, close_range,
  *    closefrom, raw syscall(SYS_close) (out of the shim's sight), or
- *    dup2 of /dev/null over each number and then a close() loop.
+ *    dup2 of /dev/null over each number and then a close() loop, where
+ *    every dup2 and every close must succeed: each number is the app's.
  * 3. FILES files (default 120, so their numbers pass the shim's own) are
  *    opened, DIR/b.K.dat, and written in rounds: one 512-byte record to
  *    each + fsync. With -l, rounds go on until LOG has grown twice since
@@ -20,6 +21,7 @@
  * 16-byte pattern of tests/harness/harness.c) or errors; exit 1 on any failure.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -49,6 +51,13 @@ static int write_rec(int fd, long long off)
 	return pwrite(fd, buf, REC, off) == REC && fsync(fd) == 0 ? 0 : -1;
 }
 
+/* Closes that failed where the app owned the number (dup2 mode: every
+ * number 3..TOP-1 was just made the app's by a dup2 that succeeded, so
+ * each close must return 0; a shim that let the dup2 replace its own
+ * descriptor without moving it away first still calls the number its own
+ * and answers EBADF). */
+static int bad_closes;
+
 static void close_all(const char *mode)
 {
 	if (!strcmp(mode, "range")) {
@@ -59,14 +68,18 @@ static void close_all(const char *mode)
 		for (int fd = 3; fd < TOP; fd++)
 			syscall(SYS_close, fd);
 	} else {
-		if (!strcmp(mode, "dup2")) {
+		bool dup2_mode = !strcmp(mode, "dup2");
+		if (dup2_mode) {
 			int nul = open("/dev/null", O_WRONLY);
 			for (int fd = 3; fd < TOP && nul >= 0; fd++)
-				if (fd != nul)
-					dup2(nul, fd);
+				if (fd != nul && dup2(nul, fd) != fd)
+					bad_closes++;
 		}
 		for (int fd = 3; fd < TOP; fd++)
-			close(fd);
+			if (close(fd) != 0 && dup2_mode) {
+				fprintf(stderr, "closeall: close(%d) after dup2 onto it: %s\n", fd, strerror(errno));
+				bad_closes++;
+			}
 	}
 }
 
@@ -120,6 +133,10 @@ int main(int argc, char **argv)
 	} while (log && grew < 2 && now_ns() < deadline);
 	for (int k = 0; k < nfiles; k++)
 		close(fds[k]);
+	if (bad_closes) {
+		fprintf(stderr, "closeall: %d dup2s or closes of the app's own numbers failed\n", bad_closes);
+		return 1;
+	}
 	printf("closeall: ok rounds=%d log_growth=%d\n", rounds, grew);
 	return 0;
 }
