@@ -106,6 +106,11 @@ struct slot {
 static struct slot slot_tables[MAX_THREADS][NSLOTS];
 static __thread struct slot *slots;
 #define SHARED_FD0 96
+/* dup2race's calls onto each shared number, begun and ended. A look
+ * before and after an fsyncn cannot see a dup2 of another file and one
+ * back between them (A, B, A: the fsync reached B; seed fdrace:7896786,
+ * the baseline judged uncovered): the counts can. */
+static _Atomic unsigned long shared_dup2_begun[4], shared_dup2_ended[4];
 static void *_Atomic maps[NMAPS];
 static _Atomic long next_desc = 1;
 static pthread_t tids[MAX_THREADS];
@@ -205,6 +210,11 @@ static void ident(int fd, unsigned long long *ino, long long *birth)
  * (seed mix:15690372: an fdatasync of a just-closed number that a slow
  * sync let another thread's open take, judged as that file's). */
 static __thread bool pre_looked;
+/* An fsyncn's shared number (else -1) and the dup2race counts read just
+ * before its look: any dup2 onto it in flight then or made by the time of
+ * the look after the call makes the line racy. */
+static __thread int shared_looked = -1;
+static __thread unsigned long shared_begun0, shared_ended0;
 
 /* One journal line for a finished call. */
 static void journal(int th, int idx, const struct op *o, const char *name, int slot, int fd,
@@ -236,6 +246,13 @@ static void journal(int th, int idx, const struct op *o, const char *name, int s
 		ino = pre_ino;
 	} else if (pre_looked && ino) {
 		kv(&l, "racy", 1);
+	}
+	if (shared_looked >= 0) {
+		unsigned long b = atomic_load(&shared_dup2_begun[shared_looked]);
+		if (shared_begun0 != shared_ended0 || b != shared_begun0 ||
+		    atomic_load(&shared_dup2_ended[shared_looked]) != shared_ended0)
+			kv(&l, "racy", 1);
+		shared_looked = -1;
 	}
 	kv(&l, "ino", (long long)ino);
 	kv(&l, "birth", birth);
@@ -369,7 +386,10 @@ static void do_op(int th, int idx, const struct op *o)
 		pre_looked = true;
 	}
 	if (o->kind == OP_FSYNCN) {
-		ident(SHARED_FD0 + (int)(o->a[0] % 4), &pre_ino, &pre_birth);
+		shared_looked = (int)(o->a[0] % 4);
+		shared_ended0 = atomic_load(&shared_dup2_ended[shared_looked]);
+		shared_begun0 = atomic_load(&shared_dup2_begun[shared_looked]);
+		ident(SHARED_FD0 + shared_looked, &pre_ino, &pre_birth);
 		pre_looked = true;
 	}
 	uint64_t t0 = now();
@@ -518,8 +538,10 @@ static void do_op(int th, int idx, const struct op *o)
 	case OP_DUP2RACE: /* slot n: dup2 onto shared number n, which other threads dup2 onto too */
 		fd = slot_fd(s);
 		desc = atomic_load(&slots[s].desc);
+		atomic_fetch_add(&shared_dup2_begun[o->a[1] % 4], 1);
 		ret = dup2(fd, SHARED_FD0 + (int)(o->a[1] % 4));
 		err = ret < 0 ? errno : 0;
+		atomic_fetch_add(&shared_dup2_ended[o->a[1] % 4], 1);
 		break;
 	case OP_FSYNCN: /* n: fsync the shared number n */
 		fd = SHARED_FD0 + (int)(o->a[0] % 4);
