@@ -3,7 +3,12 @@
  *
  * msync names an address, not a file, so shared file mappings made
  * through mmap are remembered as [start, end) -> shim_file. munmap (and a
- * MAP_FIXED mapping on top) trims or drops them. A small fixed table under
+ * MAP_FIXED mapping on top) trims or drops them, before the kernel call:
+ * the record must never outlive the kernel's mapping, or an msync of the
+ * address made meanwhile (another file mapped there, by another thread or
+ * behind the shim's back) gets the old file's rule. A range forgotten
+ * too early, or for a call that then fails, only makes its msync pass
+ * through: a real sync, never a skipped one. A small fixed table under
  * a mutex: mappings are few and mmap is not a hot path; munmap skips the
  * lock entirely while nothing is tracked (a JVM unmaps a lot of memory).
  * Lock order: this table's lock, then the registry's (dropping a region's
@@ -152,18 +157,29 @@ static void *mmap_done(void *p, size_t len, int prot, int flags, int fd)
 	if (p == MAP_FAILED || shim_bypass())
 		return p;
 	int e = errno;
+	if (flags & MAP_FIXED)
+		TEST_HOLD("mmap_fixed_done");
 	if (fd >= 0 && (flags & MAP_SHARED) && (prot & PROT_WRITE) && crash_on())
 		crash_limit_fd(fd, "a shared writable mapping of a file in scope: writes through it are not logged");
 	if (fd >= 0 && (flags & MAP_SHARED))
 		mmap_track_add(p, len, fd);
-	else if (flags & MAP_FIXED)
-		mmap_track_remove(p, len);
 	errno = e;
 	return p;
 }
 
+/* A MAP_FIXED mapping replaces whatever was at [addr, addr + len). */
+static void mmap_before(void *addr, size_t len, int flags)
+{
+	if ((flags & MAP_FIXED) && !shim_bypass()) {
+		int e = errno;
+		mmap_track_remove(addr, len);
+		errno = e;
+	}
+}
+
 SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+	mmap_before(addr, len, flags);
 	void *p = LIBC(mmap)(addr, len, prot, flags, fd, off);
 	uring_note_mmap(p, len, fd, off); /* an io_uring ring's SQ ring or SQEs (uring.c) */
 	return mmap_done(p, len, prot, flags, fd);
@@ -171,6 +187,7 @@ SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 SHIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
+	mmap_before(addr, len, flags);
 	void *p = LIBC(mmap64)(addr, len, prot, flags, fd, off);
 	uring_note_mmap(p, len, fd, off);
 	return mmap_done(p, len, prot, flags, fd);
@@ -179,11 +196,14 @@ SHIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64
 SHIM_API int munmap(void *addr, size_t len)
 {
 	uring_note_munmap(addr, len); /* before: a ring's entries are read while still mapped */
-	int r = LIBC(munmap)(addr, len);
-	if (r == 0 && !shim_bypass()) {
+	bool seen = !shim_bypass();
+	if (seen) {
 		int e = errno;
 		mmap_track_remove(addr, len);
 		errno = e;
 	}
+	int r = LIBC(munmap)(addr, len);
+	if (r == 0 && seen)
+		TEST_HOLD("munmap_done");
 	return r;
 }

@@ -75,6 +75,15 @@
  *   trustb nofile -f FILE -L LIMIT [-l LOG]
  *       RLIMIT_NOFILE LIMIT, FILE written and fsynced, then opened until
  *       an open fails. "nofile: opens=N errno=E"
+ *   trustb unmapstale -d DIR -l HOLD   (SYNCSHIM_TEST_HOLD_AT=munmap_done)
+ *   trustb remapstale -d DIR -l HOLD   (SYNCSHIM_TEST_HOLD_AT=mmap_fixed_done)
+ *       DIR/x.noop and DIR/y.pass, a page each; x.noop mapped shared at P.
+ *       A thread takes x.noop's mapping away and is held once its kernel
+ *       call is made (HOLD.reached): unmapstale munmaps P, and main then
+ *       maps y.pass at P behind the shim's back (libc's own syscall());
+ *       remapstale maps y.pass over P with MAP_FIXED. Main writes P and
+ *       msync(MS_SYNC)s it, makes HOLD and joins the thread.
+ *       "mapstale: reached=R msync=E at_p=A"
  *
  * Exit 0 unless a call the scenario depends on failed (1) or usage (2).
  */
@@ -373,6 +382,63 @@ static int do_dup2resolve(void)
 	const char *e = pwrite(stale_number, "r", 1, 0) == 1 ? ename(fsync(stale_number)) : "write";
 	printf("dup2resolve: reached=%d fdatasync=%s fsync=%s kernel_ino=%llu pass_ino=%llu\n", reached, resolve_e, e,
 	       (unsigned long long)sk.st_ino, (unsigned long long)sy.st_ino);
+	return 0;
+}
+
+/* ---- unmapstale, remapstale ---------------------------------------------- */
+
+static char *stale_p;
+static int stale_pass_fd, stale_remap;
+
+static void *stale_unmapper(void *arg)
+{
+	(void)arg;
+	if (stale_remap)
+		mmap(stale_p, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, stale_pass_fd, 0);
+	else
+		munmap(stale_p, 4096);
+	return NULL;
+}
+
+/* The shim's record of which file is mapped where must never outlive the
+ * kernel's: while a thread's munmap or MAP_FIXED mmap is between its
+ * kernel call and the shim's bookkeeping, an msync of the address that
+ * now holds y.pass must not get x.noop's rule. */
+static int do_mapstale(int remap)
+{
+	char path[4200], x[4096], y[4096];
+	snprintf(x, sizeof(x), "%s/x.noop", dir);
+	snprintf(y, sizeof(y), "%s/y.pass", dir);
+	int noop = open(x, O_RDWR | O_CREAT | O_TRUNC, 0644), pass = open(y, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (noop < 0 || pass < 0 || ftruncate(noop, 4096) != 0 || ftruncate(pass, 4096) != 0)
+		die("open");
+	stale_p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, noop, 0);
+	if (stale_p == MAP_FAILED)
+		die("mmap x.noop");
+	stale_p[0] = 'x';
+	stale_pass_fd = pass;
+	stale_remap = remap;
+	pthread_t t;
+	if (pthread_create(&t, NULL, stale_unmapper, NULL) != 0)
+		die("pthread_create");
+	snprintf(path, sizeof(path), "%s.reached", logpath);
+	int reached = hold_marker_appears(path, 5000);
+	void *at = stale_p;
+	if (!remap) { /* a mapping the shim never sees made (a runtime's raw mmap) */
+		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		long (*raw_syscall)(long, ...) = libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
+		at = raw_syscall ? (void *)raw_syscall(SYS_mmap, stale_p, 4096, PROT_READ | PROT_WRITE,
+						       MAP_SHARED | MAP_FIXED_NOREPLACE, pass, 0)
+				 : MAP_FAILED;
+	}
+	const char *e = "none";
+	if (at == stale_p) {
+		stale_p[0] = 'y';
+		e = ename(msync(stale_p, 4096, MS_SYNC));
+	}
+	make_file(logpath);
+	pthread_join(t, NULL);
+	printf("mapstale: reached=%d msync=%s at_p=%d\n", reached, e, at == stale_p);
 	return 0;
 }
 
@@ -812,6 +878,8 @@ int main(int argc, char **argv)
 		return do_dup2stale();
 	if (!strcmp(cmd, "dup2resolve") && dir && logpath)
 		return do_dup2resolve();
+	if ((!strcmp(cmd, "unmapstale") || !strcmp(cmd, "remapstale")) && dir && logpath)
+		return do_mapstale(!strcmp(cmd, "remapstale"));
 	if (!strcmp(cmd, "unlinked") && dir)
 		return do_unlinked();
 	if (!strcmp(cmd, "msyncmoved") && dir)

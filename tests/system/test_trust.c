@@ -6,6 +6,8 @@
  * (tests/lib/reclayer.so), failfs (tests/lib/failfs.c), /proc/self/fd
  * of the process, the program's own results.
  */
+#include <sys/mman.h>
+
 #include "harness.h"
 #include "undofmt.h"
 
@@ -299,6 +301,38 @@ Test(trust, a_lookup_that_a_dup2_overtakes_binds_nothing_stale)
 	struct h_log log = h_log_load(&c);
 	cr_assert_eq(h_count(&log, "fsync", pass), 1,
 		     "the fsync of y.pass's number got x.noop's rule from a binding made after the dup2: %s", r.out);
+}
+
+/* The same kind of window for mappings: which file is mapped at an address
+ * was the shim's to forget after the kernel call, so between a thread's
+ * munmap (or MAP_FIXED mmap over it) and the shim's bookkeeping, an
+ * msync of the address, where the kernel now has y.pass, got x.noop's
+ * rule: MS_SYNC answered with an MS_ASYNC. */
+Test(trust, an_msync_while_a_mapping_is_replaced_gets_the_new_files_rule)
+{
+	static const char *const modes[][2] = { { "unmapstale", "munmap_done" }, { "remapstale", "mmap_fixed_done" } };
+	for (int m = 0; m < 2; m++) {
+		char *d = h_path(modes[m][0]);
+		cr_assert_eq(mkdir(d, 0755), 0);
+		char *hold = h_path(h_fmt("%s.hold", modes[m][0]));
+		char *ini = tr_ini(h_fmt("%s.ini", modes[m][0]), h_fmt("[shim]\npolicy = passthrough\n[rule n]\n"
+									 "path = %s/*.noop\nsync = noop\n", d));
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM_REC, ini);
+		h_env(&c, "RECLAYER_OPS=msync");
+		h_envf(&c, "SYNCSHIM_TEST_HOLD_AT=%s", modes[m][1]);
+		h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+		h_args(&c, h_prog("trustb"), modes[m][0], "-d", d, "-l", hold, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, modes[m][0]);
+		cr_assert(h_has(r.out, "mapstale: reached=1 msync=0 at_p=1"), "%s: %s", modes[m][0], r.out);
+		struct h_log log = h_log_load(&c);
+		int full = 0;
+		for (size_t i = 0; i < log.n; i++)
+			full += !strcmp(log.r[i].op, "msync") && (log.r[i].flags & MS_SYNC) && log.r[i].ret == 0;
+		cr_expect_eq(full, 1, "%s: the msync(MS_SYNC) of y.pass's page got x.noop's rule (%d reached libc "
+			     "as MS_SYNC)", modes[m][0], full);
+	}
 }
 
 /* ---- 4: a new file never inherits a deleted file's error or rule ------------ */
