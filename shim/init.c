@@ -178,9 +178,45 @@ static struct {
 static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
 _Atomic uint32_t shim_threads_quit;
 
+/*
+ * Threads of ours created and not yet running their function. A fork
+ * waits for them (atfork_prepare, bounded): between pthread_create and
+ * its function a new thread may be inside a sanitizer's thread start,
+ * which allocates with the sanitizer's allocator, and gcc 12's libasan
+ * does not lock that allocator around fork, so the child's first
+ * allocation (its own thread of ours, pthread_create's) could wait
+ * forever for a lock held by a thread it does not have (make asan:
+ * test_shim concurrency/fork_child_follows_policy, 1 run in 9; the
+ * child's live thread in ASan's calloc, the parent's created just before
+ * the fork). Nothing else of a thread's start is ours to wait for.
+ */
+static _Atomic int threads_starting;
+
+static void thread_running(void)
+{
+	atomic_fetch_sub(&threads_starting, 1);
+}
+
+static void threads_wait_started(void)
+{
+	for (int i = 0; i < 1000 && atomic_load(&threads_starting) > 0; i++) {
+		struct timespec ts = { 0, 100 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* A joinable thread of ours (no table slot): arg is its function. */
+static void *joinable_trampoline(void *arg)
+{
+	void *(*fn)(void *) = (void *(*)(void *))arg;
+	thread_running();
+	return fn(NULL);
+}
+
 static void *thread_trampoline(void *arg)
 {
 	int i = (int)(intptr_t)arg;
+	thread_running();
 	void *r = threads_tab[i].fn(NULL);
 	atomic_store(&threads_tab[i].state, SLOT_ENDED); /* its last act: joining it now waits for nothing */
 	return r;
@@ -213,7 +249,10 @@ static int start_one(void *(*fn)(void *), pthread_attr_t *at, pthread_t *t)
 		threads_tab[slot].fn = fn;
 		threads_tab[slot].id = 0;
 		atomic_store(&threads_tab[slot].state, SLOT_RUNNING);
+		atomic_fetch_add(&threads_starting, 1);
 		r = pthread_create(t, at, thread_trampoline, (void *)(intptr_t)slot) == 0 ? 0 : -1;
+		if (r != 0)
+			thread_running(); /* it never will */
 		if (r == 0)
 			threads_tab[slot].id = *t;
 		else
@@ -238,9 +277,15 @@ int shim_start_thread(void *(*fn)(void *), size_t stack, const char *name, pthre
 	 * straight to libc, uncounted (the shim's threads are not the app's). */
 	shim_enter();
 	int r;
-	if (joinable)
-		r = atomic_load(&shim_threads_quit) ? -1 : pthread_create(&t, &at, fn, NULL) == 0 ? 0 : -1;
-	else
+	if (joinable) {
+		r = -1;
+		if (!atomic_load(&shim_threads_quit)) {
+			atomic_fetch_add(&threads_starting, 1);
+			r = pthread_create(&t, &at, joinable_trampoline, (void *)fn) == 0 ? 0 : -1;
+			if (r != 0)
+				thread_running();
+		}
+	} else
 		r = start_one(fn, &at, &t);
 	shim_leave();
 	if (r == 0)
@@ -279,6 +324,7 @@ void shim_thread_gone_in_child(pthread_t t)
 static void threads_atfork_child(void)
 {
 	pthread_mutex_init(&threads_mu, NULL);
+	atomic_store(&threads_starting, 0); /* none of the parent's starts goes on here */
 	for (int i = 0; i < SHIM_THREADS_MAX; i++) {
 		if (atomic_load(&threads_tab[i].state) != SLOT_FREE)
 			shim_thread_gone_in_child(threads_tab[i].id);
@@ -474,6 +520,7 @@ static void atfork_prepare(void)
 	atfork_skipped = shim_bypass();
 	if (atfork_skipped)
 		return;
+	threads_wait_started();
 	alloc_atfork_lock_init();
 	mmap_track_atfork_prepare();
 	registry_atfork_prepare();
