@@ -871,11 +871,15 @@ static void crash_handler(int sig)
 }
 
 /* An alternate stack is per thread: each thread takes its own, so that
- * a thread's stack overflow too leaves its crash.bt. */
+ * a thread's stack overflow too leaves its crash.bt. One already there
+ * stays (a sanitizer's: ASan unmaps the one it finds when the thread
+ * ends, and fails on ours). */
 static void crash_stack(int th)
 {
 	static char altstacks[MAX_THREADS][64 * 1024];
-	stack_t ss = { .ss_sp = altstacks[th], .ss_size = sizeof(altstacks[th]) };
+	stack_t old, ss = { .ss_sp = altstacks[th], .ss_size = sizeof(altstacks[th]) };
+	if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
+		return;
 	sigaltstack(&ss, NULL);
 }
 
