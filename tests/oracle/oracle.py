@@ -712,25 +712,34 @@ def check(c, run, base=None, self_test=False):
 
     # names: which object each name holds, to tell when a file lost its last name
     names = {}
-    barrier_fails = []  # a rename or link whose barrier sync failed: (the call, the source's object)
+    # every binding of a name, (t0, t1, object or None), in the order the
+    # calls ended: a call that resolved the name early and ended late (a
+    # slow open) is not the name's last binding when another thread's
+    # call on the name ended inside its window
+    bindings = {}
+    barrier_fails = []  # a rename or link whose barrier sync failed
     for j in sorted(J, key=lambda x: ival(x, "t1")):
         op, ok = j.get("op"), ival(j, "ret") >= 0
+        span = (ival(j, "t0"), ival(j, "t1"))
         if op in ("rename", "link") and not ok and ival(j, "errno") in IOERRS:
-            barrier_fails.append((j, names.get(j.get("path"))))
+            barrier_fails.append(j)
         if op == "open" and ok:
             o = obj_at(ival(j, "ino"), ival(j, "t1"))
             if o:
                 names[j.get("path")] = o
+                bindings.setdefault(j.get("path"), []).append(span + (o,))
         elif op in ("rename", "link") and ok:
             a, b = j.get("path"), j.get("path2")
             if a in names and a != b:
                 old = names.get(b)
                 names[b] = names[a]
+                bindings.setdefault(b, []).append(span + (names[a],))
                 if op == "rename":
                     del names[a]
                 if old is not None and old not in names.values() and old.names_lost_at is None:
                     old.names_lost_at = ival(j, "t0")
         elif op == "unlink" and ok:
+            bindings.setdefault(j.get("path"), []).append(span + (None,))
             o = names.pop(j.get("path"), None)
             if o is not None and o not in names.values() and o.names_lost_at is None:
                 o.names_lost_at = ival(j, "t0")
@@ -864,11 +873,29 @@ def check(c, run, base=None, self_test=False):
     # the barrier's sync failed, no name is made): that tells the app
     # (seed fork:8439354, a closed file's deferred fdatasync failed in the
     # flusher and the next rename of its name returned EIO)
-    for j, o in barrier_fails:
-        if o is None:
-            continue
+    # The source's file is the one its name held when the barrier looked
+    # (at the call's start): the last binding ended before that, any whose
+    # window overlaps it (their order is unknown), and any made while the
+    # call ran (seed names:8439416: another thread's slow open of the name
+    # ended after a newer open of it, and the barrier's told error was
+    # judged the stale file's).
+    def sources(j):
+        lt0, lt1 = ival(j, "t0"), ival(j, "t1")
+        hist = bindings.get(j.get("path"), [])
+        before = [h for h in hist if h[1] < lt0]
+        cands = set()
+        if before:
+            last = before[-1]
+            cands.update(h[2] for h in before if h[1] > last[0])
+            cands.add(last[2])
+        cands.update(h[2] for h in hist if h[1] >= lt0 and h[0] <= lt1)
+        cands.discard(None)
+        return cands
+
+    for j in barrier_fails:
+        srcs = sources(j)
         for x, xo in fail_obj:
-            if xo is o and ival(x, "errno") == ival(j, "errno") and ival(x, "t0") <= ival(j, "t1"):
+            if xo in srcs and ival(x, "errno") == ival(j, "errno") and ival(x, "t0") <= ival(j, "t1"):
                 reported.add(id(x))
     # ... each once per descriptor: a second report on one open file
     # description needs a real failure that ended after the first report
