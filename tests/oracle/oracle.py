@@ -876,8 +876,8 @@ def check(c, run, base=None, self_test=False):
     # The source's file is the one its name held when the barrier looked
     # (at the call's start): the last binding ended before that, any whose
     # window overlaps it (their order is unknown), and any made while the
-    # call ran (seed names:8439416: another thread's slow open of the name
-    # ended after a newer open of it, and the barrier's told error was
+    # call ran (seed names:8439416: a slow open of the name ended after
+    # another thread's newer open of it, and the barrier's told error was
     # judged the stale file's).
     def sources(j):
         lt0, lt1 = ival(j, "t0"), ival(j, "t1")
