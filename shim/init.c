@@ -182,10 +182,10 @@ _Atomic uint32_t shim_threads_quit;
  * Threads of ours created and not yet running their function. A fork
  * waits for them (atfork_prepare, bounded): between pthread_create and
  * its function a new thread may be inside a sanitizer's thread start,
- * which allocates with the sanitizer's allocator, and gcc 12's libasan
- * does not lock that allocator around fork, so the child's first
- * allocation (its own thread of ours, pthread_create's) could wait
- * forever for a lock held by a thread it does not have (make asan:
+ * which allocates with the sanitizer's allocator; this machine's libasan
+ * (gcc 12) was seen not to lock that allocator around fork, so the
+ * child's first allocation (its own thread of ours, pthread_create's)
+ * waited forever for a lock held by a thread it does not have (make asan:
  * test_shim concurrency/fork_child_follows_policy, 1 run in 9; the
  * child's live thread in ASan's calloc, the parent's created just before
  * the fork). Nothing else of a thread's start is ours to wait for.

@@ -21,9 +21,9 @@
  * 16-byte pattern of tests/harness/harness.c) or errors; exit 1 on any failure.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,12 +51,12 @@ static int write_rec(int fd, long long off)
 	return pwrite(fd, buf, REC, off) == REC && fsync(fd) == 0 ? 0 : -1;
 }
 
-/* Closes that failed where the app owned the number (dup2 mode: every
- * number 3..TOP-1 was just made the app's by a dup2 that succeeded, so
- * each close must return 0; a shim that let the dup2 replace its own
+/* dup2 mode's calls on the app's own numbers that failed: every dup2
+ * onto 3..TOP-1 must succeed, and so must every close after it (each
+ * number is the app's then; a shim that let the dup2 replace its own
  * descriptor without moving it away first still calls the number its own
  * and answers EBADF). */
-static int bad_closes;
+static int app_number_failures;
 
 static void close_all(const char *mode)
 {
@@ -72,13 +72,15 @@ static void close_all(const char *mode)
 		if (dup2_mode) {
 			int nul = open("/dev/null", O_WRONLY);
 			for (int fd = 3; fd < TOP && nul >= 0; fd++)
-				if (fd != nul && dup2(nul, fd) != fd)
-					bad_closes++;
+				if (fd != nul && dup2(nul, fd) != fd) {
+					fprintf(stderr, "closeall: dup2 onto %d: %s\n", fd, strerror(errno));
+					app_number_failures++;
+				}
 		}
 		for (int fd = 3; fd < TOP; fd++)
 			if (close(fd) != 0 && dup2_mode) {
 				fprintf(stderr, "closeall: close(%d) after dup2 onto it: %s\n", fd, strerror(errno));
-				bad_closes++;
+				app_number_failures++;
 			}
 	}
 }
@@ -133,8 +135,8 @@ int main(int argc, char **argv)
 	} while (log && grew < 2 && now_ns() < deadline);
 	for (int k = 0; k < nfiles; k++)
 		close(fds[k]);
-	if (bad_closes) {
-		fprintf(stderr, "closeall: %d dup2s or closes of the app's own numbers failed\n", bad_closes);
+	if (app_number_failures) {
+		fprintf(stderr, "closeall: %d dup2s or closes of the app's own numbers failed\n", app_number_failures);
 		return 1;
 	}
 	printf("closeall: ok rounds=%d log_growth=%d\n", rounds, grew);

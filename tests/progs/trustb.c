@@ -306,25 +306,34 @@ static void make_file(const char *path)
 		close(h);
 }
 
-/* The two races' files: DIR/x.noop (a noop rule) into *noop, DIR/y.pass
- * (passthrough) returned, its identity into *pass_st. */
-static int open_noop_and_pass(int *noop, struct stat *pass_st)
+/* The races' files, opened with access mode acc: DIR/x.noop (a noop
+ * rule) into *noop, DIR/y.pass (passthrough) returned, its identity into
+ * *pass_st. */
+static int open_noop_and_pass(int acc, int *noop, struct stat *pass_st)
 {
 	char x[4096], y[4096];
 	snprintf(x, sizeof(x), "%s/x.noop", dir);
 	snprintf(y, sizeof(y), "%s/y.pass", dir);
-	*noop = open(x, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	int pass = open(y, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	*noop = open(x, acc | O_CREAT | O_TRUNC, 0644);
+	int pass = open(y, acc | O_CREAT | O_TRUNC, 0644);
 	if (*noop < 0 || pass < 0 || fstat(pass, pass_st) != 0)
 		die("open");
 	return pass;
+}
+
+/* libc's own syscall(), not the shim's: what it does the shim never sees
+ * (a runtime's raw system calls). NULL if libc has none. */
+static long (*libc_syscall(void))(long, ...)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	return libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
 }
 
 static int do_dup2stale(void)
 {
 	char path[4200];
 	struct stat sy, sk;
-	int pass = open_noop_and_pass(&stale_noop, &sy);
+	int pass = open_noop_and_pass(O_WRONLY, &stale_noop, &sy);
 	pthread_t t;
 	if (pthread_create(&t, NULL, stale_dup2er, NULL) != 0)
 		die("pthread_create");
@@ -360,13 +369,11 @@ static int do_dup2resolve(void)
 {
 	char path[4200];
 	struct stat sy, sk;
-	int noop, pass = open_noop_and_pass(&noop, &sy);
+	int noop, pass = open_noop_and_pass(O_WRONLY, &noop, &sy);
 	if (fsync(noop) != 0) /* the shim's look at inherited descriptors is done */
 		die("fsync x.noop");
 	stale_number = 41;
-	/* libc's own syscall(), not the shim's: the shim never sees this dup3 */
-	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-	long (*raw_syscall)(long, ...) = libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
+	long (*raw_syscall)(long, ...) = libc_syscall(); /* the shim never sees this dup3 */
 	if (!raw_syscall || raw_syscall(SYS_dup3, noop, stale_number, 0) != stale_number)
 		die("dup3");
 	pthread_t t;
@@ -406,12 +413,11 @@ static void *stale_unmapper(void *arg)
  * now holds y.pass must not get x.noop's rule. */
 static int do_mapstale(int remap)
 {
-	char path[4200], x[4096], y[4096];
-	snprintf(x, sizeof(x), "%s/x.noop", dir);
-	snprintf(y, sizeof(y), "%s/y.pass", dir);
-	int noop = open(x, O_RDWR | O_CREAT | O_TRUNC, 0644), pass = open(y, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (noop < 0 || pass < 0 || ftruncate(noop, 4096) != 0 || ftruncate(pass, 4096) != 0)
-		die("open");
+	char path[4200];
+	struct stat sy;
+	int noop, pass = open_noop_and_pass(O_RDWR, &noop, &sy); /* a shared mapping wants read access */
+	if (ftruncate(noop, 4096) != 0 || ftruncate(pass, 4096) != 0)
+		die("ftruncate");
 	stale_p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, noop, 0);
 	if (stale_p == MAP_FAILED)
 		die("mmap x.noop");
@@ -425,8 +431,7 @@ static int do_mapstale(int remap)
 	int reached = hold_marker_appears(path, 5000);
 	void *at = stale_p;
 	if (!remap) { /* a mapping the shim never sees made (a runtime's raw mmap) */
-		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-		long (*raw_syscall)(long, ...) = libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
+		long (*raw_syscall)(long, ...) = libc_syscall();
 		at = raw_syscall ? (void *)raw_syscall(SYS_mmap, stale_p, 4096, PROT_READ | PROT_WRITE,
 						       MAP_SHARED | MAP_FIXED_NOREPLACE, pass, 0)
 				 : MAP_FAILED;
