@@ -46,7 +46,7 @@ static const char *const real_sync_names[REAL_SYNC_COUNT] = {
 	"auto", "fdatasync", "fsync",
 };
 static const char *const on_close_names[ON_CLOSE_COUNT] = { "async", "sync" };
-static const char *const order_names[ORDER_MODE_COUNT] = { "domain", "file" };
+static const char *const order_names[ORDER_MODE_COUNT] = { "domain", "file", "auto" };
 static const char *const log_mode_names[LOG_MODE_COUNT] = { "off", "summary", "calls" };
 static const char *const unreported_names[UNREPORTED_COUNT] = { "warn", "exit" };
 static const char *const inline_syscalls_names[] = { "off", "trap" }; /* inline_trap false, true */
@@ -120,7 +120,7 @@ static void rule_init_defaults(struct rule *r)
 	r->osync = OSYNC_AUTO;
 	r->real_sync = REAL_SYNC_AUTO;
 	r->on_close = ON_CLOSE_ASYNC;
-	r->order = ORDER_DOMAIN;
+	r->order = ORDER_AUTO;
 	r->max_delay_ms = 100;
 	r->max_bytes = 16u << 20;
 	r->max_calls = 1000;

@@ -60,6 +60,10 @@ enum on_close {
 enum order_mode {
 	ORDER_DOMAIN = 0, /* a write waits for other files' acknowledged syncs */
 	ORDER_FILE,       /* only for its own: other files' order is not waited for */
+	/* The default: domain, but for the standard output and error the
+	 * process inherited (a log redirected to a file, which nobody
+	 * recovers): file. */
+	ORDER_AUTO,
 	ORDER_MODE_COUNT
 };
 

@@ -62,14 +62,14 @@ static struct {
 static void stderr_remember(void)
 {
 	struct stat st;
-	if (fstat(2, &st) == 0)
+	if (LIBC(fstat)(2, &st) == 0)
 		stderr_at_load = (typeof(stderr_at_load)){ true, st.st_dev, st.st_ino, st.st_mode & S_IFMT };
 }
 
 static bool stderr_is_still_ours(int fd)
 {
 	struct stat st;
-	return stderr_at_load.open && fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == stderr_at_load.dev &&
+	return stderr_at_load.open && fd >= 0 && LIBC(fstat)(fd, &st) == 0 && st.st_dev == stderr_at_load.dev &&
 	       st.st_ino == stderr_at_load.ino && (st.st_mode & S_IFMT) == stderr_at_load.type;
 }
 
@@ -520,6 +520,9 @@ static void atfork_prepare(void)
 	atfork_skipped = shim_bypass();
 	if (atfork_skipped)
 		return;
+	/* The child does not share this process's memory: what is held goes
+	 * to the kernel now, and nothing is held from now on (held.c). */
+	held_stop();
 	threads_wait_started();
 	alloc_atfork_lock_init();
 	mmap_track_atfork_prepare();

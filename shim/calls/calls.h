@@ -38,6 +38,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -56,6 +57,30 @@
 	X(ssize_t, readv, (int, const struct iovec *, int), fb_readv)                                            \
 	X(ssize_t, preadv2, (int, const struct iovec *, int, off_t, int), fb_preadv2)                            \
 	X(ssize_t, preadv64v2, (int, const struct iovec *, int, off64_t, int), fb_preadv2)                       \
+	X(ssize_t, pread, (int, void *, size_t, off_t), fb_pread)                                                \
+	X(ssize_t, pread64, (int, void *, size_t, off64_t), fb_pread)                                            \
+	X(ssize_t, preadv, (int, const struct iovec *, int, off_t), fb_preadv)                                   \
+	X(ssize_t, preadv64, (int, const struct iovec *, int, off64_t), fb_preadv)                               \
+	X(ssize_t, __read_chk, (int, void *, size_t, size_t), fb_read_chk)                                       \
+	X(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t), fb_pread_chk)                              \
+	X(ssize_t, __pread64_chk, (int, void *, size_t, off64_t, size_t), fb_pread_chk)                          \
+	X(int, fstat, (int, struct stat *), fb_fstat)                                                            \
+	X(int, fstat64, (int, struct stat64 *), fb_fstat)                                                        \
+	X(int, stat, (const char *, struct stat *), fb_stat)                                                     \
+	X(int, stat64, (const char *, struct stat64 *), fb_stat)                                                 \
+	X(int, lstat, (const char *, struct stat *), fb_lstat)                                                   \
+	X(int, lstat64, (const char *, struct stat64 *), fb_lstat)                                               \
+	X(int, fstatat, (int, const char *, struct stat *, int), fb_fstatat)                                     \
+	X(int, fstatat64, (int, const char *, struct stat64 *, int), fb_fstatat)                                 \
+	X(int, statx, (int, const char *, int, unsigned int, struct statx *), fb_statx)                          \
+	X(int, __fxstat, (int, int, struct stat *), fb_fxstat)                                                   \
+	X(int, __fxstat64, (int, int, struct stat64 *), fb_fxstat)                                               \
+	X(int, __xstat, (int, const char *, struct stat *), fb_xstat)                                            \
+	X(int, __xstat64, (int, const char *, struct stat64 *), fb_xstat)                                        \
+	X(int, __lxstat, (int, const char *, struct stat *), fb_lxstat)                                          \
+	X(int, __lxstat64, (int, const char *, struct stat64 *), fb_lxstat)                                      \
+	X(int, __fxstatat, (int, int, const char *, struct stat *, int), fb_fxstatat)                            \
+	X(int, __fxstatat64, (int, int, const char *, struct stat64 *, int), fb_fxstatat)                        \
 	X(off_t, lseek, (int, off_t, int), fb_lseek)                                                             \
 	X(off64_t, lseek64, (int, off64_t, int), fb_lseek)                                                       \
 	X(ssize_t, sendfile, (int, int, off_t *, size_t), fb_sendfile)                                           \

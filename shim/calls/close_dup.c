@@ -292,8 +292,10 @@ SHIM_API int dup3(int oldfd, int newfd, int flags)
 		va_start(ap, cmd);                                                   \
 		void *arg = va_arg(ap, void *);                                      \
 		va_end(ap);                                                          \
-		if (cmd == F_SETFL) /* O_APPEND may change */                       \
+		if (cmd == F_SETFL) { /* O_APPEND may change */                     \
 			pos_forget(fd);                                              \
+			fd_state_clear(fd, SLOT_PLAIN_WRITER);                       \
+		}                                                                    \
 		if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)                        \
 			return LIBC(name)(fd, cmd, arg);                             \
 		pos_forget(fd);                                                      \

@@ -105,6 +105,50 @@ static ssize_t fb_preadv2(int fd, const struct iovec *v, int c, off_t o, int fl)
 	return syscall(SYS_preadv2, fd, v, c, (unsigned long)o, 0UL, fl);
 }
 static off_t fb_lseek(int fd, off_t o, int whence) { return syscall(SYS_lseek, fd, o, whence); }
+static ssize_t fb_pread(int fd, void *b, size_t n, off_t o) { return syscall(SYS_pread64, fd, b, n, o); }
+static ssize_t fb_preadv(int fd, const struct iovec *v, int c, off_t o)
+{
+	return syscall(SYS_preadv, fd, v, c, (unsigned long)o, 0UL);
+}
+static ssize_t fb_read_chk(int fd, void *b, size_t n, size_t buflen)
+{
+	return syscall(SYS_read, fd, b, n < buflen ? n : buflen);
+}
+static ssize_t fb_pread_chk(int fd, void *b, size_t n, off_t o, size_t buflen)
+{
+	return syscall(SYS_pread64, fd, b, n < buflen ? n : buflen, o);
+}
+static int fb_fstat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+static int fb_stat(const char *p, struct stat *st) { return (int)syscall(SYS_newfstatat, AT_FDCWD, p, st, 0); }
+static int fb_lstat(const char *p, struct stat *st)
+{
+	return (int)syscall(SYS_newfstatat, AT_FDCWD, p, st, AT_SYMLINK_NOFOLLOW);
+}
+static int fb_fstatat(int d, const char *p, struct stat *st, int fl) { return (int)syscall(SYS_newfstatat, d, p, st, fl); }
+static int fb_statx(int d, const char *p, int fl, unsigned int mask, struct statx *sx)
+{
+	return (int)syscall(SYS_statx, d, p, fl, mask, sx);
+}
+static int fb_fxstat(int ver, int fd, struct stat *st)
+{
+	(void)ver;
+	return fb_fstat(fd, st);
+}
+static int fb_xstat(int ver, const char *p, struct stat *st)
+{
+	(void)ver;
+	return fb_stat(p, st);
+}
+static int fb_lxstat(int ver, const char *p, struct stat *st)
+{
+	(void)ver;
+	return fb_lstat(p, st);
+}
+static int fb_fxstatat(int ver, int d, const char *p, struct stat *st, int fl)
+{
+	(void)ver;
+	return fb_fstatat(d, p, st, fl);
+}
 static ssize_t fb_sendfile(int out, int in, off_t *o, size_t n) { return syscall(SYS_sendfile, out, in, o, n); }
 static ssize_t fb_splice(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int fl)
 {

@@ -179,6 +179,8 @@ static void mmap_before(void *addr, size_t len, int flags)
 
 SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+	if (fd >= 0)
+		held_before_read(fd); /* the mapping shows what the program wrote */
 	mmap_before(addr, len, flags);
 	void *p = LIBC(mmap)(addr, len, prot, flags, fd, off);
 	uring_note_mmap(p, len, fd, off); /* an io_uring ring's SQ ring or SQEs (uring.c) */
@@ -187,6 +189,8 @@ SHIM_API void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t o
 
 SHIM_API void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
+	if (fd >= 0)
+		held_before_read(fd);
 	mmap_before(addr, len, flags);
 	void *p = LIBC(mmap64)(addr, len, prot, flags, fd, off);
 	uring_note_mmap(p, len, fd, off);

@@ -77,7 +77,7 @@ static bool names_regular_or_new(int dirfd, const char *path, int flags)
 {
 	struct stat st;
 	int at = (flags & O_NOFOLLOW) ? AT_SYMLINK_NOFOLLOW : 0;
-	if (fstatat(dirfd, path, &st, at) != 0)
+	if (LIBC(fstatat)(dirfd, path, &st, at) != 0)
 		return true; /* about to be created: a regular file */
 	return S_ISREG(st.st_mode);
 }
@@ -113,6 +113,8 @@ static int open_begin(struct open_req *q, int dirfd, const char *path, int flags
 			knobs_for_path(q->path, &k);
 			flags = open_adjust_flags(&k, flags, &q->slot_flags);
 		}
+		if ((flags & O_ACCMODE) != O_RDONLY && !(flags & (O_APPEND | O_DIRECT)))
+			q->slot_flags |= SLOT_PLAIN_WRITER;
 		trace_begin(&q->t);
 		q->flags = flags;
 		crash_before_open(dirfd, q->path, flags, &q->crash);

@@ -67,6 +67,7 @@ void pos_stop(void)
 {
 	atomic_store(&pos_stopped, 1);
 	pos_forget_all();
+	held_stop(); /* a ring reads files unseen: nothing is held from now on (held.c) */
 	order_bytes_unseen(NULL); /* and writes change bytes unseen: no rewrite runs (order.c) */
 }
 
@@ -102,6 +103,7 @@ static struct fd_slot *mover_begin(int fd, int64_t *at)
 
 SHIM_API ssize_t read(int fd, void *buf, size_t n)
 {
+	held_before_read(fd);
 	int64_t at;
 	struct fd_slot *s = mover_begin(fd, &at);
 	ssize_t r = LIBC(read)(fd, buf, n);
@@ -112,6 +114,7 @@ SHIM_API ssize_t read(int fd, void *buf, size_t n)
 
 SHIM_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
+	held_before_read(fd);
 	int64_t at;
 	struct fd_slot *s = mover_begin(fd, &at);
 	ssize_t r = LIBC(readv)(fd, iov, cnt);
@@ -124,6 +127,7 @@ SHIM_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 #define PREADV2_WRAPPER(name, off_type)                                              \
 	SHIM_API ssize_t name(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
 	{                                                                            \
+		held_before_read(fd);                                                \
 		if (off != -1)                                                       \
 			return LIBC(name)(fd, iov, cnt, off, flags);                 \
 		int64_t at;                                                          \
@@ -140,6 +144,8 @@ PREADV2_WRAPPER(preadv64v2, off64_t)
 #define LSEEK_WRAPPER(name, off_type)                                                \
 	SHIM_API off_type name(int fd, off_type off, int whence)                     \
 	{                                                                            \
+		if (whence != SEEK_SET && whence != SEEK_CUR)                        \
+			held_before_read(fd); /* the end, data and holes it sees */  \
 		int64_t at;                                                          \
 		struct fd_slot *s = mover_begin(fd, &at);                            \
 		off_type r = LIBC(name)(fd, off, whence);                            \
@@ -163,6 +169,8 @@ SHIM_API FILE *fdopen(int fd, const char *mode)
 	SHIM_API ssize_t name(int out, int in, off_type *off, size_t n)             \
 	{                                                                            \
 		pos_forget(out);                                                     \
+		held_before_read(in);                                                \
+		order_before_fd_change(out); /* a change of out: in its order */     \
 		order_fd_bytes_unseen(out); /* bytes written unseen (order.c) */     \
 		if (!off)                                                            \
 			pos_forget(in);                                              \
@@ -178,6 +186,8 @@ SHIM_API ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, size
 		pos_forget(in);
 	if (!off_out)
 		pos_forget(out);
+	held_before_read(in);
+	order_before_fd_change(out); /* a change of out: in its order */
 	order_fd_bytes_unseen(out); /* bytes written unseen (order.c) */
 	return LIBC(splice)(in, off_in, out, off_out, n, flags);
 }
@@ -220,6 +230,7 @@ SHIM_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_ac
 			 const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	pos_forget_all();
+	held_apply_all(); /* the child reads the files as the program wrote them */
 	return LIBC(posix_spawn)(pid, path, fa, attr, argv, envp);
 }
 
@@ -227,17 +238,20 @@ SHIM_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_a
 			  const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
 	pos_forget_all();
+	held_apply_all();
 	return LIBC(posix_spawnp)(pid, file, fa, attr, argv, envp);
 }
 
 SHIM_API int system(const char *cmd)
 {
 	pos_forget_all();
+	held_apply_all();
 	return LIBC(system)(cmd);
 }
 
 SHIM_API FILE *popen(const char *cmd, const char *mode)
 {
 	pos_forget_all();
+	held_apply_all();
 	return LIBC(popen)(cmd, mode);
 }

@@ -20,6 +20,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "knobs.h"
 #include "live.h"
 #include "log.h"
@@ -59,6 +60,7 @@ static int sync_validate_fd(int fd)
  * result (flusher_real_sync_fd). */
 static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 {
+	held_apply_file(f); /* a real sync covers what the program wrote, held or not */
 	struct real_sync_seen seen = flusher_real_sync_begins(f);
 	int err = flusher_real_sync_fd(fd, op == OP_FSYNC);
 	flusher_real_sync_ends(f, &seen, true, err);
@@ -174,7 +176,7 @@ static int pass_sync(int fd, enum shim_op op)
 	if (t.t0) {
 		int e = errno;
 		struct stat st;
-		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		if (LIBC(fstat)(fd, &st) == 0 && S_ISDIR(st.st_mode))
 			trace_end_flags(&t, op, NULL, r, r == 0 ? 0 : e, LOGREC_DIRECTORY);
 		errno = e;
 	}
@@ -272,6 +274,8 @@ SHIM_API int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags)
 	struct app_sync s;
 	app_sync_open(&s, file_of_fd(fd));
 	if (s.k.act[CALL_SYNC_FILE_RANGE] != ACT_NOOP) {
+		if (s.f)
+			held_apply_file(s.f); /* what it writes back is what the program wrote */
 		app_sync_drop(&s);
 		return LIBC(sync_file_range)(fd, off, n, flags);
 	}
@@ -352,7 +356,7 @@ static int syncfs_flushed(int fd)
 	uint64_t upto = crash_mark_any();
 	int r = LIBC(syncfs)(fd);
 	struct stat st;
-	if (r == 0 && upto && fstat(fd, &st) == 0)
+	if (r == 0 && upto && LIBC(fstat)(fd, &st) == 0)
 		crash_durable_dev(st.st_dev, upto);
 	return r;
 }

@@ -38,7 +38,7 @@ static void victim_look(int dirfd, const char *path, int flags, struct unlink_vi
 		return;
 	struct statx sx;
 	int e = errno;
-	if (statx(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_NLINK | STATX_BTIME,
+	if (LIBC(statx)(dirfd, path, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_NLINK | STATX_BTIME,
 		  &sx) == 0 &&
 	    S_ISREG(sx.stx_mode) && sx.stx_nlink == 1) {
 		v->known = true;
@@ -146,7 +146,7 @@ static void before_fallocate(int fd, int mode, off64_t off, off64_t len)
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
 		order_fd_bytes_unseen(fd); /* bytes moved or zeroed: no known end (order.c) */
 	order_fd_change(fd);
-	if (!crash_on() || shim_bypass() || fstat(fd, &st) != 0)
+	if (!crash_on() || shim_bypass() || LIBC(fstat)(fd, &st) != 0)
 		return;
 	if (mode == 0 && off + len > st.st_size)
 		crash_before_size(fd, NULL, (off_t)(off + len));

@@ -16,6 +16,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "knobs.h"
 #include "live.h"
 #include "order.h"
@@ -24,8 +25,11 @@
 #include "shim.h"
 #include "trace.h"
 
+/* held: the write was held (held.c), not made: its bytes are counted as
+ * the program's, but they reach ordering's marks and crash-test mode only
+ * when they are applied. */
 static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum shim_op op, off_t off,
-			      ssize_t r, const struct trace_start *t)
+			      ssize_t r, const struct trace_start *t, bool held)
 {
 	/* Only files whose syncs may be answered without the device count
 	 * their bytes (data at risk, the flusher's thresholds): the others
@@ -38,7 +42,8 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;
 	if (counted) {
-		order_after_write(&f->ord, off, r);
+		if (!held)
+			order_after_write(&f->ord, off, r, atomic_load_explicit(&f->fl.req_seq, memory_order_relaxed));
 		risk_wrote(&f->risk, (uint64_t)r);
 		if (state & SLOT_OSYNC_STRIP)
 			risk_acked(f, trace_now()); /* the app thinks this write is durable */
@@ -75,11 +80,37 @@ static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
 	       likely(atomic_load_explicit(ORDER_SUMMARY(order_dom), memory_order_relaxed) == 0);
 }
 
+static inline size_t iov_total(const struct iovec *iov, int cnt)
+{
+	size_t n = 0;
+	for (int i = 0; i < cnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+/* A write ordering held instead of making it wait (held.c): the program
+ * sees it done, all of it; one at the position moves the position past it,
+ * in the kernel (the program may ask it) and in the slot's mark. */
+static ssize_t write_was_held(struct shim_file *f, int fd, uint32_t state, enum shim_op op, bool moves,
+			      struct fd_slot *ps, int64_t at, off_t lands, ssize_t r, const struct trace_start *t)
+{
+	if (moves) {
+		int e = errno;
+		LIBC(lseek)(fd, (off_t)(at + r), SEEK_SET);
+		errno = e;
+		pos_leave(ps, at, at + r);
+	}
+	write_done(f, fd, state, op, lands, r, t, true);
+	return r;
+}
+
 /* OFF: where the write lands (-1: the descriptor's position, when
  * MOVES: the call moves it, position.h); IOV, CNT: what it writes. OFF
  * as given is what crash-test mode records (crash.h); ordering is told
  * the position when the slot's mark knows it, so a write at the position
- * that extends the file costs it no lseek or fstat. */
+ * that extends the file costs it no lseek or fstat. A write where it
+ * lands is known (and that the program does not expect durable on return:
+ * an O_SYNC kept) may be held rather than wait. */
 #define WRITE_WRAPPER(name, op, params, args, MOVES, OFF, IOV, CNT)                  \
 	static __attribute__((noinline)) ssize_t name##_tracked params               \
 	{                                                                            \
@@ -95,16 +126,21 @@ static inline bool write_is_plain(const struct shim_file *f, uint32_t state)
 		}                                                                    \
 		struct fd_slot *ps = MOVES ? fd_slot(fd) : NULL;                     \
 		int64_t at = ps ? pos_enter(ps) : POS_NOT_KNOWN;                     \
-		order_before_write(f, fd, write_lands(MOVES, OFF, at), IOV, CNT);    \
+		off_t lands = write_lands(MOVES, OFF, at);                           \
+		struct trace_start t;                                                \
+		if (order_before_write(f, fd, lands, IOV, CNT, lands >= 0 && !osync_kept(state))) { \
+			trace_begin(&t);                                             \
+			return write_was_held(f, fd, state, op, MOVES, ps, at, lands, \
+					      (ssize_t)iov_total(IOV, CNT), &t);     \
+		}                                                                    \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, OFF, IOV, CNT, osync_kept(state), &cw); \
-		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name) args;                                         \
 		crash_write_done(&cw);                                               \
 		bool exact = ps && pos_leave(ps, at, pos_after(at, r));              \
-		write_done(f, fd, state, op, MOVES ? (exact ? (off_t)at : -1) : OFF, r, &t); \
+		write_done(f, fd, state, op, MOVES ? (exact ? (off_t)at : -1) : OFF, r, &t, false); \
 		return r;                                                            \
 	}                                                                            \
 	SHIM_API ssize_t name params                                                 \
@@ -158,7 +194,8 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 			order_fd_bytes_unseen(fd_out); /* written unseen */
 		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
 	}
-	order_before_write(f, fd_out, off_out ? (off_t)*off_out : -1, NULL, 0);
+	held_before_read(fd_in); /* its bytes as the program wrote them */
+	order_before_write(f, fd_out, off_out ? (off_t)*off_out : -1, NULL, 0, false);
 	struct crash_write cw = { .locked = false };
 	if (unlikely(file_write_work(f) & WRITES_CRASH))
 		crash_write_begin(f, fd_out, off_out ? (off_t)*off_out : -1, ONE(NULL, len), 1, osync_kept(state), &cw);
@@ -166,7 +203,7 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 	trace_begin(&t);
 	ssize_t r = LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
 	crash_write_done(&cw);
-	write_done(f, fd_out, state, OP_WRITE, off_out ? (off_t)*off_out - (r > 0 ? r : 0) : -1, r, &t);
+	write_done(f, fd_out, state, OP_WRITE, off_out ? (off_t)*off_out - (r > 0 ? r : 0) : -1, r, &t, false);
 	return r;
 }
 
@@ -216,18 +253,23 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		struct fd_slot *ps = moves && !(flags & RWF_APPEND) ? fd_slot(fd) : NULL; \
 		int64_t at = ps ? pos_enter(ps) : POS_NOT_KNOWN;                     \
 		off_t lands = (flags & RWF_APPEND) ? ORDER_AT_END : write_lands(moves, off, at); \
-		order_before_write(f, fd, lands, iov, cnt);                          \
+		struct trace_start t;                                                \
+		if (order_before_write(f, fd, lands, iov, cnt,                       \
+				       lands >= 0 && fl == 0 && !osync_kept(state))) { \
+			trace_begin(&t);                                             \
+			return write_was_held(f, fd, state, OP_PWRITEV, moves && ps, ps, at, lands, \
+					      (ssize_t)iov_total(iov, cnt), &t);     \
+		}                                                                    \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
 			crash_write_begin(f, fd, off, iov, cnt,                      \
 					  osync_kept(state) || (fl & (RWF_SYNC | RWF_DSYNC)), &cw); \
-		struct trace_start t;                                                \
 		trace_begin(&t);                                                     \
 		ssize_t r = LIBC(name)(fd, iov, cnt, off, fl);                       \
 		crash_write_done(&cw);                                               \
 		bool exact = ps && pos_leave(ps, at, pos_after(at, r));              \
 		off_t done_at = (flags & RWF_APPEND) || (moves && !exact) ? -1 : moves ? (off_t)at : off; \
-		write_done(f, fd, state, OP_PWRITEV, done_at, r, &t);                \
+		write_done(f, fd, state, OP_PWRITEV, done_at, r, &t, false);         \
 		return r;                                                            \
 	}
 

@@ -46,6 +46,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "knobs.h"
 #include "live.h"
 #include "log.h"
@@ -132,7 +133,9 @@ static uint64_t dirty_bytes(const struct shim_file *f)
 struct real_sync_seen flusher_real_sync_begins(struct shim_file *f)
 {
 	struct real_sync_seen s = { .bytes = take_dirty(f) };
-	s.risk = risk_sync_begins(f);
+	/* Held bytes are not in the kernel: a sync now does not make them
+	 * durable (held.c), nor the acknowledgements after them. */
+	s.risk = risk_sync_begins(f, atomic_load(&f->hold.bytes));
 	s.upto = crash_mark(f);
 	s.t0 = trace_now();
 	return s;
@@ -298,7 +301,7 @@ static int priv_take(struct shim_file *f)
 static void drop_priv_if_idle(struct shim_file *f)
 {
 	int p = atomic_load(&f->fl.priv_fd);
-	if (p < 0 || flusher_owes(f) || (f->fl.in_flight && f->fl.lease_fd == p))
+	if (p < 0 || flusher_owes(f) || held_count(&f->hold) || (f->fl.in_flight && f->fl.lease_fd == p))
 		return;
 	privs_change_begin();
 	p = priv_take(f);
@@ -563,7 +566,10 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 	linger(f, &k);
 	uint64_t since = workers_disarm(f);
 	atomic_store(&fl->pending_calls, 0);
-	uint64_t started = atomic_load(&fl->req_seq);
+	/* While changes are held, no request made after the oldest of them:
+	 * its bytes are not in the kernel yet (held.c, the floor). */
+	uint64_t asked = atomic_load(&fl->req_seq);
+	uint64_t started = held_coverable(&f->hold, asked);
 	bool full = use_fsync(&k, atomic_exchange(&fl->want_fsync, 0));
 	s = confirm(f, s, own);
 	int err = real_sync(f, s, own, full);
@@ -583,12 +589,13 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 		syncerr_record(f, err);
 		res.sticky = true;
 	}
-	if (!res.happened && flusher_owes(f))
-		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
+	if ((!res.happened || started < asked) && flusher_owes(f))
+		workers_rearm(f, since); /* the counters were reset for requests it did not cover */
 	order_sync_ends(f, res.happened);
 	fl->in_flight = false;
 	drop_priv_if_idle(f);
 	wake_all_locked(f);
+	held_sync_ended();
 	return res;
 }
 
@@ -646,6 +653,16 @@ static int sync_until_w(struct shim_file *f, int own, bool own_closing, uint64_t
 			wait_locked(f);
 			continue;
 		}
+		if (target > held_coverable(&f->hold, UINT64_MAX)) {
+			/* Requests that promise held bytes: those are applied
+			 * first (helping the applier), then synced. */
+			unlock_fl(f);
+			held_apply_file(f);
+			lock_fl(f);
+			if (target > held_coverable(&f->hold, UINT64_MAX))
+				break; /* the applier itself: it asks only for what it can cover */
+			continue;
+		}
 		struct lead r = lead_sync_locked(f, own, own_closing, sticky);
 		if (r.sticky)
 			sticky_err = r.err;
@@ -691,6 +708,8 @@ void flusher_await(struct shim_file *f, uint64_t target)
 {
 	if (atomic_load(&f->fl.done_seq) >= target)
 		return;
+	if (target > held_coverable(&f->hold, UINT64_MAX))
+		held_apply_file(f); /* its held bytes go first: then a sync can cover target */
 	if (workers_ensure(false) < 0) {
 		sync_until(f, -1, false, target, true);
 		return;
@@ -880,6 +899,76 @@ void flusher_sync_requested(struct shim_file *f)
 	sync_until(f, -1, false, atomic_load(&f->fl.req_seq), true);
 }
 
+/* ---- held changes (held.c) -------------------------------------------------- */
+
+/* The file again, writable, as a description of the shim's own: no
+ * O_APPEND (Linux's pwrite appends on one whatever the offset) and no
+ * O_DIRECT (a held copy need not be aligned). Through /proc for a
+ * descriptor (the file may have no name), else by name, checked. */
+static int reopen_writable(struct shim_file *f, int fd)
+{
+	int d = -1;
+	if (fd >= 0) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		d = shimfd_open(p, O_WRONLY | O_NOCTTY, OWN_TEMP);
+	} else if (f->path && f->path[0]) {
+		d = shimfd_open(f->path, O_WRONLY | O_NOCTTY, OWN_TEMP);
+	}
+	if (d >= 0 && !is_file(d, f)) {
+		shimfd_close(d);
+		d = -1;
+	}
+	return d;
+}
+
+int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *), void *arg, bool nowait)
+{
+	struct flusher *fl = &f->fl;
+	int old;
+	shim_enter();
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	lock_fl(f);
+	if (nowait && fl->in_flight) {
+		unlock_fl(f);
+		pthread_setcancelstate(old, NULL);
+		shim_leave();
+		return -1;
+	}
+	while (fl->in_flight)
+		wait_locked(f);
+	fl->in_flight = true; /* one at a time with the file's syncs */
+	struct sync_fd s = pick_locked(f, -1, false);
+	unlock_fl(f);
+	s = confirm(f, s, -1);
+	int fd = -1, own = -1;
+	if (s.kind == SFD_APP || s.kind == SFD_PRIV) {
+		int fflags = LIBC(fcntl)(s.fd, F_GETFL);
+		if (fflags >= 0 && (fflags & O_ACCMODE) != O_RDONLY && !(fflags & (O_APPEND | O_DIRECT)))
+			fd = s.fd;
+		else
+			fd = own = reopen_writable(f, s.fd);
+	} else if (s.kind == SFD_NAME) {
+		fd = own = reopen_writable(f, -1);
+	}
+	int r = fn(f, fd, arg);
+	if (own >= 0)
+		shimfd_close(own);
+	lock_fl(f);
+	fl->lease_fd = -1;
+	fl->in_flight = false;
+	wake_all_locked(f);
+	unlock_fl(f);
+	pthread_setcancelstate(old, NULL);
+	shim_leave();
+	return r;
+}
+
+void flusher_sync_to(struct shim_file *f, uint64_t target)
+{
+	sync_until(f, -1, false, target, true);
+}
+
 /* ---- barriers -------------------------------------------------------------- */
 
 struct drain_batch {
@@ -895,6 +984,7 @@ void flusher_flush_all(void)
 {
 	if (!atomic_load(&shim.ready))
 		return;
+	held_apply_all(); /* held changes reach the kernel first, in order */
 	struct drain_batch b;
 	uint64_t cursor = 0;
 	do {
@@ -916,7 +1006,7 @@ int flusher_before_publish_file(int dirfd, const char *path, int at_flags, struc
 {
 	struct statx sx;
 	int e = errno, err = 0;
-	if (path && statx(dirfd, path, at_flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0 &&
+	if (path && LIBC(statx)(dirfd, path, at_flags | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0 &&
 	    S_ISREG(sx.stx_mode)) {
 		if (ino)
 			*ino = sx.stx_ino;
@@ -952,7 +1042,9 @@ void flusher_before_close(struct shim_file *f, int fd)
 	int r = fd;
 	atomic_compare_exchange_strong(&f->fl.req_fd, &r, -1);
 	bool inline_sync = false, early = false;
-	if (flusher_owes(f) && atomic_load(&f->fl.priv_fd) < 0) {
+	/* Syncs still owed, or held writes still to apply (held.c): the shim
+	 * keeps a descriptor of its own for them. */
+	if ((flusher_owes(f) || held_count(&f->hold)) && atomic_load(&f->fl.priv_fd) < 0) {
 		int cap = privs_cap(), held = atomic_fetch_add(&privs_held, 1); /* a place reserved */
 		privs_change_begin();
 		int d = held < cap ? shimfd_dup(fd, OWN_FILE, f) : -1;
@@ -1045,6 +1137,7 @@ static void reset_in_child(struct shim_file *f, void *arg)
 	workers_forget_in_child(f); /* before the reset: it knows whether f was queued */
 	flusher_init_locks(f); /* a parent thread may have held them */
 	flusher_reset(f);      /* the parent's flusher owns the parent's pending syncs */
+	held_reset(f);         /* and its held changes, applied before the fork */
 	risk_reset(f);         /* and the parent's data at risk */
 	atomic_store(&fl->req_fd, req);
 	atomic_store(&fl->req_seq, seq);

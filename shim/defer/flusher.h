@@ -94,6 +94,12 @@ int flusher_drain(struct shim_file *f);
 /* Ordered defer: the flusher threads sync f now; sleep (not busy, no
  * lock held) until request target is covered. */
 void flusher_await(struct shim_file *f, uint64_t target);
+/* Held changes (held.c): fn(f, fd, arg) with a writable descriptor of f under the lease (-1: no
+ * way to the file), one at a time with f's real syncs. Returns fn's, or
+ * -1 without calling it when nowait and a sync of f is running. */
+int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *), void *arg, bool nowait);
+/* Lead or wait for real syncs of f until request target is covered. */
+void flusher_sync_to(struct shim_file *f, uint64_t target);
 /* The number of f's latest request (a target for flusher_await). */
 uint64_t flusher_requested(struct shim_file *f);
 /* Complete every pending deferred sync (sync, syncfs, exec, exit). */

@@ -104,6 +104,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "order.h"
 #include "risk.h"
 #include "shimfd.h"
@@ -147,6 +148,7 @@ struct order_domain {
 	_Atomic uint64_t ack_seq __attribute__((aligned(64))); /* numbers acknowledgements, domain-wide */
 	pthread_mutex_t mu;             /* slots, summary */
 	uint32_t overflow;              /* mu: pending files that found no slot */
+	uint32_t held;                  /* mu: this process's files holding changes (held.c) */
 	uint32_t nused;                 /* mu: slots in use */
 	uint32_t xor_used;              /* mu: xor of (index + 1) of those: the one when nused is 1 */
 	uint32_t hint;                  /* mu: where to look for a free slot first */
@@ -171,6 +173,9 @@ static _Atomic int order_off = -1;
  * took from here; and the system calls the same-file check made (fstat,
  * lseek, pread). Only the slow path counts. */
 static _Atomic uint64_t stat_waits_other, stat_waits_self, stat_foreign_syncs, stat_checks_asked;
+/* Writes held instead of waiting (held.c): with something to wait for,
+ * and only behind their file's held writes. */
+static _Atomic uint64_t stat_held_ordered, stat_held_behind;
 
 static bool ordering_off(void)
 {
@@ -245,8 +250,8 @@ static void unlock_domain(void)
 static void publish_locked(void)
 {
 	struct order_domain *d = order_dom;
-	uint32_t n = d->nused + d->overflow;
-	atomic_store(&d->summary, (uint64_t)n << 32 | (n == 1 && !d->overflow ? d->xor_used : 0));
+	uint32_t n = d->nused + d->overflow + d->held;
+	atomic_store(&d->summary, (uint64_t)n << 32 | (n == 1 && !d->overflow && !d->held ? d->xor_used : 0));
 }
 
 /* Domain lock held: a slot for f, 0 if none is free (then counted as an
@@ -303,6 +308,7 @@ void order_reset(struct shim_file *f)
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
 	atomic_store(&f->ord.last_end, UINT64_MAX); /* where the last write before the open ended: not known */
+	atomic_store(&f->ord.wreq, 0);
 	atomic_store(&f->ord.mapped, 0);
 	runs_forget(f);
 	atomic_store(&f->ord.rewrite_end, 0);
@@ -362,6 +368,25 @@ static uint64_t same_file_hi(struct shim_file *f)
 			return cur > prev ? cur : prev;
 		__builtin_ia32_pause();
 	}
+}
+
+uint64_t order_promised_hi(struct shim_file *f)
+{
+	return atomic_load(&f->ord.listed) ? same_file_hi(f) : 0;
+}
+
+uint64_t order_self_target(struct shim_file *f)
+{
+	uint64_t req = flusher_requested(f), wr = atomic_load(&f->ord.wreq);
+	return wr < req ? wr + 1 : req;
+}
+
+void order_held_files(int delta)
+{
+	lock_domain();
+	order_dom->held += (uint32_t)delta;
+	publish_locked();
+	unlock_domain();
 }
 
 void order_acked(struct shim_file *f)
@@ -501,7 +526,7 @@ static int sync_foreign_here(struct foreign *fo)
 	if (d < 0)
 		return -1;
 	struct stat st;
-	bool same = fstat(d, &st) == 0 && st.st_dev == fo->dev && st.st_ino == fo->ino;
+	bool same = LIBC(fstat)(d, &st) == 0 && st.st_dev == fo->dev && st.st_ino == fo->ino;
 	int r = same ? LIBC(fdatasync)(d) : -1;
 	if (same && r != 0)
 		fo->err = errno;
@@ -535,7 +560,7 @@ static int sync_foreign(pid_t pid, int fd, dev_t dev, ino_t ino, int own_fd)
 	if (done > 0)
 		return 0;
 	struct stat st;
-	if (own_fd >= 0 && fstat(own_fd, &st) == 0 && st.st_dev == dev)
+	if (own_fd >= 0 && LIBC(fstat)(own_fd, &st) == 0 && st.st_dev == dev)
 		LIBC(syncfs)(own_fd);
 	else
 		LIBC(sync)();
@@ -759,7 +784,7 @@ static int same_bytes(int fd, off_t pos, const char *buf, size_t n, bool *end, s
 			return 0;
 		*budget -= len;
 		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
-		ssize_t got = pread(fd, have, len, pos);
+		ssize_t got = LIBC(pread)(fd, have, len, pos);
 		if (got < 0)
 			return -1;
 		if (*filling) {
@@ -788,7 +813,7 @@ static bool past_the_end(int fd, off_t pos)
 {
 	struct stat st;
 	atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
-	return fstat(fd, &st) == 0 && pos >= st.st_size;
+	return LIBC(fstat)(fd, &st) == 0 && pos >= st.st_size;
 }
 
 /*
@@ -943,7 +968,7 @@ static bool lands_past_known_end(struct write_view *w, uint64_t pos, uint64_t n)
 	if (!atomic_load(&o->sized)) {
 		struct stat st;
 		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
-		if (fstat(w->fd, &st) != 0)
+		if (LIBC(fstat)(w->fd, &st) != 0)
 			return false;
 		store_max_below_lost(&o->known_end, (uint64_t)st.st_size);
 		atomic_store(&o->sized, 1); /* after the raise: a hole's writer that sees it sees that */
@@ -990,7 +1015,7 @@ static int run_compare(struct shim_file *f, int fd, uint64_t pos, const struct i
 		/* (Re)read the run's next RUN_SPAN bytes; a short read is the end of
 		 * the file, past which a write is forward. */
 		atomic_fetch_add_explicit(&stat_checks_asked, 1, memory_order_relaxed);
-		ssize_t got = pread(fd, r->buf, RUN_SPAN, (off_t)pos);
+		ssize_t got = LIBC(pread)(fd, r->buf, RUN_SPAN, (off_t)pos);
 		if (got < 0) {
 			r->f = NULL;
 			atomic_store_explicit(&r->busy, 0, memory_order_release);
@@ -1124,27 +1149,99 @@ static bool changes_promised_bytes(struct write_view *w, bool run)
 	return false;
 }
 
-void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt)
+/* This process's pending files but f, each with a reference and its
+ * requests as of now (what a change of f depends on): how many, or -1
+ * when there are more than max (the change waits instead). */
+static int collect_others(struct shim_file *f, struct held_dep *deps, int max)
+{
+	int n = 0;
+	bool more = false;
+	shim_enter();
+	pthread_mutex_lock(&order_mu);
+	for (struct shim_file *g = pending_head; g; g = g->ord.next) {
+		if (g == f)
+			continue;
+		uint64_t target = flusher_requested(g);
+		if (atomic_load(&g->fl.done_seq) >= target)
+			continue; /* durable already */
+		if (n == max) {
+			more = true;
+			break;
+		}
+		if (file_tryref(g))
+			deps[n++] = (struct held_dep){ g, target };
+	}
+	pthread_mutex_unlock(&order_mu);
+	shim_leave();
+	if (more) {
+		for (int i = 0; i < n; i++)
+			file_put(deps[i].g);
+		return -1;
+	}
+	return n;
+}
+
+/* Instead of waiting: the write is held (held.c) with what it would have
+ * waited for. true: held. */
+static bool try_hold(struct write_view *w, bool others, bool only_self)
+{
+	struct shim_file *f = w->f;
+	if (w->off < 0)
+		return false; /* where it lands is not known for sure */
+	size_t total = 0;
+	for (int i = 0; i < w->cnt; i++)
+		total += w->iov[i].iov_len;
+	struct held_dep deps[HELD_DEPS_MAX];
+	int nd = others ? collect_others(f, deps, HELD_DEPS_MAX - 1) : 0;
+	if (nd < 0)
+		return false;
+	/* Its held writes that can go now go first, here: then this one may
+	 * need no holding (no hand-off to the applier for a file whose order
+	 * is already kept). */
+	bool fheld = held_count(&f->hold) > 0 && !held_try_drain(f);
+	uint64_t self = 0;
+	if (!fheld && atomic_load(&f->ord.listed) && changes_promised_bytes(w, only_self))
+		self = order_self_target(f);
+	if (!nd && !self && !fheld)
+		return false; /* nothing to wait for: the write goes straight on */
+	if (held_hold(f, w->fd, (uint64_t)w->off, w->iov, w->cnt, total, deps, nd, self)) {
+		atomic_fetch_add_explicit(nd || self ? &stat_held_ordered : &stat_held_behind, 1, memory_order_relaxed);
+		return true;
+	}
+	for (int i = 0; i < nd; i++)
+		file_put(deps[i].g);
+	return false;
+}
+
+bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt,
+		      bool holdable)
 {
 	/* A hint, confirmed by listed: the slot may be changing meanwhile. */
 	uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
 	bool only_self = (summary >> 32) == 1 && slot && (uint32_t)summary == slot && atomic_load(&f->ord.listed);
 	bool others = (file_write_work(f) & WRITES_ORDERED) && !only_self;
-	if (!others && !atomic_load(&f->ord.listed))
-		return;
+	bool fheld = held_count(&f->hold) > 0;
+	if (!others && !atomic_load(&f->ord.listed) && !fheld)
+		return false;
 	if (!file_tryref(f)) /* the write path holds none: a close may be recycling it */
-		return;
+		return false;
 	int e = errno;
 	struct write_view w = { f, fd, off, iov, cnt, -2, -1, 0 };
-	if (others)
-		wait_for_others(f, fd, &w);
-	if (atomic_load(&f->ord.listed) && changes_promised_bytes(&w, only_self)) {
-		atomic_fetch_add_explicit(&stat_waits_self, 1, memory_order_relaxed);
-		flusher_await(f, flusher_requested(f));
-		order_synced(f);
+	bool held = holdable && iov && !ordering_off() && held_allowed() && try_hold(&w, others, only_self);
+	if (!held) {
+		if (held_count(&f->hold))
+			held_apply_file(f); /* its held writes reach the kernel first */
+		if (others)
+			wait_for_others(f, fd, &w);
+		if (atomic_load(&f->ord.listed) && changes_promised_bytes(&w, only_self)) {
+			atomic_fetch_add_explicit(&stat_waits_self, 1, memory_order_relaxed);
+			flusher_await(f, flusher_requested(f));
+			order_synced(f);
+		}
 	}
 	file_put(f);
 	errno = e;
+	return held;
 }
 
 void order_before_change(struct shim_file *f)
@@ -1155,6 +1252,8 @@ void order_before_change(struct shim_file *f)
 	int e = errno;
 	if (f) /* ftruncate, fallocate: not a write a rewrite run could see */
 		order_bytes_unseen(f);
+	if (f && held_count(&f->hold))
+		held_apply_file(f); /* after its held writes, as the program made them */
 	if (!f || (file_write_work(f) & WRITES_ORDERED))
 		wait_for_others(f, -1, NULL);
 	if (f && atomic_load(&f->ord.listed)) {
@@ -1163,6 +1262,18 @@ void order_before_change(struct shim_file *f)
 		order_synced(f);
 	}
 	errno = e;
+}
+
+void order_before_fd_change(int fd)
+{
+	if (likely(atomic_load_explicit(&order_dom->summary, memory_order_relaxed) == 0))
+		return;
+	uint32_t st;
+	struct shim_file *f = fd_peek(fd, &st);
+	if (!f || !file_tryref(f))
+		return; /* not a file the shim tracks (a socket, a pipe): nothing to order */
+	order_before_change(f);
+	file_put(f);
 }
 
 void order_before_names(void)
@@ -1196,6 +1307,8 @@ void order_atfork_child(void)
 	atomic_store(&stat_waits_self, 0);
 	atomic_store(&stat_foreign_syncs, 0);
 	atomic_store(&stat_checks_asked, 0);
+	atomic_store(&stat_held_ordered, 0);
+	atomic_store(&stat_held_behind, 0);
 	pthread_mutex_init(&order_mu, NULL);
 	pending_head = NULL;
 	if (order_dom == &local_domain) {
@@ -1211,10 +1324,17 @@ void order_atfork_child(void)
  * process's counts to FILE (the benchmark's waits per second). */
 __attribute__((destructor)) static void report_order_stats(void)
 {
+	struct held_stats hs;
+	held_stats_read(&hs);
 	shim_test_report("SYNCSHIM_TEST_ORDER_STATS",
-			 "order: pid=%d waits_other=%llu waits_self=%llu foreign_syncs=%llu checks_asked=%llu\n",
+			 "order: pid=%d waits_other=%llu waits_self=%llu foreign_syncs=%llu checks_asked=%llu "
+			 "held=%llu held_behind=%llu held_bytes=%llu apply_rounds=%llu read_waits=%llu bound_waits=%llu\n",
 			 (int)getpid(), (unsigned long long)atomic_load(&stat_waits_other),
 			 (unsigned long long)atomic_load(&stat_waits_self),
 			 (unsigned long long)atomic_load(&stat_foreign_syncs),
-			 (unsigned long long)atomic_load(&stat_checks_asked));
+			 (unsigned long long)atomic_load(&stat_checks_asked),
+			 (unsigned long long)atomic_load(&stat_held_ordered),
+			 (unsigned long long)atomic_load(&stat_held_behind), (unsigned long long)hs.held_bytes,
+			 (unsigned long long)hs.applied_rounds, (unsigned long long)hs.read_waits,
+			 (unsigned long long)hs.bound_waits);
 }

@@ -32,6 +32,10 @@ struct order_link {
 	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
 	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
 	_Atomic uint64_t last_end;  /* where the latest write ended (UINT64_MAX: not known) */
+	/* The file's request count when its latest write reached the kernel:
+	 * every byte written this round is promised by request wreq + 1 at
+	 * the latest (held.c judges a held write against them with it). */
+	_Atomic uint64_t wreq;
 	_Atomic uint32_t mapped;    /* a shared mapping of it was made: bytes may change unseen */
 	_Atomic uint64_t run_gen;   /* bumped when a rewrite run's copy of its bytes may be stale */
 	_Atomic uint64_t rewrite_end; /* where the latest write found identical ended (0: none) */
@@ -76,8 +80,8 @@ void order_acked(struct shim_file *f);
  * list if nothing it acknowledged is still owed. */
 void order_synced(struct shim_file *f);
 
-void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov,
-		      int cnt);
+bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov,
+		      int cnt, bool holdable);
 
 /* A write's offset when it lands at the end of the file whatever the
  * position says (O_APPEND, RWF_APPEND): forward of every promised byte. */
@@ -90,18 +94,22 @@ void order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
  * before it are durable (not for order = file or noop files), and, if the
  * write changes bytes an acknowledged sync of f itself promised, until
  * that sync is. Rewriting identical bytes and writing past them do not
- * wait. errno is kept.
+ * wait. holdable (a plain write at a known offset off): instead of
+ * waiting, the write may be held (held.c): then true is returned, and
+ * the caller does not make it (it returns the full count). errno is kept.
  */
-static inline void order_before_write(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
+static inline bool order_before_write(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt,
+				      bool holdable)
 {
 	uint64_t s = atomic_load_explicit(ORDER_SUMMARY(order_dom), memory_order_relaxed);
 	if (likely(s == 0))
-		return;
-	order_write_slow(f, fd, s, off, iov, cnt);
+		return false;
+	return order_write_slow(f, fd, s, off, iov, cnt, holdable);
 }
 
 /* After a write of r bytes at off (-1: the position, not known) to f
- * (ord is &f->ord): the highest byte written so far this sync round
+ * (ord is &f->ord), made when f's request count was wreq: the highest
+ * byte written so far this sync round
  * (order.c: what is "forward"), unknown (UINT64_MAX) for the rest of the
  * round if this write went back and ended below the end of the write
  * before it.
@@ -137,8 +145,10 @@ static inline void order_known_end_after(struct order_link *ord, off_t off, uint
 	}
 }
 
-static inline void order_after_write(struct order_link *ord, off_t off, ssize_t r)
+static inline void order_after_write(struct order_link *ord, off_t off, ssize_t r, uint64_t wreq)
 {
+	if (wreq > atomic_load_explicit(&ord->wreq, memory_order_relaxed))
+		atomic_store_explicit(&ord->wreq, wreq, memory_order_relaxed);
 	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
 	order_known_end_after(ord, off, end);
 	uint64_t before = atomic_exchange_explicit(&ord->last_end, end, memory_order_relaxed);
@@ -164,11 +174,25 @@ void order_sync_ends(struct shim_file *f, bool happened);
 /* Before a change to f that is not a write (ftruncate, fallocate): as a
  * write over its promised bytes. f NULL: an untracked file. */
 void order_before_change(struct shim_file *f);
+/* The same for the file open on fd, if the shim tracks it (sendfile and
+ * splice into it: bytes the shim does not see written). */
+void order_before_fd_change(int fd);
 /* Before a change of names (rename, link, unlink, truncate by name):
  * every file's acknowledged syncs first. */
 void order_before_names(void);
 
 void order_atfork_child(void);
+
+/* Held changes (held.c): the highest byte of f's writes since its last
+ * real sync began while it has an acknowledgement pending (0: none
+ * promised; UINT64_MAX: not known), and the count of files holding
+ * changes moving by delta (the summary counts them: their writes must
+ * reach order_write_slow). */
+uint64_t order_promised_hi(struct shim_file *f);
+/* The request of f itself that bytes f's writes put in the kernel are
+ * promised by at the latest (0: none is promised yet). */
+uint64_t order_self_target(struct shim_file *f);
+void order_held_files(int delta);
 
 /* f's bytes may change without a write call the shim sees: a shared
  * mapping of it (mmap_track), a sendfile or splice into it, io_uring

@@ -62,10 +62,11 @@ void risk_acked(struct shim_file *f, uint64_t now)
 		store_max(&r->worst_bytes[i], bytes);
 }
 
-struct risk_sync risk_sync_begins(struct shim_file *f)
+struct risk_sync risk_sync_begins(struct shim_file *f, uint64_t held)
 {
 	struct risk *r = &f->risk;
-	struct risk_sync s = { atomic_load(&r->written), atomic_exchange(&r->since, 0) };
+	uint64_t written = atomic_load(&r->written);
+	struct risk_sync s = { written > held ? written - held : 0, held ? 0 : atomic_exchange(&r->since, 0) };
 	store_oldest(&r->covering, s.since);
 	return s;
 }

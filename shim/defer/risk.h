@@ -70,8 +70,10 @@ static inline uint64_t risk_written(const struct risk *r)
 
 /* The shim answered a sync of f without the device (at now, ns). */
 void risk_acked(struct shim_file *f, uint64_t now);
-/* A real sync of f begins / ended (ok: it succeeded). */
-struct risk_sync risk_sync_begins(struct shim_file *f);
+/* A real sync of f begins / ended (ok: it succeeded). held: bytes written
+ * and held back (held.c), not in the kernel: the sync makes neither them
+ * nor any acknowledgement durable for certain, so the oldest stays. */
+struct risk_sync risk_sync_begins(struct shim_file *f, uint64_t held);
 void risk_sync_ends(struct shim_file *f, struct risk_sync s, bool ok, uint64_t now);
 /* When the oldest acknowledged byte not yet durable was acknowledged, 0 none. */
 uint64_t risk_oldest(struct shim_file *f);

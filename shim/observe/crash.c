@@ -152,7 +152,7 @@ void crash_start(void)
 	read_scope(getenv("SYNCSHIM_CRASH_SCOPE"));
 	int fd = shimfd_open(crash_mode.log, O_WRONLY | O_APPEND | O_NOFOLLOW, OWN_TEMP);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fd < 0 || LIBC(fstat)(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		shim_say("crash-test mode: cannot append to %s: %s; nothing is recorded", crash_mode.log,
 			 strerror(fd < 0 ? errno : EINVAL));
 		shimfd_close(fd);
@@ -253,7 +253,7 @@ static int read_fd(struct shim_file *f, int fd)
 static bool read_all(int fd, uint8_t *buf, size_t n, uint64_t off)
 {
 	while (n) {
-		ssize_t r = pread(fd, buf, n, (off_t)off);
+		ssize_t r = LIBC(pread)(fd, buf, n, (off_t)off);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -327,7 +327,7 @@ void crash_write_begin(struct shim_file *f, int fd, off_t off, const struct iove
 	atomic_store(&f->crash.owner, tid());
 	w->locked = true;
 	struct stat st;
-	if (fstat(fd, &st) == 0) {
+	if (LIBC(fstat)(fd, &st) == 0) {
 		if (off < 0)
 			off = (LIBC(fcntl)(fd, F_GETFL) & O_APPEND) ? st.st_size : LIBC(lseek)(fd, 0, SEEK_CUR);
 		if (off >= 0)
@@ -401,7 +401,7 @@ void crash_synced_untracked(int fd, uint64_t upto)
 	if (!upto || !crash_on())
 		return;
 	int e = errno;
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (LIBC(fstat)(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		struct undo_rec h = { .type = UNDO_DIRSYNC, .dev = st.st_dev, .ino = st.st_ino, .off = upto };
 		append(&h, NULL, 0, NULL, 0);
 	}
@@ -437,7 +437,7 @@ void crash_before_size(int fd, const char *abspath, off_t new_size)
 	int rfd = fd >= 0 ? -1 : shimfd_open(abspath, O_RDONLY | O_NOFOLLOW, OWN_TEMP);
 	int at = fd >= 0 ? fd : rfd;
 	char proc[64];
-	if (at >= 0 && fstat(at, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)new_size != (uint64_t)st.st_size) {
+	if (at >= 0 && LIBC(fstat)(at, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)new_size != (uint64_t)st.st_size) {
 		uint32_t state;
 		struct shim_file *f = fd >= 0 ? fd_peek(fd, &state) : NULL;
 		bool tracked = f ? f->crash.tracked : crash_in_scope(abspath);
@@ -465,7 +465,7 @@ static void keep(const char *abspath, char *saved, size_t len)
 
 static bool regular(const char *abspath, struct stat *st)
 {
-	return lstat(abspath, st) == 0 && S_ISREG(st->st_mode);
+	return LIBC(lstat)(abspath, st) == 0 && S_ISREG(st->st_mode);
 }
 
 void crash_before_open(int dirfd, const char *abspath, int flags, struct crash_open *o)
@@ -489,11 +489,11 @@ void crash_after_open(const struct crash_open *o, const char *abspath, int fd, i
 		return;
 	int e = errno;
 	struct stat st;
-	if ((flags & O_CREAT) && !o->existed && fstat(fd, &st) == 0) {
+	if ((flags & O_CREAT) && !o->existed && LIBC(fstat)(fd, &st) == 0) {
 		struct undo_rec h = { .type = UNDO_CREATE, .dev = st.st_dev, .ino = st.st_ino };
 		append(&h, abspath, (uint32_t)strlen(abspath) + 1, NULL, 0);
 	}
-	if ((flags & O_DIRECT) && fstat(fd, &st) == 0)
+	if ((flags & O_DIRECT) && LIBC(fstat)(fd, &st) == 0)
 		limit(st.st_dev, st.st_ino, "a file in scope was opened O_DIRECT");
 	errno = e;
 }
@@ -549,7 +549,7 @@ void crash_limit_path(int dirfd, const char *path, const char *what)
 	char a[PATH_MAX];
 	struct stat st;
 	int e = errno;
-	if (crash_on() && path_absolute(dirfd, path, a, sizeof(a)) == 0 && crash_in_scope(a) && lstat(a, &st) == 0)
+	if (crash_on() && path_absolute(dirfd, path, a, sizeof(a)) == 0 && crash_in_scope(a) && LIBC(lstat)(a, &st) == 0)
 		limit(st.st_dev, st.st_ino, what);
 	errno = e;
 }

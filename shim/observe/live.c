@@ -313,7 +313,7 @@ static void close_file(void)
 static bool still_ours(void)
 {
 	struct stat mine, named;
-	if (live_state.fd < 0 || fstat(live_state.fd, &mine) != 0 || lstat(live_state.path, &named) != 0)
+	if (live_state.fd < 0 || LIBC(fstat)(live_state.fd, &mine) != 0 || LIBC(lstat)(live_state.path, &named) != 0)
 		return false;
 	if (!S_ISREG(named.st_mode) || named.st_ino != mine.st_ino || named.st_dev != mine.st_dev)
 		return false;
@@ -364,7 +364,7 @@ static int open_dir(void)
 	}
 	int fd = shimfd_open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, OWN_TEMP);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	if (fd < 0 || LIBC(fstat)(fd, &st) < 0) {
 		say_once("cannot open the live directory %s: %s; live counters off", dir, errno);
 		shimfd_close(fd);
 		return -1;
@@ -415,7 +415,7 @@ static int create_tmp(int dirfd, const char *tmp)
 	int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
 	int fd = openat(dirfd, tmp, flags, 0600);
 	struct stat st;
-	if (fd < 0 && errno == EEXIST && fstatat(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	if (fd < 0 && errno == EEXIST && LIBC(fstatat)(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISREG(st.st_mode) && unlinkat(dirfd, tmp, 0) == 0)
 		fd = openat(dirfd, tmp, flags, 0600);
 	return fd; /* the publisher's own table: no number of the app's */
@@ -426,7 +426,7 @@ static bool write_new(int dirfd, const char *tmp, const char *name)
 	int fd = create_tmp(dirfd, tmp);
 	struct stat st;
 	bool ok = fd >= 0 && ftruncate(fd, (off_t)LIVE_FILE_BYTES) == 0 && put(fd, &live_state.h, sizeof(live_state.h), 0) &&
-		  fstat(fd, &st) == 0 && renameat(dirfd, tmp, dirfd, name) == 0;
+		  LIBC(fstat)(fd, &st) == 0 && renameat(dirfd, tmp, dirfd, name) == 0;
 	int e = errno;
 	if (ok) {
 		live_state.ino = st.st_ino;

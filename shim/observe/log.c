@@ -978,7 +978,7 @@ static int create_log(const char *path, char *used, size_t len)
 {
 	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND;
 	struct stat st;
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+	if (LIBC(lstat)(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
 		shim_say("log %s exists and is not a regular file; logging off", path);
 		return -2;
 	}

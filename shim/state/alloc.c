@@ -49,6 +49,16 @@ void *shim_alloc(size_t n)
 	return p;
 }
 
+void *shim_alloc_bytes(size_t n, size_t align)
+{
+	shim_enter();
+	void *p = NULL;
+	if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n ? n : 1) != 0)
+		p = NULL;
+	shim_leave();
+	return p;
+}
+
 void shim_free(void *p)
 {
 	shim_enter();
@@ -177,6 +187,19 @@ void *shim_alloc(size_t n)
 	if (unlikely(!atomic_load_explicit(&initialised, memory_order_acquire)))
 		init_once();
 	void *p = mallocx(n ? n : 1, MALLOCX_ZERO_FLAG);
+	shim_leave();
+	return p;
+}
+
+void *shim_alloc_bytes(size_t n, size_t align)
+{
+	shim_enter();
+	if (unlikely(!atomic_load_explicit(&initialised, memory_order_acquire)))
+		init_once();
+	int lg = 0;
+	while (((size_t)1 << lg) < align)
+		lg++;
+	void *p = mallocx(n ? n : 1, lg); /* jemalloc's MALLOCX_LG_ALIGN(lg) is lg itself */
 	shim_leave();
 	return p;
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 
 void *shim_alloc(size_t n);   /* zeroed */
+/* n bytes aligned to align (a power of two), not zeroed: a held write's copy. */
+void *shim_alloc_bytes(size_t n, size_t align);
 void shim_free(void *p);
 char *shim_strdup(const char *s);
 void alloc_atfork_lock_init(void); /* fork's first lock: no half-initialised allocator */

@@ -70,7 +70,7 @@ int fd_identity_born(int fd, dev_t *dev, ino_t *ino, mode_t *mode, uint64_t *bir
 {
 	struct statx sx;
 	unsigned mask = STATX_TYPE | STATX_INO | (birth ? STATX_BTIME : 0);
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, mask, &sx) != 0)
+	if (LIBC(statx)(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, mask, &sx) != 0)
 		return -1;
 	*dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
 	*ino = sx.stx_ino;
@@ -365,6 +365,13 @@ enum shim_fd_owner fd_shim_owner(int fd, struct shim_file **f)
 	return (enum shim_fd_owner)((st >> SLOT_OWN_SHIFT) & 3u);
 }
 
+void fd_state_clear(int fd, uint32_t bits)
+{
+	struct fd_slot *s = fd_slot(fd);
+	if (s)
+		atomic_fetch_and(&s->state, ~bits);
+}
+
 void fd_mark_closing(int fd)
 {
 	struct fd_slot *s = fd_slot(fd);
@@ -490,10 +497,14 @@ static void scan_one(int fd)
 	if (!s || atomic_load(&s->state) != FD_UNKNOWN || fd_identity(fd, &dev, &ino, &mode) != 0)
 		return;
 	uint32_t state;
-	if (S_ISREG(mode))
-		file_put(fd_resolve(fd, dev, ino, &state));
-	else
+	if (!S_ISREG(mode)) {
 		fd_bind_pass(fd);
+		return;
+	}
+	struct shim_file *f = fd_resolve(fd, dev, ino, &state);
+	if (f && (fd == STDOUT_FILENO || fd == STDERR_FILENO))
+		file_mark_std_stream(f);
+	file_put(f);
 }
 
 _Atomic int fdtable_scanned;

@@ -37,6 +37,10 @@ enum fd_kind { FD_UNKNOWN = 0, FD_PASS = 1, FD_FILE = 2, FD_SHIM = 3 /* the shim
 #define SLOT_KERNEL_OWES (1u << 7)
 /* FD_SHIM slots: whose descriptor it is. */
 #define SLOT_OWN_SHIFT 8
+/* FD_FILE slots: opened writable, without O_APPEND, O_DIRECT or O_PATH
+ * (a pwrite lands at its offset), and no F_SETFL since: a write held
+ * (held.c) need not ask the kernel about the description. */
+#define SLOT_PLAIN_WRITER (1u << 12)
 enum shim_fd_owner { OWN_NONE = 0, OWN_LOG = 1, OWN_FILE = 2, OWN_TEMP = 3, OWN_CRASH = 4 };
 
 struct fd_slot {
@@ -111,6 +115,7 @@ void fd_mark_shim(int fd, enum shim_fd_owner owner, struct shim_file *f);
 void fd_unmark_shim(int fd);   /* if it is marked the shim's */
 enum shim_fd_owner fd_shim_owner(int fd, struct shim_file **f); /* OWN_NONE: not marked */
 void fd_mark_closing(int fd);  /* the app is closing it: no new lease */
+void fd_state_clear(int fd, uint32_t bits); /* a fact of fd's slot no longer holds */
 bool fd_names(int fd, const struct shim_file *f, bool allow_closing);
 /* fd is bound to f and the binding is vouched for (no system call). */
 bool fd_vouched(int fd, const struct shim_file *f);

@@ -241,10 +241,12 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	crash_file_reset(f); /* before the knobs: they say whether writes are logged */
 	knobs_set(f, &p->knobs);
 	flusher_reset(f);
+	held_reset(f);
 	risk_reset(f);
 	live_stats_reset(f->live);
 	f->ghost = f->dead = f->unhashed = false;
 	atomic_store(&f->unlinked_when_closed, false);
+	atomic_store(&f->std_stream, false);
 	f->birth = 0; /* the caller's, once made */
 	f->free_next = NULL;
 	log_file_notice_post(p->notice, f); /* before any record can name it */
@@ -330,6 +332,7 @@ struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, uint64_t birth, co
 static char *retire_locked(struct shim_file *f)
 {
 	flusher_release_file(f);
+	held_release_file(f);
 	bool unreported = atomic_load(&f->err_seq) != atomic_load(&f->err_seen_seq);
 	bool reopenable = !atomic_load(&f->unlinked_when_closed) && !f->unhashed;
 	if (unreported && !f->ghost && reopenable && nghosts < MAX_GHOSTS) {
@@ -476,6 +479,19 @@ void registry_rematch(const struct policy *p)
 			knobs_from_rule(&k, r, r == &p->deflt ? -1 : (int)(r - p->rules));
 			knobs_set(f, &k);
 		}
+	registry_unlock();
+	shim_leave();
+}
+
+void file_mark_std_stream(struct shim_file *f)
+{
+	shim_enter();
+	registry_lock(); /* knobs_set's one writer, as a reload's */
+	if (!atomic_exchange(&f->std_stream, true)) {
+		struct knobs k;
+		knobs_of(f, &k);
+		knobs_set(f, &k); /* its writes' work again, as a standard stream's */
+	}
 	registry_unlock();
 	shim_leave();
 }

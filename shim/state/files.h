@@ -13,6 +13,7 @@
 
 #include "crash.h"
 #include "flusher.h"
+#include "held.h"
 #include "knobs.h"
 #include "order.h"
 #include "risk.h"
@@ -40,6 +41,10 @@ struct shim_file {
 	 * open. It leaves no ghost (retire_locked, files.c). Cleared when a
 	 * descriptor is bound. (A name replaced by rename is not seen.) */
 	_Atomic bool unlinked_when_closed;
+	/* The process inherited it as its standard output or error (a log
+	 * redirected to a file): under order = auto its writes wait for no
+	 * other file's syncs (knobs.c). */
+	_Atomic bool std_stream;
 	dev_t dev;
 	ino_t ino;
 	/* Birth time (statx btime, ns) when the file system keeps one, else
@@ -59,6 +64,7 @@ struct shim_file {
 	struct flusher fl;              /* flusher.c */
 	struct sched sched;             /* workers.c */
 	struct order_link ord;          /* order.c */
+	struct held_link hold;          /* held.c: changes held back instead of waiting */
 	char *path;                     /* absolute; private allocation, registry lock */
 	struct shim_file *hash_next;
 	struct shim_file *free_next;
@@ -102,6 +108,8 @@ bool registry_has_files(void);
  * it, its ghost is dropped, or it is marked to leave no ghost when it
  * retires (files.c, retire_locked, says why that is safe). */
 void registry_forget_unlinked(dev_t dev, ino_t ino, uint64_t birth);
+/* f is the standard output or error the process inherited (knobs.c). */
+void file_mark_std_stream(struct shim_file *f);
 /* Re-apply the live policy to every known file (reload). */
 void registry_rematch(const struct policy *p);
 

@@ -67,7 +67,7 @@ void knobs_of(const struct shim_file *f, struct knobs *out)
 
 /* Writes are counted wherever a sync may be answered without the device:
  * that is what data at risk is made of (risk.h). */
-static uint8_t write_work_of(const struct knobs *k)
+static uint8_t write_work_of(const struct shim_file *f, const struct knobs *k)
 {
 	static const enum shim_call answers[] = { CALL_FSYNC, CALL_FDATASYNC, CALL_MSYNC };
 	uint8_t w = k->act[CALL_WRITE] == ACT_DEFER ? WRITES_DEFERRED | WRITES_COUNTED : 0;
@@ -76,8 +76,11 @@ static uint8_t write_work_of(const struct knobs *k)
 			w |= WRITES_COUNTED;
 	if (k->act[CALL_OPEN_SYNC] == ACT_STRIP || k->act[CALL_OPEN_SYNC] == ACT_DEFER)
 		w |= WRITES_COUNTED;
-	/* Scratch files (noop) keep no order; order = file opts out. */
-	if (k->order == ORDER_DOMAIN && k->act[CALL_FSYNC] != ACT_NOOP)
+	/* Scratch files (noop) keep no order; order = file opts out, and so
+	 * does, by default, an inherited standard output or error. */
+	bool domain = k->order == ORDER_DOMAIN ||
+		      (k->order == ORDER_AUTO && !atomic_load_explicit(&f->std_stream, memory_order_relaxed));
+	if (domain && k->act[CALL_FSYNC] != ACT_NOOP)
 		w |= WRITES_ORDERED;
 	return w;
 }
@@ -92,7 +95,7 @@ void knobs_set(struct shim_file *f, const struct knobs *k)
 	for (size_t i = 0; i < KNOB_WORDS; i++)
 		__atomic_store_n(&dst[i], from.w[i], __ATOMIC_RELAXED);
 	atomic_store_explicit(&f->knob_seq, s + 2, memory_order_release);
-	uint8_t w = write_work_of(k) | (f->live ? WRITES_LIVE : 0) | (f->crash.tracked ? WRITES_CRASH : 0);
+	uint8_t w = write_work_of(f, k) | (f->live ? WRITES_LIVE : 0) | (f->crash.tracked ? WRITES_CRASH : 0);
 	if (!(w & WRITES_COUNTED))
 		order_writes_uncounted(f); /* its writes stop being followed (order.c) */
 	atomic_store_explicit(&f->write_work, w, memory_order_relaxed);

@@ -48,7 +48,7 @@ static struct file_stamp stamp_of(const char *path)
 {
 	struct stat st;
 	struct file_stamp s = { 0 };
-	if (stat(path, &st) == 0)
+	if (LIBC(stat)(path, &st) == 0)
 		s = (struct file_stamp){ true, st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim };
 	return s;
 }

@@ -98,7 +98,7 @@ bool syncerr_any_dropped(void)
 void syncerr_last_descriptor(struct shim_file *f, int fd)
 {
 	struct stat st;
-	if (unreported(f) && fstat(fd, &st) == 0) {
+	if (unreported(f) && LIBC(fstat)(fd, &st) == 0) {
 		TEST_HOLD("last_descriptor");
 		if (st.st_nlink == 0)
 			atomic_store(&f->unlinked_when_closed, true);

@@ -12,6 +12,11 @@
  * the script with ordering off (SYNCSHIM_TEST_NO_ORDER=1, defer as it was
  * before ordering), which must show the reordering the test forbids.
  *
+ * These tests hold the writer (SYNCSHIM_TEST_NO_HOLD=1): ordered defer
+ * as it waits, which a write past held.c's bounds (or one it cannot hold)
+ * still does; the rules (what waits for what) are the same when a write
+ * is held instead (test_held.c: the kernel sees the same order).
+ *
  * Run one with
  *   SYNCSHIM_BUILD=$PWD/build build/tests/test_order --filter 'order/cross*' --verbose
  */
@@ -43,6 +48,7 @@ static struct run steps_env(const char *extra_rules, bool ordered, const char *e
 	struct h_cmd c;
 	h_cmd_init(&c, H_SHIM_REC);
 	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "SYNCSHIM_TEST_NO_HOLD=1");
 	if (!ordered)
 		h_env(&c, "SYNCSHIM_TEST_NO_ORDER=1");
 	if (env)
@@ -371,6 +377,7 @@ Test(order, a_failed_sync_being_waited_for_stays_the_other_files_error)
 	struct h_cmd c;
 	h_cmd_init(&c, H_SHIM_REC);
 	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "SYNCSHIM_TEST_NO_HOLD=1");
 	h_env(&c, "RECLAYER_FAIL=fdatasync:EIO:0:1");
 	h_args(&c, h_prog("ord_steps"), dir, NULL);
 	for (const char *const *s = script; *s; s++)
@@ -441,6 +448,7 @@ Test(order, a_fork_childs_failed_sync_of_its_parents_file_is_the_parents_error)
 	struct h_cmd c;
 	h_cmd_init(&c, H_SHIM_REC);
 	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "SYNCSHIM_TEST_NO_HOLD=1");
 	h_env(&c, "RECLAYER_FAIL=sync:EIO:1:1");
 	h_args(&c, h_prog("ord_steps"), dir, NULL);
 	for (const char *const *s = script; *s; s++)
@@ -612,6 +620,7 @@ static long steps_strace_count(const char *const *script, const char *env, const
 	struct h_cmd c;
 	h_cmd_init(&c, H_SHIM);
 	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "SYNCSHIM_TEST_NO_HOLD=1");
 	if (env)
 		h_env(&c, env);
 	h_strace(&c, set);
