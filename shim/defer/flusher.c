@@ -964,6 +964,15 @@ int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *
 	return r;
 }
 
+void flusher_held_gone(struct shim_file *f)
+{
+	shim_enter();
+	lock_fl(f);
+	drop_priv_if_idle(f);
+	unlock_fl(f);
+	shim_leave();
+}
+
 void flusher_sync_to(struct shim_file *f, uint64_t target)
 {
 	sync_until(f, -1, false, target, true);

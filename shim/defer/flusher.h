@@ -98,6 +98,9 @@ void flusher_await(struct shim_file *f, uint64_t target);
  * way to the file), one at a time with f's real syncs. Returns fn's, or
  * -1 without calling it when nowait and a sync of f is running. */
 int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *), void *arg, bool nowait);
+/* f holds nothing any more: the descriptor kept for its held writes goes
+ * unless syncs are still owed. */
+void flusher_held_gone(struct shim_file *f);
 /* Lead or wait for real syncs of f until request target is covered. */
 void flusher_sync_to(struct shim_file *f, uint64_t target);
 /* The number of f's latest request (a target for flusher_await). */

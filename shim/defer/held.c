@@ -102,6 +102,11 @@
  * max_delay_ms, or this under max_delay_ms = auto. Past it writers wait,
  * so the window still bounds what a power cut can take. */
 #define HELD_AGE_AUTO_NS (100ull * 1000 * 1000)
+/* The most files holding changes at once: each keeps its object, and a
+ * descriptor of the shim's once the program closes it. A program that
+ * moves through files one after another (rotated logs, temporary files)
+ * gains nothing from more: each waits for the one before it anyway. */
+#define HELD_FILES_MAX 64
 /* Changes of one file applied per pass, files looked at per pass. */
 #define APPLY_BATCH 64
 #define APPLY_FILES 64
@@ -350,6 +355,14 @@ bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *io
 		return false;
 	}
 	struct held_link *h = &f->hold;
+	if (!h->head && atomic_load(&held_files) >= HELD_FILES_MAX) {
+		pthread_mutex_unlock(&held_mu);
+		shim_leave();
+		shim_free(data);
+		shim_free(c);
+		atomic_fetch_add_explicit(&st_bound_waits, 1, memory_order_relaxed);
+		return false;
+	}
 	uint64_t now = trace_now();
 	uint64_t age_max = k.max_delay_ms == POLICY_AUTO ? HELD_AGE_AUTO_NS : (uint64_t)k.max_delay_ms * 1000000u;
 	for (struct shim_file *g = held_list; g; g = g->hold.next)
@@ -536,8 +549,10 @@ static void batch_done(struct shim_file *f, struct apply_batch *b)
 		gone = c->next;
 		change_free(c);
 	}
-	if (emptied)
+	if (emptied) {
+		flusher_held_gone(f);
 		file_put(f); /* the list's */
+	}
 }
 
 struct want {
@@ -603,8 +618,14 @@ static bool apply_pass(void)
 		progress_bump();
 	}
 	if (nwants == 1 && !nfiles) {
-		/* One sync stands in the way: made here, no hand-off. */
-		flusher_sync_to(wants[0].g, wants[0].target);
+		/* One sync stands in the way: made here, no hand-off. The flusher
+		 * threads, which hold the file until its deadline, are told to
+		 * look again now: it is no longer owed (a program moving
+		 * through files keeps no more of them known than before). */
+		struct shim_file *g = wants[0].g;
+		flusher_sync_to(g, wants[0].target);
+		if (!flusher_owes(g) && atomic_load(&g->sched.queued) && workers_force(g))
+			workers_schedule(g, true);
 	} else {
 		for (int i = 0; i < nwants; i++)
 			if (workers_force(wants[i].g))

@@ -32,6 +32,16 @@
  *                 write call)
  *   o:NAME        open NAME write-only (O_WRONLY|O_CREAT): its descriptor
  *                 from then on, which cannot be read (the first use of NAME)
+ *   O:NAME        open NAME read-only (O_RDONLY|O_CREAT): writes through it fail
+ *   q:NAME:OFF:C  as p, its failure printed, not fatal
+ * Reads, each returning (ret=) the byte it read at OFF, or a size:
+ *   P:NAME:OFF    pread one byte          V:NAME:OFF   preadv one byte
+ *   G:NAME:OFF    lseek to OFF, read()    M:NAME:OFF   through a read-only mapping
+ *   Y:NAME:OFF    sendfile one byte into a pipe, read from the pipe
+ *   C:NAME:OFF    copy_file_range one byte into a scratch file, pread it
+ *   K:NAME:OFF    a fork child preads it (its exit status)
+ *   F:NAME        fstat's size            Q:NAME       stat's size (by path)
+ *   E:NAME        lseek(SEEK_END)
  * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
  * entry and return), then "done pid=P".
  */
@@ -41,6 +51,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,12 +160,15 @@ int main(int argc, char **argv)
 		}
 		if (*op == 'o')
 			open_flags = O_WRONLY;
+		if (*op == 'O')
+			open_flags = O_RDONLY;
 		int fd = fd_of(name);
 		open_flags = O_RDWR;
 		long long ret = 0;
 		uint64_t t0 = now_ns();
 		switch (*op) {
 		case 'o':
+		case 'O':
 			ret = fd;
 			break;
 		case 'a':
@@ -160,6 +176,7 @@ int main(int argc, char **argv)
 			ret = write(fd, buf, sizeof(buf));
 			break;
 		case 'p':
+		case 'q':
 			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
 			ret = pwrite(fd, buf, sizeof(buf), a1 ? atoll(a1) : 0);
 			break;
@@ -239,6 +256,84 @@ int main(int argc, char **argv)
 			ret = waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 			break;
 		}
+		case 'P': {
+			unsigned char b = 0;
+			ret = pread(fd, &b, 1, a1 ? atoll(a1) : 0) == 1 ? b : -1;
+			break;
+		}
+		case 'V': {
+			unsigned char b = 0;
+			struct iovec v = { &b, 1 };
+			ret = preadv(fd, &v, 1, a1 ? atoll(a1) : 0) == 1 ? b : -1;
+			break;
+		}
+		case 'G': {
+			unsigned char b = 0;
+			ret = lseek(fd, a1 ? atoll(a1) : 0, SEEK_SET) < 0 || read(fd, &b, 1) != 1 ? -1 : b;
+			break;
+		}
+		case 'M': {
+			off_t at = a1 ? atoll(a1) : 0;
+			unsigned char *p = mmap(NULL, BLOCK, PROT_READ, MAP_SHARED, fd, at & ~(off_t)(BLOCK - 1));
+			ret = p == MAP_FAILED ? -1 : p[at & (BLOCK - 1)];
+			if (p != MAP_FAILED)
+				munmap(p, BLOCK);
+			break;
+		}
+		case 'Y': {
+			int pp[2];
+			unsigned char b = 0;
+			off_t at = a1 ? atoll(a1) : 0;
+			ret = -1;
+			if (pipe(pp) == 0) {
+				if (sendfile(pp[1], fd, &at, 1) == 1 && read(pp[0], &b, 1) == 1)
+					ret = b;
+				close(pp[0]);
+				close(pp[1]);
+			}
+			break;
+		}
+		case 'C': {
+			char path[4096];
+			unsigned char b = 0;
+			snprintf(path, sizeof(path), "%s/.scratch", dir);
+			int s2 = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+			off64_t at = a1 ? atoll(a1) : 0, to = 0;
+			ret = s2 >= 0 && copy_file_range(fd, &at, s2, &to, 1, 0) == 1 && pread(s2, &b, 1, 0) == 1 ? b : -1;
+			if (s2 >= 0)
+				close(s2);
+			break;
+		}
+		case 'K': {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid < 0) {
+				ret = -1;
+				break;
+			}
+			if (pid == 0) {
+				unsigned char b = 0;
+				_exit(pread(fd, &b, 1, a1 ? atoll(a1) : 0) == 1 ? b : 0);
+			}
+			int st;
+			ret = waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+			break;
+		}
+		case 'F': {
+			struct stat st;
+			ret = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+			break;
+		}
+		case 'Q': {
+			char path[4096];
+			struct stat st;
+			snprintf(path, sizeof(path), "%s/%s", dir, name);
+			ret = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+			break;
+		}
+		case 'E':
+			ret = lseek(fd, 0, SEEK_END);
+			break;
 		default:
 			fprintf(stderr, "ord_steps: unknown step %s\n", argv[i]);
 			return 2;
@@ -246,8 +341,8 @@ int main(int argc, char **argv)
 		int err = ret < 0 ? errno : 0;
 		uint64_t t1 = now_ns();
 		printf("step %d %s %s t0=%llu t1=%llu ret=%lld err=%s\n", i - 2, op, name, (unsigned long long)t0,
-		       (unsigned long long)t1, ret, err == EIO ? "EIO" : err ? "other" : "0");
-		if (ret < 0 && *op == 'S')
+		       (unsigned long long)t1, ret, err ? strerrorname_np(err) : "0");
+		if (ret < 0 && (*op == 'S' || *op == 'q'))
 			continue;
 		if (ret < 0) {
 			errno = err;
