@@ -117,6 +117,7 @@ long aio_sys_submit(long ctx, long nr, long iocbpp)
 {
 	if (shim_bypass() || nr <= 0 || !iocbpp)
 		return LIBC(syscall)(SYS_io_submit, ctx, nr, iocbpp);
+	held_stop(); /* its reads are the kernel's, unseen: nothing is held from now on (held.c) */
 	int e = errno;
 	struct iocb **cbs = (struct iocb **)iocbpp;
 	struct saved_iocb saved[AIO_MAX_REWRITE];

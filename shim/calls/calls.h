@@ -22,6 +22,7 @@
 #ifndef SYNCSHIM_CALLS_H
 #define SYNCSHIM_CALLS_H
 
+#include <aio.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -81,6 +82,14 @@
 	X(int, __lxstat64, (int, const char *, struct stat64 *), fb_lxstat)                                      \
 	X(int, __fxstatat, (int, int, const char *, struct stat *, int), fb_fxstatat)                            \
 	X(int, __fxstatat64, (int, int, const char *, struct stat64 *, int), fb_fxstatat)                        \
+	X(int, aio_read, (struct aiocb *), fb_enosys_int)                                                        \
+	X(int, aio_read64, (struct aiocb64 *), fb_enosys_int)                                                    \
+	X(int, aio_write, (struct aiocb *), fb_enosys_int)                                                       \
+	X(int, aio_write64, (struct aiocb64 *), fb_enosys_int)                                                   \
+	X(int, aio_fsync, (int, struct aiocb *), fb_enosys_int)                                                  \
+	X(int, aio_fsync64, (int, struct aiocb64 *), fb_enosys_int)                                              \
+	X(int, lio_listio, (int, struct aiocb *const[], int, struct sigevent *), fb_enosys_int)                  \
+	X(int, lio_listio64, (int, struct aiocb64 *const[], int, struct sigevent *), fb_enosys_int)              \
 	X(off_t, lseek, (int, off_t, int), fb_lseek)                                                             \
 	X(off64_t, lseek64, (int, off64_t, int), fb_lseek)                                                       \
 	X(ssize_t, sendfile, (int, int, off_t *, size_t), fb_sendfile)                                           \

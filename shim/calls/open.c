@@ -99,6 +99,8 @@ static int open_begin(struct open_req *q, int dirfd, const char *path, int flags
 	q->t.t0 = 0;
 	if (shim_bypass() || !path || (flags & O_PATH))
 		return flags;
+	if (flags & O_TRUNC)
+		held_before_path(dirfd, path, 0); /* the file's held writes before it is cut (held.c) */
 	q->log_flags = (uint8_t)(((flags & O_SYNC) == O_SYNC ? LOGREC_OPEN_OSYNC
 				  : (flags & O_DSYNC) ? LOGREC_OPEN_ODSYNC : 0) |
 				 ((flags & O_APPEND) ? LOGREC_OPEN_APPEND : 0) |

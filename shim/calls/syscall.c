@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "held.h"
 #include "order.h"
 #include "position.h"
 #include "shim.h"
@@ -58,29 +59,52 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 		return aio_sys_submit(a1, a2, a3);
 	/* Calls that move (or share) a descriptor's position, made raw: the
 	 * shim's mark of it goes (position.h), then the call as asked. */
+	/* A change made raw: in its order as sendfile's is (after what it
+	 * depends on is durable, and after its file's held writes), but not
+	 * followed (order_fd_bytes_unseen). */
 	case SYS_write:
 	case SYS_writev:
 	case SYS_pwritev2:
+		order_before_fd_change((int)a1);
 		order_fd_bytes_unseen((int)a1); /* bytes the write path never sees (order.c) */
 		pos_forget((int)a1);
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	case SYS_pwrite64:
 	case SYS_pwritev:
+		order_before_fd_change((int)a1);
 		order_fd_bytes_unseen((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	/* Reads made raw see the program's held writes (held.c): applied first. */
+	case SYS_pread64:
+	case SYS_preadv:
+	case SYS_fstat:
+		held_before_read((int)a1);
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	case SYS_read:
 	case SYS_readv:
 	case SYS_lseek:
 	case SYS_preadv2:
+		held_before_read((int)a1);
+		pos_forget((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	case SYS_dup:
 	case SYS_dup2:
 	case SYS_dup3:
 	case SYS_fcntl:
 		pos_forget((int)a1);
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	case SYS_sendfile:
-	case SYS_splice:
+	case SYS_sendfile: /* (out, in, ...) */
+		held_before_read((int)a2);
+		order_before_fd_change((int)a1);
+		order_fd_bytes_unseen((int)a1);
+		pos_forget((int)a1);
+		pos_forget((int)a2);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_splice: /* (in, off_in, out, ...) */
 	case SYS_copy_file_range:
+		held_before_read((int)a1);
+		order_before_fd_change((int)a3);
+		order_fd_bytes_unseen((int)a3);
 		pos_forget((int)a1);
 		pos_forget((int)a3);
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
@@ -112,7 +136,8 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 	 SYSCALL_IN_WORD(w, SYS_pwritev2) | SYSCALL_IN_WORD(w, SYS_dup) | SYSCALL_IN_WORD(w, SYS_dup2) | \
 	 SYSCALL_IN_WORD(w, SYS_dup3) | SYSCALL_IN_WORD(w, SYS_fcntl) | SYSCALL_IN_WORD(w, SYS_sendfile) | \
 	 SYSCALL_IN_WORD(w, SYS_splice) | SYSCALL_IN_WORD(w, SYS_copy_file_range) |   \
-	 SYSCALL_IN_WORD(w, SYS_pwrite64) | SYSCALL_IN_WORD(w, SYS_pwritev))
+	 SYSCALL_IN_WORD(w, SYS_pwrite64) | SYSCALL_IN_WORD(w, SYS_pwritev) | SYSCALL_IN_WORD(w, SYS_pread64) | \
+	 SYSCALL_IN_WORD(w, SYS_preadv) | SYSCALL_IN_WORD(w, SYS_fstat))
 _Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
 		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
 		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512,

@@ -108,8 +108,10 @@ static void before_ftruncate(int fd, off64_t size)
 static void before_truncate(const char *path, off64_t size)
 {
 	char abs[PATH_MAX];
-	if (!shim_bypass())
+	if (!shim_bypass()) {
+		held_before_path(AT_FDCWD, path, 0); /* its held writes go first (held.c) */
 		order_before_names();
+	}
 	if (crash_on() && !shim_bypass() && path_absolute(AT_FDCWD, path, abs, sizeof(abs)) == 0)
 		crash_before_size(-1, abs, (off_t)size);
 }

@@ -772,6 +772,8 @@ static void start_applier(void)
 
 void held_stop(void)
 {
+	if (atomic_load_explicit(&stopped, memory_order_relaxed) && !atomic_load(&held_files))
+		return;
 	atomic_store(&stopped, 1);
 	held_apply_all();
 }
