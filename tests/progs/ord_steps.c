@@ -42,10 +42,18 @@
  *   K:NAME:OFF    a fork child preads it (its exit status)
  *   F:NAME        fstat's size            Q:NAME       stat's size (by path)
  *   E:NAME        lseek(SEEK_END)
+ * Changes made around the write calls (each 4096 bytes of C at OFF):
+ *   x:NAME:OFF:C  sendfile from DIR/.source (made first, not through the shim's
+ *                 rules' files: a plain open outside them is up to the script's ini)
+ *   j:NAME:OFF:C  splice from a pipe the bytes were written into
+ *   J:NAME:OFF:C  aio_write, then waits for it (aio_suspend)
+ *   Z:NAME:OFF:C  syscall(SYS_pwrite64, ...)
  * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
  * entry and return), then "done pid=P".
  */
+#include <aio.h>
 #include <errno.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +341,59 @@ int main(int argc, char **argv)
 		}
 		case 'E':
 			ret = lseek(fd, 0, SEEK_END);
+			break;
+		case 'x': {
+			char path[4096];
+			snprintf(path, sizeof(path), "%s/.source", dir);
+			int src = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+			off_t from = 0;
+			if (src < 0 || pwrite(src, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf)) {
+				ret = -1;
+			} else {
+				t0 = now_ns(); /* the change itself, not the making of its source */
+				off_t at = a1 ? atoll(a1) : 0;
+				ret = lseek(fd, at, SEEK_SET) < 0 ? -1 : sendfile(fd, src, &from, sizeof(buf));
+			}
+			if (src >= 0)
+				close(src);
+			break;
+		}
+		case 'j': {
+			int pp[2];
+			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+			ret = -1;
+			if (pipe(pp) == 0) {
+				if (write(pp[1], buf, sizeof(buf)) == (ssize_t)sizeof(buf)) {
+					t0 = now_ns();
+					loff_t at = a1 ? atoll(a1) : 0;
+					ret = splice(pp[0], NULL, fd, &at, sizeof(buf), 0);
+				}
+				close(pp[0]);
+				close(pp[1]);
+			}
+			break;
+		}
+		case 'J': {
+			struct aiocb cb;
+			memset(&cb, 0, sizeof(cb));
+			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+			cb.aio_fildes = fd;
+			cb.aio_buf = buf;
+			cb.aio_nbytes = sizeof(buf);
+			cb.aio_offset = a1 ? atoll(a1) : 0;
+			ret = aio_write(&cb);
+			if (ret == 0) {
+				const struct aiocb *list[1] = { &cb };
+				while (aio_error(&cb) == EINPROGRESS)
+					aio_suspend(list, 1, NULL);
+				ret = aio_return(&cb);
+			}
+			break;
+		}
+		case 'Z':
+			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+			ret = syscall(SYS_pwrite64, fd, buf, sizeof(buf), (off_t)(a1 ? atoll(a1) : 0));
 			break;
 		default:
 			fprintf(stderr, "ord_steps: unknown step %s\n", argv[i]);

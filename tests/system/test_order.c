@@ -1009,3 +1009,52 @@ Test(order_sqlite, wal_checkpoints_under_defer_keep_the_database_whole)
 	cr_log_info("unordered: %d of 6 cuts left a damaged database\n%s", count_of(off, "integrity_check FAILED"),
 		    off);
 }
+
+/*
+ * Changes made around the write calls are ordered too: a sendfile, a
+ * splice, a POSIX aio_write and a raw syscall(SYS_pwrite64) into B after
+ * A's acknowledged sync reach the kernel only after A is durable (the
+ * step returns after a real sync of A ended: the shim waits before the
+ * call). Without ordering, nothing syncs A before the exit.
+ */
+static void change_after_other_files_ack(const char *step, char want)
+{
+	/* sendfile's source is outside the order (passthrough, order = file):
+	 * what the step waits for is the change of B's order, not its own */
+	char *src_rule = h_fmt("[rule source]\npath = %s/.source\nsync = passthrough\norder = file\n", h_path("d"));
+	const char *script[] = { "a:A", "s:A", step, NULL };
+	struct run run = steps(src_rule, true, script);
+	unsigned long long a = ino_of(&run, "A");
+	cr_assert_not_null(synced_between(&run, a, step_time(&run, 1, "t0"), step_time(&run, 2, "t1")),
+			   "%s into B was made before A's acknowledged sync was real:\n%s", step, run.out);
+	unsigned char b = 0;
+	int fd = open(h_fmt("%s/B", run.dir), O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, &b, 1, 4096), 1);
+	close(fd);
+	cr_assert_eq(b, want, "%s's bytes are not in B", step);
+
+	struct run off = steps(src_rule, false, script);
+	cr_assert_null(synced_between(&off, ino_of(&off, "A"), step_time(&off, 1, "t0"), step_time(&off, 2, "t1")),
+		       "control: A synced before %s without ordering", step);
+}
+
+Test(order, sendfile_into_a_file_waits_for_the_other_files_ack)
+{
+	change_after_other_files_ack("x:B:4096:S", 'S');
+}
+
+Test(order, splice_into_a_file_waits_for_the_other_files_ack)
+{
+	change_after_other_files_ack("j:B:4096:P", 'P');
+}
+
+Test(order, aio_write_waits_for_the_other_files_ack)
+{
+	change_after_other_files_ack("J:B:4096:J", 'J');
+}
+
+Test(order, a_raw_syscall_write_waits_for_the_other_files_ack)
+{
+	change_after_other_files_ack("Z:B:4096:Z", 'Z');
+}
