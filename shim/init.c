@@ -535,6 +535,7 @@ static void atfork_prepare(void)
 static void atfork_parent(void)
 {
 	pos_forget_all(); /* the child shares every description */
+	order_atfork_parent(); /* and the ordering domain */
 	if (atfork_skipped)
 		return;
 	alloc_atfork_parent();

@@ -26,6 +26,7 @@
 #include "flusher.h"
 #include "live.h"
 #include "log.h"
+#include "order.h"
 #include "reload.h"
 #include "shim.h"
 #include "workers.h"
@@ -35,6 +36,7 @@ static pthread_mutex_t setid_mu = PTHREAD_MUTEX_INITIALIZER; /* one set*id at a 
 static void threads_end(void)
 {
 	flusher_flush_all(); /* what was acknowledged is durable before the flushers go */
+	order_before_credentials(); /* a process the others must not trust leaves their domain */
 	shim_enter();
 	int cancel = shim_nocancel_begin();
 	pthread_mutex_lock(&setid_mu);

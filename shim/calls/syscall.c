@@ -57,6 +57,21 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 		return uring_sys_register(a1, a2, a3, a4);
 	case SYS_io_submit:
 		return aio_sys_submit(a1, a2, a3);
+	/* Credentials changed raw (one thread's, as the kernel does it): the
+	 * process leaves a domain it shares first, as for libc's set*id. */
+	case SYS_setuid:
+	case SYS_setgid:
+	case SYS_setreuid:
+	case SYS_setregid:
+	case SYS_setresuid:
+	case SYS_setresgid:
+	case SYS_setgroups:
+	case SYS_setfsuid:
+	case SYS_setfsgid:
+	case SYS_capset:
+		if (!shim_bypass())
+			order_before_credentials();
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	/* Calls that move (or share) a descriptor's position, made raw: the
 	 * shim's mark of it goes (position.h), then the call as asked. */
 	/* A change made raw: in its order as sendfile's is (after what it
@@ -137,7 +152,10 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 	 SYSCALL_IN_WORD(w, SYS_dup3) | SYSCALL_IN_WORD(w, SYS_fcntl) | SYSCALL_IN_WORD(w, SYS_sendfile) | \
 	 SYSCALL_IN_WORD(w, SYS_splice) | SYSCALL_IN_WORD(w, SYS_copy_file_range) |   \
 	 SYSCALL_IN_WORD(w, SYS_pwrite64) | SYSCALL_IN_WORD(w, SYS_pwritev) | SYSCALL_IN_WORD(w, SYS_pread64) | \
-	 SYSCALL_IN_WORD(w, SYS_preadv) | SYSCALL_IN_WORD(w, SYS_fstat))
+	 SYSCALL_IN_WORD(w, SYS_preadv) | SYSCALL_IN_WORD(w, SYS_fstat) | SYSCALL_IN_WORD(w, SYS_setuid) | \
+	 SYSCALL_IN_WORD(w, SYS_setgid) | SYSCALL_IN_WORD(w, SYS_setreuid) | SYSCALL_IN_WORD(w, SYS_setregid) | \
+	 SYSCALL_IN_WORD(w, SYS_setresuid) | SYSCALL_IN_WORD(w, SYS_setresgid) | SYSCALL_IN_WORD(w, SYS_setgroups) | \
+	 SYSCALL_IN_WORD(w, SYS_setfsuid) | SYSCALL_IN_WORD(w, SYS_setfsgid) | SYSCALL_IN_WORD(w, SYS_capset))
 _Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
 		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
 		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512,

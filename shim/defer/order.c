@@ -95,6 +95,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -137,7 +138,26 @@ struct order_slot {
 	_Atomic uint64_t durable;       /* made durable up to this number by another process */
 	_Atomic uint64_t hi;            /* as of acked: no byte it promised is at or past this (same_file_hi) */
 	_Atomic int failed;             /* a sync another process made of it failed so: the owner's to make sticky */
+	/* An overflow slot (dev and ino 0): its owner's pending files that
+	 * found no slot of their own, counted (domain lock); the others make
+	 * them durable with sync(), once per acknowledgement number. */
+	_Atomic uint32_t count;
 };
+
+/* A file's slot field: a slot index + 1, that with OVERFLOW_SLOT for its
+ * process's overflow slot, or 0 for the domain's last resort count. */
+#define OVERFLOW_SLOT 0x80000000u
+#define SLOT_INDEX(s) (((s) & ~OVERFLOW_SLOT) - 1)
+/* Slots kept free for overflow slots: a process with more pending files
+ * than the table has room for still gets one slot of its own, which the
+ * others free when it dies (a domain-wide count could never be given back
+ * for a process killed with pending files). */
+#define OVERFLOW_RESERVE 32
+/* The longest any process waits for the domain's lock. A member that
+ * holds it longer (stopped by a signal, a debugger, a frozen cgroup) costs
+ * the others that wait, then a sync() and their own domain from then on:
+ * never a hang. */
+#define DOMAIN_LOCK_WAIT_NS (200 * 1000 * 1000)
 
 struct order_domain {
 	_Atomic uint64_t summary;       /* pending slots << 32 | (the only one's index + 1) */
@@ -147,8 +167,7 @@ struct order_domain {
 	 * miss at every sync). */
 	_Atomic uint64_t ack_seq __attribute__((aligned(64))); /* numbers acknowledgements, domain-wide */
 	pthread_mutex_t mu;             /* slots, summary */
-	uint32_t overflow;              /* mu: pending files that found no slot */
-	uint32_t held;                  /* mu: this process's files holding changes (held.c) */
+	_Atomic uint32_t overflow;      /* mu: pending files that found no slot, not even an overflow slot */
 	uint32_t nused;                 /* mu: slots in use */
 	uint32_t xor_used;              /* mu: xor of (index + 1) of those: the one when nused is 1 */
 	uint32_t hint;                  /* mu: where to look for a free slot first */
@@ -159,6 +178,25 @@ static uint64_t same_file_hi(struct shim_file *f);
 
 static struct order_domain local_domain; /* if the shared mapping cannot be made */
 SHIM_HOT struct order_domain *order_dom = &local_domain;
+
+/* This process's files holding changes (held.c): in the summary, so their
+ * writes reach order_write_slow. Only a process alone in its domain holds. */
+static _Atomic uint32_t held_here;
+/* This process shares its domain: it forked, or is a fork child. */
+static _Atomic int domain_shared;
+/* Threads of this process inside a section that uses the table beyond the
+ * summary (leave_domain waits for them before it takes the table away). */
+static _Atomic int domain_users;
+
+static void domain_use(void)
+{
+	atomic_fetch_add(&domain_users, 1);
+}
+
+static void domain_unuse(void)
+{
+	atomic_fetch_sub(&domain_users, 1);
+}
 
 static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct shim_file *pending_head; /* order_mu: this process's pending files */
@@ -224,23 +262,61 @@ static void recount_locked(void)
 		}
 }
 
+static void leave_domain(const char *why, bool order_mu_held);
+
 /* A shim section (shim_enter): a signal handler that lands while this
  * thread holds the lock, and writes, must not come back here for it (the
  * chaos test hung so: its timer's handler appending while the writer's
- * write checked the domain for overflow). */
-static void lock_domain(void)
+ * write checked the domain for overflow). false: the lock could not be
+ * had within DOMAIN_LOCK_WAIT_NS; this process has left the domain
+ * (leave_domain) and the caller does without it. */
+static bool lock_domain_once(bool order_mu_held)
 {
 	shim_enter();
-	if (pthread_mutex_lock(&order_dom->mu) == EOWNERDEAD) {
-		pthread_mutex_consistent(&order_dom->mu);
+	domain_use();
+	struct order_domain *d = order_dom;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += DOMAIN_LOCK_WAIT_NS;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	int r = pthread_mutex_clocklock(&d->mu, CLOCK_MONOTONIC, &dl);
+	if (r == EOWNERDEAD) {
+		pthread_mutex_consistent(&d->mu);
 		recount_locked();
+		r = 0;
+	}
+	if (r != 0) {
+		domain_unuse();
+		shim_leave();
+		leave_domain("another process of the domain held its lock too long (stopped?)", order_mu_held);
+		return false;
 	}
 	TEST_POINT("domain");
+	TEST_HOLD("domain");
+	return true;
+}
+
+/* The domain's lock, of the domain this process is in when it returns:
+ * after a bounded wait that left the domain, the new one's (its own,
+ * uncontended). */
+static void lock_domain_mu(bool order_mu_held)
+{
+	while (!lock_domain_once(order_mu_held))
+		;
+}
+
+static void lock_domain(void)
+{
+	lock_domain_mu(false);
 }
 
 static void unlock_domain(void)
 {
 	pthread_mutex_unlock(&order_dom->mu);
+	domain_unuse();
 	shim_leave();
 }
 
@@ -250,51 +326,175 @@ static void unlock_domain(void)
 static void publish_locked(void)
 {
 	struct order_domain *d = order_dom;
-	uint32_t n = d->nused + d->overflow + d->held;
-	atomic_store(&d->summary, (uint64_t)n << 32 | (n == 1 && !d->overflow && !d->held ? d->xor_used : 0));
+	uint32_t over = atomic_load(&d->overflow), held = atomic_load(&held_here);
+	uint32_t n = d->nused + over + held;
+	atomic_store(&d->summary, (uint64_t)n << 32 | (n == 1 && !over && !held ? d->xor_used : 0));
 }
 
-/* Domain lock held: a slot for f, 0 if none is free (then counted as an
- * overflow: other processes sync everything for it). */
-static uint32_t take_slot_locked(struct shim_file *f)
+/* Domain lock held: a free slot made this process's, or -1. */
+static int claim_free_locked(void)
 {
 	struct order_domain *d = order_dom;
 	for (uint32_t k = 0; k < DOMAIN_SLOTS; k++) {
 		uint32_t i = (d->hint + k) % DOMAIN_SLOTS;
+		if (!atomic_load_explicit(&d->slots[i].used, memory_order_relaxed))
+			return (int)i;
+	}
+	return -1;
+}
+
+static void slot_in_use_locked(uint32_t i)
+{
+	struct order_domain *d = order_dom;
+	atomic_store(&d->slots[i].used, 1);
+	atomic_fetch_add(&d->slots[i].seq, 1);
+	d->nused++;
+	d->xor_used ^= i + 1;
+	d->hint = (i + 1) % DOMAIN_SLOTS;
+}
+
+/* Domain lock held: a slot for f (index + 1); past the reserve, this
+ * process's overflow slot (OVERFLOW_SLOT | index + 1); 0 if there is not
+ * even that (the domain's last resort count: every other process syncs
+ * everything while it is not zero). */
+static uint32_t take_slot_locked(struct shim_file *f)
+{
+	struct order_domain *d = order_dom;
+	uint64_t number = atomic_fetch_add(&d->ack_seq, 1) + 1;
+	if (DOMAIN_SLOTS - d->nused > OVERFLOW_RESERVE) {
+		int i = claim_free_locked();
+		if (i >= 0) {
+			struct order_slot *sl = &d->slots[i];
+			atomic_fetch_add(&sl->seq, 1);
+			atomic_store_explicit(&sl->pid, shim.pid, memory_order_relaxed);
+			atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
+			atomic_store_explicit(&sl->dev, f->dev, memory_order_relaxed);
+			atomic_store_explicit(&sl->ino, f->ino, memory_order_relaxed);
+			atomic_store(&sl->durable, 0);
+			atomic_store(&sl->failed, 0);
+			atomic_store(&sl->count, 0);
+			atomic_store(&sl->hi, same_file_hi(f)); /* before acked: whoever sees the number sees it */
+			atomic_store(&sl->acked, number);
+			slot_in_use_locked((uint32_t)i);
+			return (uint32_t)i + 1;
+		}
+	}
+	for (uint32_t i = 0; i < DOMAIN_SLOTS; i++) {
 		struct order_slot *sl = &d->slots[i];
-		if (atomic_load_explicit(&sl->used, memory_order_relaxed))
-			continue;
+		if (atomic_load_explicit(&sl->used, memory_order_relaxed) &&
+		    atomic_load_explicit(&sl->pid, memory_order_relaxed) == shim.pid &&
+		    atomic_load_explicit(&sl->ino, memory_order_relaxed) == 0 &&
+		    atomic_load_explicit(&sl->dev, memory_order_relaxed) == 0) {
+			atomic_fetch_add(&sl->count, 1);
+			atomic_store(&sl->acked, number);
+			return OVERFLOW_SLOT | (i + 1);
+		}
+	}
+	int i = claim_free_locked();
+	if (i >= 0) {
+		struct order_slot *sl = &d->slots[i];
 		atomic_fetch_add(&sl->seq, 1);
 		atomic_store_explicit(&sl->pid, shim.pid, memory_order_relaxed);
-		atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
-		atomic_store_explicit(&sl->dev, f->dev, memory_order_relaxed);
-		atomic_store_explicit(&sl->ino, f->ino, memory_order_relaxed);
+		atomic_store_explicit(&sl->fd, -1, memory_order_relaxed);
+		atomic_store_explicit(&sl->dev, 0, memory_order_relaxed);
+		atomic_store_explicit(&sl->ino, 0, memory_order_relaxed);
 		atomic_store(&sl->durable, 0);
 		atomic_store(&sl->failed, 0);
-		atomic_store(&sl->hi, same_file_hi(f)); /* before acked: whoever sees the number sees it */
-		atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
-		atomic_store(&sl->used, 1);
-		atomic_fetch_add(&sl->seq, 1);
-		d->nused++;
-		d->xor_used ^= i + 1;
-		d->hint = (i + 1) % DOMAIN_SLOTS;
-		return i + 1;
+		atomic_store(&sl->count, 1);
+		atomic_store(&sl->hi, UINT64_MAX);
+		atomic_store(&sl->acked, number);
+		slot_in_use_locked((uint32_t)i);
+		return OVERFLOW_SLOT | ((uint32_t)i + 1);
 	}
-	d->overflow++;
+	atomic_fetch_add(&d->overflow, 1);
 	return 0;
+}
+
+static void free_slot_locked(uint32_t i)
+{
+	struct order_domain *d = order_dom;
+	atomic_store(&d->slots[i].used, 0);
+	d->nused--;
+	d->xor_used ^= i + 1;
+	d->hint = i;
 }
 
 static void drop_slot_locked(uint32_t slot)
 {
 	struct order_domain *d = order_dom;
-	if (slot && atomic_load(&d->slots[slot - 1].used)) {
-		atomic_store(&d->slots[slot - 1].used, 0);
-		d->nused--;
-		d->xor_used ^= slot;
-		d->hint = slot - 1;
-	} else if (!slot && d->overflow) {
-		d->overflow--;
+	if (slot & OVERFLOW_SLOT) {
+		struct order_slot *sl = &d->slots[SLOT_INDEX(slot)];
+		if (atomic_load(&sl->used) && atomic_fetch_sub(&sl->count, 1) == 1)
+			free_slot_locked(SLOT_INDEX(slot));
+	} else if (slot && atomic_load(&d->slots[slot - 1].used)) {
+		free_slot_locked(slot - 1);
+	} else if (!slot && atomic_load(&d->overflow)) {
+		atomic_fetch_sub(&d->overflow, 1);
 	}
+}
+
+/*
+ * Leaving the domain: this process orders its changes by itself (and its
+ * fork children from then on) in a new table. What it could see of the
+ * others' acknowledged syncs is made durable first (sync(): once), so no
+ * change of its own can overtake one; its own pending files, whose slots
+ * the others may still see and sync until it ends, count in the new table
+ * as overflow (it is alone there). take_away: the old table is replaced
+ * in this process by private zeros, once no thread of its uses it (a
+ * thread that read the old pointer just before then sees an empty domain),
+ * so nothing this process runs can reach the others' table again: for a
+ * process that is about to take on credentials the others must not trust.
+ */
+static void leave_domain_as(const char *why, bool order_mu_held, bool take_away)
+{
+	struct order_domain *old = order_dom;
+	if (old == &local_domain)
+		return;
+	shim_enter();
+	LIBC(sync)();
+	void *p = mmap(NULL, sizeof(struct order_domain), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct order_domain *nd = p == MAP_FAILED ? &local_domain : p;
+	if (nd != &local_domain)
+		domain_mutex_init(&nd->mu, true);
+	if (!order_mu_held)
+		pthread_mutex_lock(&order_mu);
+	uint32_t n = 0;
+	for (struct shim_file *g = pending_head; g; g = g->ord.next, n++)
+		atomic_store_explicit(&g->ord.slot, 0, memory_order_relaxed);
+	atomic_store(&nd->overflow, n);
+	uint32_t held = atomic_load(&held_here), total = n + held;
+	atomic_store(&nd->summary, (uint64_t)total << 32);
+	__atomic_store_n(&order_dom, nd, __ATOMIC_SEQ_CST);
+	if (!order_mu_held)
+		pthread_mutex_unlock(&order_mu);
+	atomic_store(&domain_shared, 0);
+	if (take_away && old != &local_domain) {
+		for (int i = 0; i < 100000 && atomic_load(&domain_users) > 0; i++)
+			sched_yield();
+		if (atomic_load(&domain_users) == 0)
+			mmap(old, sizeof(struct order_domain), PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+			     -1, 0);
+	}
+	shim_say("ordering domain: %s; this process keeps the order of its own files from now on (the others' "
+		 "acknowledged syncs were made durable first)",
+		 why);
+	shim_leave();
+}
+
+static void leave_domain(const char *why, bool order_mu_held)
+{
+	leave_domain_as(why, order_mu_held, false);
+}
+
+void order_before_credentials(void)
+{
+	if (atomic_load(&domain_shared))
+		leave_domain_as("it takes on other credentials", false, true);
+}
+
+void order_atfork_parent(void)
+{
+	atomic_store(&domain_shared, 1);
 }
 
 static void runs_forget(struct shim_file *f);
@@ -384,7 +584,7 @@ uint64_t order_self_target(struct shim_file *f)
 void order_held_files(int delta)
 {
 	lock_domain();
-	order_dom->held += (uint32_t)delta;
+	atomic_fetch_add(&held_here, (uint32_t)delta);
 	publish_locked();
 	unlock_domain();
 }
@@ -405,11 +605,16 @@ void order_acked(struct shim_file *f)
 	if (atomic_load(&f->ord.listed)) {
 		/* set before listed, kept while listed and acking */
 		uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
-		if (slot) { /* other processes wait for this one too */
-			struct order_slot *sl = &order_dom->slots[slot - 1];
-			atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
-			atomic_store(&sl->hi, same_file_hi(f));
-			atomic_store(&sl->acked, atomic_fetch_add(&order_dom->ack_seq, 1) + 1);
+		if (slot) { /* other processes wait for this one too: its number */
+			domain_use();
+			struct order_domain *d = order_dom;
+			struct order_slot *sl = &d->slots[SLOT_INDEX(slot)];
+			if (!(slot & OVERFLOW_SLOT)) {
+				atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
+				atomic_store(&sl->hi, same_file_hi(f));
+			}
+			atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
+			domain_unuse();
 		}
 		atomic_fetch_sub_explicit(&f->ord.acking, 1, memory_order_release);
 		return;
@@ -422,7 +627,7 @@ void order_acked(struct shim_file *f)
 	if (!atomic_load(&f->ord.listed) && file_tryref(f)) {
 		f->ord.next = pending_head;
 		pending_head = f;
-		lock_domain();
+		lock_domain_mu(true);
 		atomic_store_explicit(&f->ord.slot, take_slot_locked(f), memory_order_relaxed);
 		publish_locked();
 		unlock_domain();
@@ -455,10 +660,12 @@ void order_synced(struct shim_file *f)
 					break;
 				}
 			f->ord.next = NULL;
-			lock_domain();
+			lock_domain_mu(true);
 			uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
-			if (slot) /* the slot is f's while listed: a failure recorded there is f's */
+			if (slot && !(slot & OVERFLOW_SLOT)) /* the slot is f's while listed: a failure recorded there is f's */
 				failed = atomic_exchange(&order_dom->slots[slot - 1].failed, 0);
+			if (failed <= 0 || failed >= 4096)
+				failed = 0; /* not an errno: another process's scribble, never an error of f's */
 			drop_slot_locked(slot);
 			atomic_store_explicit(&f->ord.slot, 0, memory_order_relaxed);
 			publish_locked();
@@ -582,7 +789,8 @@ static void tell_owner(struct order_slot *sl, pid_t pid, dev_t dev, ino_t ino, i
 {
 	bool kept = false;
 	lock_domain();
-	if (atomic_load(&sl->used) && atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid &&
+	bool ours = sl >= order_dom->slots && sl < order_dom->slots + DOMAIN_SLOTS; /* not a domain since left */
+	if (ours && atomic_load(&sl->used) && atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid &&
 	    atomic_load_explicit(&sl->dev, memory_order_relaxed) == dev &&
 	    atomic_load_explicit(&sl->ino, memory_order_relaxed) == ino) {
 		atomic_store(&sl->failed, err);
@@ -611,9 +819,12 @@ static void tell_owner(struct order_slot *sl, pid_t pid, dev_t dev, ino_t ino, i
  * 78 a second; 99% of this wait's syncs were of the same file). */
 static bool wait_for_other_processes(int own_fd, struct write_view *w)
 {
+	domain_use();
 	struct order_domain *d = order_dom;
-	if (d == &local_domain)
+	if (d == &local_domain) {
+		domain_unuse();
 		return false;
+	}
 	bool overflow = false, waited = false;
 	for (uint32_t i = 0; i < DOMAIN_SLOTS; i++) {
 		struct order_slot *sl = &d->slots[i];
@@ -621,8 +832,8 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 			continue;
 		uint32_t seq0 = atomic_load(&sl->seq);
 		pid_t pid = atomic_load_explicit(&sl->pid, memory_order_relaxed);
-		if (pid == shim.pid)
-			continue; /* ours: the pending list's */
+		if (pid == shim.pid || pid <= 0)
+			continue; /* ours: the pending list's (or no owner at all: nothing to act on) */
 		uint64_t acked = atomic_load(&sl->acked);
 		if (atomic_load(&sl->durable) >= acked)
 			continue;
@@ -630,6 +841,25 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 		dev_t dev = atomic_load_explicit(&sl->dev, memory_order_relaxed);
 		ino_t ino = atomic_load_explicit(&sl->ino, memory_order_relaxed);
 		bool gone = process_gone(pid);
+		if (dev == 0 && ino == 0) {
+			/* Another process's overflow slot: files of its that found no
+			 * slot, made durable the only way there is from here, once
+			 * per number; freed when its owner is gone. */
+			LIBC(sync)();
+			uint64_t old = atomic_load(&sl->durable);
+			while (old < acked && !atomic_compare_exchange_weak(&sl->durable, &old, acked))
+				;
+			waited = true;
+			if (gone) {
+				lock_domain();
+				if (order_dom == d && atomic_load(&sl->used) &&
+				    atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid)
+					free_slot_locked(i);
+				publish_locked();
+				unlock_domain();
+			}
+			continue;
+		}
 		/* The slot may be given to another file meanwhile: its hi is used
 		 * only if the seqlock shows none of the fields read changed hands
 		 * (else the whole write is compared). The owner's own updates of
@@ -656,7 +886,7 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 				cover_acked[ncover++] = oa;
 			}
 		}
-		int failed = sync_foreign(pid, gone ? -1 : fd, dev, ino, own_fd);
+		int failed = sync_foreign(pid, gone || fd < 0 ? -1 : fd, dev, ino, own_fd);
 		if (failed && !gone)
 			tell_owner(sl, pid, dev, ino, failed);
 		/* Its numbers as read before the sync began: those writes were in
@@ -673,7 +903,7 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 			while (od < cover_acked[k] && !atomic_compare_exchange_weak(&o->durable, &od, cover_acked[k]))
 				;
 			pid_t opid = atomic_load_explicit(&o->pid, memory_order_relaxed);
-			if (failed && !process_gone(opid))
+			if (failed && opid > 0 && !process_gone(opid))
 				tell_owner(o, opid, dev, ino, failed); /* its promise was that sync's too */
 		}
 		atomic_fetch_add_explicit(&stat_foreign_syncs, 1, memory_order_relaxed);
@@ -685,17 +915,17 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 			;
 		if (gone) { /* its owner will never release it */
 			lock_domain();
-			if (atomic_load(&sl->used) && atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid)
-				drop_slot_locked(i + 1);
+			if (order_dom == d && atomic_load(&sl->used) &&
+			    atomic_load_explicit(&sl->pid, memory_order_relaxed) == pid)
+				free_slot_locked(i);
 			publish_locked();
 			unlock_domain();
 		}
 	}
-	lock_domain();
-	overflow = d->overflow > 0;
-	unlock_domain();
+	overflow = atomic_load(&d->overflow) > 0;
+	domain_unuse();
 	if (overflow)
-		LIBC(sync)(); /* a pending file somewhere found no slot */
+		LIBC(sync)(); /* a pending file somewhere found no slot, not even an overflow slot */
 	return waited || overflow;
 }
 
@@ -1309,12 +1539,16 @@ void order_atfork_child(void)
 	atomic_store(&stat_checks_asked, 0);
 	atomic_store(&stat_held_ordered, 0);
 	atomic_store(&stat_held_behind, 0);
+	atomic_store(&held_here, 0);
+	atomic_store(&domain_users, 0);
+	atomic_store(&domain_shared, order_dom != &local_domain);
 	pthread_mutex_init(&order_mu, NULL);
 	pending_head = NULL;
 	if (order_dom == &local_domain) {
 		domain_mutex_init(&local_domain.mu, false);
 		memset(local_domain.slots, 0, sizeof(local_domain.slots));
-		local_domain.overflow = local_domain.nused = local_domain.xor_used = local_domain.hint = 0;
+		atomic_store(&local_domain.overflow, 0);
+		local_domain.nused = local_domain.xor_used = local_domain.hint = 0;
 		atomic_store(&local_domain.summary, 0);
 	}
 	registry_each(forget_in_child, NULL);

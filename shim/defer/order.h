@@ -182,6 +182,11 @@ void order_before_fd_change(int fd);
 void order_before_names(void);
 
 void order_atfork_child(void);
+void order_atfork_parent(void); /* the process shares its domain from now on */
+/* Before a change of credentials (set*id, capset): a process that shares
+ * its domain leaves it, so nothing it runs afterwards can reach the
+ * others' table. */
+void order_before_credentials(void);
 
 /* Held changes (held.c): the highest byte of f's writes since its last
  * real sync began while it has an acknowledgement pending (0: none
