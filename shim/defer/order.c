@@ -184,6 +184,8 @@ SHIM_HOT struct order_domain *order_dom = &local_domain;
 static _Atomic uint32_t held_here;
 /* This process shares its domain: it forked, or is a fork child. */
 static _Atomic int domain_shared;
+/* It is a fork child (a test point holds only there: a stopped member). */
+static bool fork_child;
 /* Threads of this process inside a section that uses the table beyond the
  * summary (leave_domain waits for them before it takes the table away). */
 static _Atomic int domain_users;
@@ -296,6 +298,8 @@ static bool lock_domain_once(bool order_mu_held)
 	}
 	TEST_POINT("domain");
 	TEST_HOLD("domain");
+	if (fork_child)
+		TEST_HOLD("domain_in_child"); /* a member stopped with the lock held (test_order) */
 	return true;
 }
 
@@ -886,7 +890,9 @@ static bool wait_for_other_processes(int own_fd, struct write_view *w)
 				cover_acked[ncover++] = oa;
 			}
 		}
+		shim_enter(); /* its system calls, and a layer's beneath them, are the shim's own */
 		int failed = sync_foreign(pid, gone || fd < 0 ? -1 : fd, dev, ino, own_fd);
+		shim_leave();
 		if (failed && !gone)
 			tell_owner(sl, pid, dev, ino, failed);
 		/* Its numbers as read before the sync began: those writes were in
@@ -1541,6 +1547,7 @@ void order_atfork_child(void)
 	atomic_store(&stat_held_behind, 0);
 	atomic_store(&held_here, 0);
 	atomic_store(&domain_users, 0);
+	fork_child = true;
 	atomic_store(&domain_shared, order_dom != &local_domain);
 	pthread_mutex_init(&order_mu, NULL);
 	pending_head = NULL;

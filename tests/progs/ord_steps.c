@@ -48,6 +48,16 @@
  *   j:NAME:OFF:C  splice from a pipe the bytes were written into
  *   J:NAME:OFF:C  aio_write, then waits for it (aio_suspend)
  *   Z:NAME:OFF:C  syscall(SYS_pwrite64, ...)
+ *   n:NAME:OFF:C  store through a shared mapping, then msync(MS_SYNC)
+ *   N:NAME:COUNT  COUNT files NAME.0 .. NAME.COUNT-1: each opened, one byte
+ *                 written, fsynced, kept open (the descriptor limit raised)
+ * Two processes at once:
+ *   &             fork: the child runs the steps up to "!" and ends there
+ *                 (exit, or SIGKILL with "!:k"); the parent skips them and
+ *                 goes on at once
+ *   ^             wait for that child
+ *   =:PATH        wait until PATH exists (at most 20 s)
+ *   +:PATH        make the file PATH
  * Each step prints "step I OP NAME t0=NS t1=NS ret=R" (CLOCK_MONOTONIC,
  * entry and return), then "done pid=P".
  */
@@ -58,7 +68,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -78,6 +90,7 @@ static struct {
 static int nfiles;
 static const char *dir;
 static int open_flags = O_RDWR;
+static pid_t child_pid = -1;
 
 static int fd_of(const char *name)
 {
@@ -138,6 +151,76 @@ int main(int argc, char **argv)
 		if (!op) {
 			fprintf(stderr, "ord_steps: empty step\n");
 			return 2;
+		}
+		if (*op == '&') {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid < 0) {
+				perror("ord_steps: fork");
+				return 2;
+			}
+			if (pid == 0) {
+				printf("child pid=%d\n", (int)getpid());
+				continue;
+			}
+			child_pid = pid;
+			while (i + 1 < argc && argv[i + 1][0] != '!')
+				i++;
+			i++; /* the "!" */
+			continue;
+		}
+		if (*op == '!') {
+			printf("child done pid=%d\n", (int)getpid());
+			fflush(stdout);
+			if (name && *name == 'k')
+				raise(SIGKILL);
+			_exit(0);
+		}
+		if (*op == '^') {
+			int st;
+			long long ret = child_pid > 0 && waitpid(child_pid, &st, 0) == child_pid ? 0 : -1;
+			printf("step %d ^ - ret=%lld\n", i - 2, ret);
+			continue;
+		}
+		if (*op == '=' || *op == '+') {
+			uint64_t t0 = now_ns();
+			int ok = 0;
+			if (*op == '+') {
+				int fd = name ? open(name, O_WRONLY | O_CREAT, 0644) : -1;
+				ok = fd >= 0;
+				if (fd >= 0)
+					close(fd);
+			} else {
+				for (int k = 0; k < 20000 && !ok; k++) {
+					ok = name && access(name, F_OK) == 0;
+					if (!ok) {
+						struct timespec ts = { 0, 1000000 };
+						nanosleep(&ts, NULL);
+					}
+				}
+			}
+			printf("step %d %s - t0=%llu t1=%llu ret=%d\n", i - 2, op, (unsigned long long)t0,
+			       (unsigned long long)now_ns(), ok ? 0 : -1);
+			continue;
+		}
+		if (*op == 'N') {
+			struct rlimit rl;
+			if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+				rl.rlim_cur = rl.rlim_max;
+				setrlimit(RLIMIT_NOFILE, &rl);
+			}
+			uint64_t t0 = now_ns();
+			long count = a1 ? atol(a1) : 0, made = 0;
+			for (long k = 0; name && k < count; k++) {
+				char path[4096];
+				snprintf(path, sizeof(path), "%s/%s.%ld", dir, name, k);
+				int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+				if (fd >= 0 && write(fd, "n", 1) == 1 && fsync(fd) == 0)
+					made++;
+			}
+			printf("step %d N %s t0=%llu t1=%llu ret=%ld\n", i - 2, name, (unsigned long long)t0,
+			       (unsigned long long)now_ns(), made);
+			continue;
 		}
 		if (*op == 'f') {
 			fflush(stdout);
@@ -389,6 +472,23 @@ int main(int argc, char **argv)
 					aio_suspend(list, 1, NULL);
 				ret = aio_return(&cb);
 			}
+			break;
+		}
+		case 'n': {
+			off_t at = a1 ? atoll(a1) : 0;
+			struct stat st;
+			if (fstat(fd, &st) == 0 && st.st_size < at + BLOCK && ftruncate(fd, at + BLOCK) != 0) {
+				ret = -1;
+				break;
+			}
+			char *p = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, at);
+			if (p == MAP_FAILED) {
+				ret = -1;
+				break;
+			}
+			memset(p, a2 ? *a2 : 'x', BLOCK);
+			ret = msync(p, BLOCK, MS_SYNC);
+			munmap(p, BLOCK);
 			break;
 		}
 		case 'Z':

@@ -1058,3 +1058,190 @@ Test(order, a_raw_syscall_write_waits_for_the_other_files_ack)
 {
 	change_after_other_files_ack("Z:B:4096:Z", 'Z');
 }
+
+/* ---- the domain: its members, alive, stopped, killed, or no longer trusted ---- */
+
+/* ord_steps with its output and the recording layer's log, under an ini
+ * of its own (text), extra environment (NULL-terminated). */
+static struct run domain_steps(const char *ini_text, const char *const *env, const char *const *script, struct h_result *res)
+{
+	char *dir = data_dir();
+	char *ini = h_path(h_fmt("domain.%d.ini", h_ctx.seq + 1));
+	h_write_file(ini, ini_text ? ini_text
+				   : h_fmt("[shim]\npolicy = passthrough\n[rule data]\npath = %s/*\nsync = defer\n"
+					   "max_delay_ms = 10000\nmax_calls = 1000000\nmax_bytes = 1G\n",
+					   dir));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	for (const char *const *e = env; e && *e; e++)
+		h_env(&c, *e);
+	c.timeout_s = 60;
+	h_args(&c, h_prog("ord_steps"), dir, NULL);
+	for (const char *const *s = script; *s; s++)
+		h_arg(&c, *s);
+	struct h_result r = h_run(&c);
+	if (res)
+		*res = r;
+	h_assert_ok(r, "ord_steps");
+	return (struct run){ h_log_load(&c), r.out, dir };
+}
+
+static bool is_any_sync(const struct h_rec *r)
+{
+	return !strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync") || !strcmp(r->op, "syncfs") ||
+	       !strcmp(r->op, "sync");
+}
+
+/* Real syncs of any kind (of ino, or of anything for sync/syncfs) made by
+ * process pid between from and by. */
+static int syncs_by_between(const struct run *run, long pid, unsigned long long ino, unsigned long long from,
+			    unsigned long long by)
+{
+	int n = 0;
+	for (size_t i = 0; i < run->log.n; i++) {
+		const struct h_rec *r = &run->log.r[i];
+		if ((pid < 0 || r->pid == pid) && is_any_sync(r) && r->t0 >= from && r->t1 <= by &&
+		    (r->ino == ino || !strcmp(r->op, "sync") || !strcmp(r->op, "syncfs")))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * A fork child SIGKILLed with an acknowledged deferred sync pending: its
+ * promise is still the domain's. The parent's next write to another file
+ * reaches the kernel only after the child's file is durable (made so from
+ * here: the child has no flusher any more), and the dead child's slot is
+ * freed: the parent's writes after that sync nothing more.
+ */
+Test(order, a_killed_childs_acknowledged_sync_is_made_durable_before_the_parents_next_change)
+{
+	static const char *const script[] = { "&", "a:X", "s:X", "!:k", "^", "a:B", "a:B", "a:B", NULL };
+	struct run run = domain_steps(NULL, NULL, script, NULL);
+	unsigned long long x = ino_of(&run, "X");
+	const struct h_rec *b = nth_write(&run, ino_of(&run, "B"), 0), *b3 = nth_write(&run, ino_of(&run, "B"), 2);
+	cr_assert_geq(syncs_by_between(&run, b->pid, x, step_time(&run, 2, "t1"), b->t0), 1,
+		      "the parent's write reached the kernel before the killed child's acknowledged file was durable:\n%s",
+		      run.out);
+	cr_assert_eq(syncs_by_between(&run, b->pid, x, b->t1, b3->t1), 0,
+		     "the dead child's slot was not freed: the parent's later writes synced again");
+}
+
+/*
+ * A second acknowledgement of a file already pending (PostgreSQL's WAL,
+ * acknowledged, made durable by another process's wait, then acknowledged
+ * again) is the domain's too: the next process's change after it waits
+ * for that second one, not only the first.
+ */
+Test(order, a_second_acknowledgement_of_a_pending_file_orders_the_others_again)
+{
+	static const char *const script[] = { "a:W", "s:W",       /* the parent's first acknowledgement */
+					      "&", "a:X", "!", "^", /* a child's change: W durable as of it */
+					      "a:W", "s:W",       /* W acknowledged again (still pending) */
+					      "&", "a:Y", "!", "^", /* another child's change must wait for that */
+					      NULL };
+	struct run run = domain_steps(NULL, NULL, script, NULL);
+	unsigned long long w = ino_of(&run, "W");
+	const struct h_rec *y = nth_write(&run, ino_of(&run, "Y"), 0);
+	cr_assert_geq(syncs_by_between(&run, -1, w, step_time(&run, 7, "t0"), y->t0), 1,
+		      "the second child's write reached the kernel before W's second acknowledged sync was real:\n%s",
+		      run.out);
+}
+
+/*
+ * A child that takes on other credentials leaves the domain before the
+ * call: nothing it runs afterwards can reach the others' table (the
+ * issue's child locked the shared mutex and hung its root parent). The
+ * test program looks at its own mappings: the domain's shared one is gone
+ * from the child after setuid, where it was before.
+ */
+Test(order, a_child_that_takes_on_other_credentials_leaves_the_domain)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to change uid");
+	char *dir = data_dir();
+	char *ini = h_path("cred.ini");
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n[rule data]\npath = %s/*\nsync = defer\n"
+				"max_delay_ms = 10000\n",
+				dir));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_args(&c, h_prog("domain_creds"), dir, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "domain_creds");
+	cr_assert(h_has(r.out, "before: shared=1"), "the domain's table was not found before setuid:\n%s", r.out);
+	cr_assert(h_has(r.out, "after: shared=0"), "the child could still reach the domain's table after setuid:\n%s",
+		  r.out);
+	cr_assert(h_has(r.out, "parent: acked ok"), "the parent's sync after the child left failed:\n%s", r.out);
+}
+
+/*
+ * A member stopped while it holds the domain's lock (a signal, a
+ * debugger, a frozen cgroup): the others wait a bounded time, then go on
+ * with their own order (their syncs made durable first), never hang. The
+ * child is held at a test point with the lock taken; the parent's next
+ * acknowledged sync needs the lock; the parent lets the child go only
+ * after that sync returned, so with an unbounded wait it could not.
+ */
+Test(order, a_stopped_member_holding_the_domains_lock_costs_a_bounded_wait)
+{
+	char *hold = h_path("hold");
+	const char *env[] = { "SYNCSHIM_TEST_HOLD_AT=domain_in_child", h_fmt("SYNCSHIM_TEST_HOLD_FILE=%s", hold), NULL };
+	const char *script[] = { "&", "a:X", "s:X", "!", /* the child: held with the lock */
+				 h_fmt("=:%s.reached", hold), "a:B", "s:B", h_fmt("+:%s", hold), "^", NULL };
+	struct h_result r;
+	struct run run = domain_steps(NULL, env, script, &r);
+	long long parent_sync_end = (long long)step_time(&run, 6, "t1"), released = (long long)step_time(&run, 7, "t0");
+	cr_assert_lt(parent_sync_end, released);
+	cr_assert(h_has(run.out, "step 2 s X"), "the child's sync never ended:\n%s", run.out);
+	cr_assert_lt((long long)step_time(&run, 6, "t1") - (long long)step_time(&run, 6, "t0"), 5000000000ll,
+		     "the parent's sync waited for the stopped child's lock (the hold's own bound ended it)");
+	cr_assert(h_has(r.err, "held its lock too long"), "the parent did not say it left the domain:\n%s", r.err);
+}
+
+/*
+ * A child killed with more pending files than the table has slots: its
+ * overflow is given back with it. The parent's writes after it make one
+ * sync() for the dead child's files, not one per write.
+ */
+Test(order, a_killed_child_with_more_pending_files_than_slots_is_released)
+{
+	static const char *const script[] = { "&", "N:K:1100", "!:k", "^", NULL };
+	const char *more[64];
+	int n = 0;
+	for (int i = 0; i < (int)(sizeof(script) / sizeof(script[0])) - 1; i++)
+		more[n++] = script[i];
+	for (int i = 0; i < 40; i++)
+		more[n++] = "a:B";
+	more[n] = NULL;
+	struct run run = domain_steps(NULL, NULL, more, NULL);
+	cr_assert(h_has(run.out, "N K") && h_has(run.out, "ret=1100"), "the child did not make its files:\n%s", run.out);
+	const struct h_rec *b1 = nth_write(&run, ino_of(&run, "B"), 1), *b40 = nth_write(&run, ino_of(&run, "B"), 39);
+	int later = 0;
+	for (size_t i = 0; i < run.log.n; i++) {
+		const struct h_rec *r = &run.log.r[i];
+		if (r->pid == b1->pid && !strcmp(r->op, "sync") && r->t0 >= b1->t0 && r->t1 <= b40->t1)
+			later++;
+	}
+	cr_assert_eq(later, 0, "%d sync() calls among the parent's later writes: the dead child's overflow lingers",
+		     later);
+}
+
+/*
+ * msync(MS_SYNC) under defer is an acknowledged sync like fsync: its real
+ * sync comes within the window, not at exit.
+ */
+Test(order, msync_under_defer_is_made_real_within_the_window)
+{
+	char *dir = data_dir();
+	const char *ini = h_fmt("[shim]\npolicy = passthrough\n[rule data]\npath = %s/*\nsync = defer\n"
+				"max_delay_ms = 100\n",
+				dir);
+	static const char *const script[] = { "n:M:0:Q", "w:1500", "a:Z", NULL };
+	struct run run = domain_steps(ini, NULL, script, NULL);
+	unsigned long long m = ino_of(&run, "M");
+	cr_assert_geq(syncs_by_between(&run, -1, m, step_time(&run, 0, "t1"), step_time(&run, 2, "t0")), 1,
+		      "msync's deferred sync was not made within the window:\n%s", run.out);
+}
