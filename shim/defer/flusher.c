@@ -896,7 +896,10 @@ void flusher_writeback(struct shim_file *f)
 /* The flusher thread's deferred sync of everything requested so far. */
 void flusher_sync_requested(struct shim_file *f)
 {
-	sync_until(f, -1, false, atomic_load(&f->fl.req_seq), true);
+	/* What a sync can cover now: requests past the floor wait for held
+	 * writes the applier makes, which may need this very thread to sync
+	 * something else first (held.c). It syncs them when they are applied. */
+	sync_until(f, -1, false, held_coverable(&f->hold, atomic_load(&f->fl.req_seq)), true);
 }
 
 /* ---- held changes (held.c) -------------------------------------------------- */

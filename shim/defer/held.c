@@ -617,23 +617,23 @@ static bool apply_pass(void)
 		atomic_fetch_add_explicit(&st_rounds, 1, memory_order_relaxed);
 		progress_bump();
 	}
-	if (nwants == 1 && !nfiles) {
-		/* One sync stands in the way: made here, no hand-off. The flusher
-		 * threads, which hold the file until its deadline, are told to
-		 * look again now: it is no longer owed (a program moving
-		 * through files keeps no more of them known than before). */
-		struct shim_file *g = wants[0].g;
-		flusher_sync_to(g, wants[0].target);
-		if (!flusher_owes(g) && atomic_load(&g->sched.queued) && workers_force(g))
-			workers_schedule(g, true);
-	} else {
-		for (int i = 0; i < nwants; i++)
-			if (workers_force(wants[i].g))
-				workers_schedule(wants[i].g, true);
+	if (!nfiles) {
+		/* The syncs that stand in the way: made here, one after another,
+		 * with no hand-off (a flusher thread may itself be waiting for
+		 * what this applies). The flusher threads, which keep a file
+		 * until its deadline, are told to look again now: it is no longer
+		 * owed (a program moving through files keeps no more of them
+		 * known than before). */
+		for (int i = 0; i < nwants; i++) {
+			struct shim_file *g = wants[i].g;
+			flusher_sync_to(g, wants[i].target);
+			if (!flusher_owes(g) && atomic_load(&g->sched.queued) && workers_force(g))
+				workers_schedule(g, true);
+		}
 	}
 	for (int i = 0; i < nwants; i++)
 		file_put(wants[i].g);
-	return nfiles > 0 || (nwants == 1 && !nfiles);
+	return nfiles > 0 || nwants > 0;
 }
 
 /* apply_mu held: f's changes that can go now, in order, with no sync and

@@ -49,6 +49,7 @@
  *   J:NAME:OFF:C  aio_write, then waits for it (aio_suspend)
  *   Z:NAME:OFF:C  syscall(SYS_pwrite64, ...)
  *   n:NAME:OFF:C  store through a shared mapping, then msync(MS_SYNC)
+ *   1:TEXT        write TEXT and a newline to descriptor 1 (a log line)
  *   N:NAME:COUNT  COUNT files NAME.0 .. NAME.COUNT-1: each opened, one byte
  *                 written, fsynced, kept open (the descriptor limit raised)
  * Two processes at once:
@@ -201,6 +202,15 @@ int main(int argc, char **argv)
 			}
 			printf("step %d %s - t0=%llu t1=%llu ret=%d\n", i - 2, op, (unsigned long long)t0,
 			       (unsigned long long)now_ns(), ok ? 0 : -1);
+			continue;
+		}
+		if (*op == '1') {
+			char line[512];
+			int n = snprintf(line, sizeof(line), "%s\n", name ? name : "");
+			uint64_t t0 = now_ns();
+			long long ret = write(1, line, (size_t)n);
+			fprintf(stderr, "step %d 1 - t0=%llu t1=%llu ret=%lld\n", i - 2, (unsigned long long)t0,
+				(unsigned long long)now_ns(), ret);
 			continue;
 		}
 		if (*op == 'N') {

@@ -1245,3 +1245,54 @@ Test(order, msync_under_defer_is_made_real_within_the_window)
 	cr_assert_geq(syncs_by_between(&run, -1, m, step_time(&run, 0, "t1"), step_time(&run, 2, "t0")), 1,
 		      "msync's deferred sync was not made within the window:\n%s", run.out);
 }
+
+/*
+ * A log line per commit to the standard output the process inherited,
+ * redirected to a regular file (a service's own log): it keeps no order
+ * across files by default (order = auto), so it waits for no
+ * acknowledged sync and is not held for one. The journal's real sync
+ * comes only at the exit here (its window is 10 s): every log line reaches
+ * the kernel before it. A rule that says order = domain for the log makes
+ * it wait again (the control).
+ */
+static struct run log_line_run(const char *log_rule)
+{
+	char *dir = data_dir();
+	char *log = h_path("service.log");
+	char *ini = h_path(h_fmt("log.%d.ini", h_ctx.seq + 1));
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n%s[rule data]\npath = %s/*\nsync = defer\n"
+				"max_delay_ms = 10000\n",
+				log_rule ? h_fmt(log_rule, log) : "", dir));
+	char *cmd = h_fmt("exec '%s' '%s' a:J s:J 1:commit-1 a:J s:J 1:commit-2 >'%s'", h_prog("ord_steps"), dir, log);
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_args(&c, "/bin/sh", "-c", cmd, NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "ord_steps > log");
+	cr_assert(h_has(h_read_file(log), "commit-2"), "the log lines are not in the log");
+	return (struct run){ h_log_load(&c), r.err, dir };
+}
+
+static const struct h_rec *write_of(const struct run *run, unsigned long long ino, int nth)
+{
+	for (size_t i = 0; i < run->log.n; i++)
+		if (run->log.r[i].ino == ino && is_write(&run->log.r[i]) && nth-- == 0)
+			return &run->log.r[i];
+	cr_assert_fail("write #%d of inode %llu not in the log", nth, ino);
+	return NULL;
+}
+
+Test(order, a_log_line_to_the_inherited_stdout_waits_for_no_sync)
+{
+	struct run run = log_line_run(NULL);
+	unsigned long long j = ino_of(&run, "J"), log = h_ino(h_path("service.log"));
+	const struct h_rec *line2 = write_of(&run, log, 1);
+	cr_assert_eq(syncs_before(&run, j, line2->t1), 0,
+		     "a log line waited for the journal's acknowledged sync (a real sync of J before it returned)");
+
+	struct run ordered = log_line_run("[rule log]\npath = %s\norder = domain\n");
+	unsigned long long j2 = ino_of(&ordered, "J"), log2 = h_ino(h_path("service.log"));
+	cr_assert_gt(syncs_before(&ordered, j2, write_of(&ordered, log2, 1)->t1), 0,
+		     "control: a log under order = domain did not wait");
+}
