@@ -41,7 +41,7 @@ INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmy
 # checks synclat metrics, tmux drives synclat top; Prometheus scrapes
 # synclat metrics --listen, curl asks its API, ss (iproute2) finds free ports.
 LIVE_PKGS := prometheus tmux curl iproute2
-BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs zookeeper
+BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs zookeeper qemu-utils
 
 # $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.
 define apt_install
@@ -507,7 +507,7 @@ demo-activemq: deps all
 
 # Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
 # The window section records real syncs with the tests' recording layer.
-bench: bench-deps all $(B)/tests/lib/reclayer.so
+bench: bench-deps all $(B)/tests/lib/reclayer.so $(B)/tests/progs/uring_ops $(B)/tests/progs/inline_calls
 	tools/scripts/bench.sh $(B) $(SECTIONS)
 
 # ---- fuzzing (see tests/fuzz/) ------------------------------------------
