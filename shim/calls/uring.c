@@ -4,7 +4,8 @@
  * A ring's entries never pass through libc, but they pass through the
  * calls that hand them to the kernel: liburing's exported submit family
  * (the entries are not even published yet) and io_uring_enter through
- * libc's syscall() (published, not yet consumed: the kernel reads a
+ * libc's syscall() or liburing's raw exports io_uring_enter and
+ * io_uring_enter2 (published, not yet consumed: the kernel reads a
  * non-polled ring only inside io_uring_enter). There, each new entry, the
  * ones between the SQ ring's kernel head (or the last one looked at) and
  * the app's tail, is looked at once and made what the file's rule says:
@@ -31,9 +32,10 @@
  * RESULT, Linux 6.10). On an older kernel the entry goes to the kernel
  * unchanged and the error waits for the descriptor's next libc call.
  *
- * Rings are learned from io_uring_setup through syscall() and its mmaps
- * (the SQ ring and the SQE array at their offsets on the ring's
- * descriptor), or from liburing's struct io_uring at the first submit.
+ * Rings are learned from io_uring_setup (through syscall() or liburing's
+ * export) and its mmaps (the SQ ring and the SQE array at their offsets
+ * on the ring's descriptor), or from liburing's struct io_uring, once
+ * io_uring_queue_mmap has filled it or at the first submit.
  * Registered files are kept with their (dev, inode) so an IOSQE_FIXED_FILE
  * entry maps to a descriptor only while that descriptor still names the
  * file that was registered.
