@@ -518,7 +518,8 @@ DEMO_ACTIVEMQ_ARGS ?=
 demo-activemq: deps all
 	SYNCSHIM_BUILD=$(abspath $(B)) examples/activemq/walkthrough.sh $(DEMO_ACTIVEMQ_ARGS)
 
-# Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
+# Benchmarks: ratios against a baseline run side by side (docs/PERFORMANCE.md;
+# every run so far: docs/bench-log.md).
 # The window section records real syncs with the tests' recording layer.
 bench: bench-deps all $(B)/tests/lib/reclayer.so
 	tools/scripts/bench.sh $(B) $(SECTIONS)
