@@ -418,7 +418,7 @@ Test(live, once_sorts)
 			}
 	expect_order(r.out, "by pid", 3, v[0], v[1], v[2]);
 	r = synclat(t.dir, "top", "--once", "-s", "bogus", NULL);
-	cr_assert_eq(r.code, 1, "an unknown sort key is a usage error: %d\n%s", r.code, r.err);
+	cr_assert_eq(r.code, 2, "an unknown sort key is a usage error: %d\n%s", r.code, r.err);
 }
 
 Test(live, once_filters_and_groups_by_rule)
@@ -1272,17 +1272,17 @@ Test(live, top_without_a_terminal_and_bad_options)
 {
 	char *dir = live_dir();
 	struct h_result r = synclat(dir, "top", NULL);
-	cr_assert_eq(r.code, 1, "no terminal: exit %d\n%s", r.code, r.err);
+	cr_assert_eq(r.code, 2, "no terminal: exit %d\n%s", r.code, r.err);
 	cr_assert(h_has(r.err, "needs a terminal; use --once or --json"), "%s", r.err);
 	const char *bad[][3] = { { "-d", "0", NULL }, { "-d", "soon", NULL }, { "-p", "x", NULL },
 				 { "--once", "--json", NULL }, { "extra", NULL, NULL }, { "--bogus", NULL, NULL } };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = synclat(dir, "top", bad[i][0], bad[i][1], NULL);
-		cr_assert_eq(r.code, 1, "top %s %s: exit %d", bad[i][0], bad[i][1] ? bad[i][1] : "", r.code);
+		cr_assert_eq(r.code, 2, "top %s %s: exit %d", bad[i][0], bad[i][1] ? bad[i][1] : "", r.code);
 		cr_assert(h_has(r.err, "usage: synclat top"), "%s", r.err);
 	}
 	r = synclat(dir, "metrics", "extra", NULL);
-	cr_assert_eq(r.code, 1, "metrics extra: exit %d", r.code);
+	cr_assert_eq(r.code, 2, "metrics extra: exit %d", r.code);
 	r = synclat(dir, "top", "-h", NULL);
 	h_assert_ok(r, "top -h");
 	cr_assert(h_has(r.out, "keys: q quit"), "%s", r.out);

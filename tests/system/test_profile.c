@@ -176,7 +176,7 @@ Test(profile, redis_names_its_aof)
 	cr_expect(h_has(check_line(ini, h_fmt("%s/appendonlydir/appendonly.aof.2.incr.aof", data)), "policy defer"));
 }
 
-/* A bad invocation: one line and exit 1; a program that cannot be run:
+/* A bad invocation: one line and exit 2; a program that cannot be run:
  * no log, exit 2, and the temp dir kept and named. */
 Test(profile, failures_say_what)
 {
@@ -184,8 +184,9 @@ Test(profile, failures_say_what)
 	plain(&c);
 	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "profile", "--load", "true", "--", "/bin/true", NULL);
 	struct h_result r = h_run(&c);
-	cr_expect_eq(r.code, 1);
-	cr_expect(h_has(r.err, "a service needs both --ready PROBE and --load CMD"), "%s", r.err);
+	cr_expect_eq(r.code, 2);
+	cr_expect_eq(h_nlines(r.err), 1, "%s", r.err);
+	cr_expect(h_has(r.err, "syncshim profile: a service needs both --ready PROBE and --load CMD"), "%s", r.err);
 	plain(&c);
 	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "profile", "--", "/bin/true", NULL);
 	r = h_run(&c);

@@ -1281,23 +1281,23 @@ Test(synclat, cli_exit_codes)
 	const char *cut = save(&b, "cut.log");
 
 	struct cli o = run_cli(NULL);
-	cr_assert_eq(o.rc, 1);
+	cr_assert_eq(o.rc, 2);
 	cli_free(&o);
 	o = run_cli("frobnicate", NULL);
-	cr_assert_eq(o.rc, 1);
+	cr_assert_eq(o.rc, 2);
 	cr_assert(strstr(o.err, "unknown command"), "%s", o.err);
 	cli_free(&o);
 	o = run_cli("report", "--bogus", good, NULL);
-	cr_assert_eq(o.rc, 1);
+	cr_assert_eq(o.rc, 2);
 	cli_free(&o);
 	o = run_cli("report", "--csv", "--json", good, NULL);
-	cr_assert_eq(o.rc, 1);
+	cr_assert_eq(o.rc, 2);
 	cli_free(&o);
 	o = run_cli("compare", good, NULL);
-	cr_assert_eq(o.rc, 1);
+	cr_assert_eq(o.rc, 2);
 	cli_free(&o);
 	o = run_cli("report", NULL);
-	cr_assert_eq(o.rc, 1);
+	cr_assert_eq(o.rc, 2);
 	cli_free(&o);
 	o = run_cli("--help", NULL);
 	cr_assert_eq(o.rc, 0);
@@ -1311,14 +1311,14 @@ Test(synclat, cli_exit_codes)
 	o = run_cli("report", good, bad, NULL);
 	cr_assert_eq(o.rc, 2);
 	char want[256];
-	snprintf(want, sizeof(want), "synclat: %s: corrupt at byte %zu", bad, b.ends[1] + 16);
+	snprintf(want, sizeof(want), "synclat report: %s: corrupt at byte %zu", bad, b.ends[1] + 16);
 	cr_assert(strstr(o.err, want), "'%s' not in: %s", want, o.err);
 	cr_assert_eq(strchr(o.err, '\n'), o.err + strlen(o.err) - 1, "one line: %s", o.err);
 	cli_free(&o);
 
 	o = run_cli("report", cut, NULL);
 	cr_assert_eq(o.rc, 2);
-	snprintf(want, sizeof(want), "synclat: %s: truncated at byte %zu", cut, b.ends[2]);
+	snprintf(want, sizeof(want), "synclat report: %s: truncated at byte %zu", cut, b.ends[2]);
 	cr_assert(strstr(o.err, want), "'%s' not in: %s", want, o.err);
 	cli_free(&o);
 
@@ -1368,7 +1368,7 @@ Test(synclat, built_binary_exit_codes)
 	cr_assert(strstr(line, "bad.log: corrupt at byte"), "%s", line);
 	snprintf(cmd, sizeof(cmd), "'%s' report --nope >/dev/null 2>&1", bin);
 	st = system(cmd);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 	free(b.data);
 }
 

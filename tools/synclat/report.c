@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "policy.h"
+#include "tool.h"
 
 const double report_pct[REPORT_NPCT] = { 50, 90, 99, 99.9, 99.99 };
 const char *const report_pct_name[REPORT_NPCT] = { "p50", "p90", "p99", "p99.9", "p99.99" };
@@ -885,13 +886,13 @@ void report_warnings(FILE *out, const struct run *r)
 	for (size_t l = 0; l < r->nlogs; l++) {
 		const struct lr_log *L = r->logs[l];
 		if (L->warnings & LRW_NO_TRAILER)
-			fprintf(out, "synclat: warning: %s: no trailer (process ended abruptly?)\n", L->path);
+			cli_err(out, "warning: %s: no trailer (process ended abruptly?)", L->path);
 		if (L->warnings & LRW_HIST_CUT)
-			fprintf(out, "synclat: warning: %s: last HIST set cut short; using the one before\n",
+			cli_err(out, "warning: %s: last HIST set cut short; using the one before",
 				L->path);
 		if (L->warnings & LRW_NEWER)
-			fprintf(out, "synclat: warning: %s: format %u.%u is newer than this synclat (%d.%d); "
-				"unknown parts skipped\n", L->path, L->major, L->minor, LOGFMT_MAJOR,
+			cli_err(out, "warning: %s: format %u.%u is newer than this synclat (%d.%d); "
+				"unknown parts skipped", L->path, L->major, L->minor, LOGFMT_MAJOR,
 				LOGFMT_MINOR);
 	}
 }

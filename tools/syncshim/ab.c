@@ -48,6 +48,7 @@ static void ab_usage(FILE *to)
 {
 	char names[128];
 	fprintf(to, "usage: syncshim " AB_SYNOPSIS "\n"
+		    "  -n, --rounds N (default 3); -o, --out DIR (kept); -m, --mode summary|calls\n"
 		    "  A, B: a policy (%s) or an ini file\n"
 		    "  the service form: per round, A B A B: --setup (sh -c), SERVER under the side's\n"
 		    "  policy in its own process group, --ready PROBE until it succeeds (tcp:HOST:PORT,\n"
@@ -58,6 +59,9 @@ static void ab_usage(FILE *to)
 		sync_policy_names(names, sizeof(names)));
 }
 
+/* A side is a policy name or an ini that check's parser accepts: a typo
+ * stops ab before any round, rather than comparing passthrough with
+ * passthrough under a confident verdict. */
 static int side_parse(struct side *s, char tag, const char *spec)
 {
 	s->tag = tag;
@@ -66,12 +70,15 @@ static int side_parse(struct side *s, char tag, const char *spec)
 		s->policy = spec;
 		return 0;
 	}
-	if (access(spec, R_OK) == 0) {
-		s->config = spec;
-		return 0;
+	struct stat st;
+	if (stat(spec, &st) < 0) {
+		char names[128];
+		cli_err(stderr, "side %c: '%s' is neither a policy (%s) nor an ini file; nothing was run", tag, spec,
+			sync_policy_names(names, sizeof(names)));
+		return -1;
 	}
-	fprintf(stderr, "syncshim ab: '%s' is neither a policy nor a readable ini file\n", spec);
-	return -1;
+	s->config = spec;
+	return shim_settings_check(s->config, NULL, NULL, NULL);
 }
 
 /* ".rTAG." in every log name of this invocation: seconds and pid. */
@@ -97,7 +104,7 @@ static int run_once(const struct side *s, int round, const char *dir, const char
 			_exit(127);
 		execvp(cmd[0], cmd);
 		int e = errno;
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", cmd[0], strerror(e));
+		cli_err(stderr, "cannot run %s: %s", cmd[0], strerror(e));
 		_exit(exec_failure_status(e));
 	}
 	int st;
@@ -112,14 +119,14 @@ static int make_dir(char *dir, size_t len, const char *want)
 	if (want) {
 		snprintf(dir, len, "%s", want);
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			fprintf(stderr, "syncshim ab: cannot create %s: %s\n", dir, strerror(errno));
+			cli_err(stderr, "cannot create %s: %s", dir, strerror(errno));
 			return -1;
 		}
 		return 0;
 	}
 	snprintf(dir, len, "syncshim-ab.XXXXXX");
 	if (!mkdtemp(dir)) {
-		fprintf(stderr, "syncshim ab: cannot create a directory here: %s\n", strerror(errno));
+		cli_err(stderr, "cannot create a directory here: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -220,7 +227,7 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	pid_t pid = fork();
 	if (pid == 0) {
 		execvp(args[0], args);
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", args[0], strerror(errno));
+		cli_err(stderr, "cannot run %s: %s", args[0], strerror(errno));
 		_exit(127);
 	}
 	int st;
@@ -239,21 +246,21 @@ static int check_command(const char *cmd)
 	struct stat st;
 	if (find_in_path(cmd, path, sizeof(path)) < 0 || stat(path, &st) < 0) {
 		int e = errno;
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", cmd, strerror(e));
+		cli_err(stderr, "cannot run %s: %s", cmd, strerror(e));
 		return exec_failure_status(e);
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "syncshim ab: cannot run %s: not a regular file\n", path);
+		cli_err(stderr, "cannot run %s: not a regular file", path);
 		return 126;
 	}
 	int verdict = elf_preload_check(path, why, sizeof(why));
 	if (verdict == PRELOAD_NEVER) {
-		fprintf(stderr, "syncshim ab: %s is %s; both sides would run the same, so there is "
-			"nothing to compare\n", path, why);
+		cli_err(stderr, "%s is %s; both sides would run the same, so there is "
+			"nothing to compare", path, why);
 		return 1;
 	}
 	if (verdict == PRELOAD_DOUBT)
-		fprintf(stderr, "syncshim ab: warning: %s is %s\n", path, why);
+		cli_err(stderr, "warning: %s is %s", path, why);
 	return 0;
 }
 
@@ -262,7 +269,8 @@ static const struct option ab_long[] = {
 	{ "setup", required_argument, NULL, O_SETUP }, { "ready", required_argument, NULL, O_READY },
 	{ "load", required_argument, NULL, O_LOAD },   { "metric", required_argument, NULL, O_METRIC },
 	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{ "rounds", required_argument, NULL, 'n' },   { "out", required_argument, NULL, 'o' },
+	{ "mode", required_argument, NULL, 'm' },     { NULL, 0, NULL, 0 },
 };
 
 struct ab_opts {
@@ -271,11 +279,12 @@ struct ab_opts {
 	struct ab_service svc;
 };
 
-/* Options, before A B or after them: 0 go on, 1 after -h, -1 a usage error. */
+/* Options, before A B or after them: 0 go on, 1 after -h, -1 after one
+ * line for a usage error. */
 static int ab_parse(int argc, char **argv, struct ab_opts *o)
 {
 	optind = 0;
-	opterr = 1;
+	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+n:o:m:h", ab_long, NULL)) != -1) {
 		switch (c) {
@@ -288,7 +297,7 @@ static int ab_parse(int argc, char **argv, struct ab_opts *o)
 		case O_METRIC: o->svc.metric = optarg; break;
 		case O_TIMEOUT: o->svc.ready_timeout_s = atof(optarg); break;
 		case 'h': return 1;
-		default: return -1;
+		default: cli_bad_option(argc, argv, stderr); return -1;
 		}
 	}
 	return 0;
@@ -323,7 +332,7 @@ static int ab_service(const struct ab_opts *o, struct side sides[2], char **serv
 	}
 	int sig = ab_service_signalled();
 	if (sig) {
-		fprintf(stderr, "syncshim ab: stopped by signal %d; every server and load stopped, outputs in %s\n",
+		cli_err(stderr, "stopped by signal %d; every server and load stopped, outputs in %s",
 			sig, dir);
 		rc = 128 + sig;
 	}
@@ -340,7 +349,7 @@ static int ab_service(const struct ab_opts *o, struct side sides[2], char **serv
 		/* The load's figures stand without the server's logs. */
 		compare(dir, &sides[0], &sides[1]);
 	} else {
-		fprintf(stderr, "syncshim ab: outputs kept in %s\n", dir);
+		cli_err(stderr, "outputs kept in %s", dir);
 	}
 	free(fig[0]);
 	free(fig[1]);
@@ -350,22 +359,31 @@ static int ab_service(const struct ab_opts *o, struct side sides[2], char **serv
 /* -1 after one line (or the usage) when the options do not fit together. */
 static int ab_check_opts(const struct ab_opts *o, int service, FILE *err)
 {
-	if (o->rounds < 1 || o->rounds > 1000 || (o->mode && log_mode_parse(o->mode) <= 0) ||
-	    (service && (!o->svc.ready || !o->svc.load)) || o->svc.ready_timeout_s <= 0) {
-		if (service && (!o->svc.ready || !o->svc.load))
-			fprintf(err, "syncshim ab: a service needs both --ready PROBE and --load CMD\n");
-		ab_usage(err);
+	if (o->rounds < 1 || o->rounds > 1000) {
+		cli_err(err, "-n ROUNDS: want 1 to 1000");
+		return -1;
+	}
+	if (o->mode && log_mode_parse(o->mode) <= 0) {
+		cli_err(err, "-m '%s': want summary or calls", o->mode);
+		return -1;
+	}
+	if (service && (!o->svc.ready || !o->svc.load)) {
+		cli_err(err, "a service needs both --ready PROBE and --load CMD");
+		return -1;
+	}
+	if (o->svc.ready_timeout_s <= 0) {
+		cli_err(err, "--timeout: want a number of seconds above 0");
 		return -1;
 	}
 	if (o->svc.ready && ab_probe_valid(o->svc.ready) < 0) {
-		fprintf(err, "syncshim ab: bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH or cmd:COMMAND\n",
+		cli_err(err, "bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH or cmd:COMMAND",
 			o->svc.ready);
 		return -1;
 	}
 	if (o->svc.metric) {
 		regex_t re;
 		if (regcomp(&re, o->svc.metric, REG_EXTENDED) != 0) {
-			fprintf(err, "syncshim ab: bad --metric '%s': not an extended regular expression\n", o->svc.metric);
+			cli_err(err, "bad --metric '%s': not an extended regular expression", o->svc.metric);
 			return -1;
 		}
 		regfree(&re);
@@ -391,7 +409,7 @@ static int ab_command(const struct ab_opts *o, struct side sides[2], char **cmd,
 	       sides[1].total_s, o->rounds, sides[0].total_s > 0 ? sides[1].total_s / sides[0].total_s : 0);
 	int rc = compare(dir, &sides[0], &sides[1]);
 	if (sides[0].failures || sides[1].failures) {
-		fprintf(err, "syncshim ab: %d A run(s) and %d B run(s) exited non-zero\n", sides[0].failures,
+		cli_err(err, "%d A run(s) and %d B run(s) exited non-zero", sides[0].failures,
 			sides[1].failures);
 		return 1;
 	}
@@ -403,33 +421,35 @@ int cmd_ab(int argc, char **argv, FILE *out, FILE *err)
 	struct ab_opts o = { .rounds = 3, .svc = { .ready_timeout_s = 30 } };
 	int c = ab_parse(argc, argv, &o);
 	if (c) {
-		ab_usage(c > 0 ? out : err);
-		return c > 0 ? 0 : 1;
+		if (c > 0)
+			ab_usage(out);
+		return c > 0 ? 0 : EXIT_USAGE;
 	}
 	int at = optind;
 	if (argc - at < 2) {
-		ab_usage(err);
-		return 1;
+		cli_err(err, "want two sides, A and B, then -- CMD; syncshim ab -h says more");
+		return EXIT_USAGE;
 	}
 	/* Options after A B (before --) too: the service form reads better so. */
 	int rest_at = at + 1; /* argv[rest_at] is B, the "program name" of the second pass */
 	c = ab_parse(argc - rest_at, argv + rest_at, &o);
 	if (c) {
-		ab_usage(c > 0 ? out : err);
-		return c > 0 ? 0 : 1;
+		if (c > 0)
+			ab_usage(out);
+		return c > 0 ? 0 : EXIT_USAGE;
 	}
 	int cmd_at = rest_at + optind;
 	int service = o.svc.ready || o.svc.load || o.svc.setup || o.svc.metric;
 	if (ab_check_opts(&o, service, err) < 0)
-		return 1;
+		return EXIT_USAGE;
 	struct side sides[2] = { 0 };
 	if (side_parse(&sides[0], 'A', argv[at]) < 0 || side_parse(&sides[1], 'B', argv[at + 1]) < 0)
-		return 1;
+		return EXIT_USAGE;
 	if (cmd_at < argc && strcmp(argv[cmd_at], "--") == 0)
 		cmd_at++;
 	if (cmd_at >= argc) {
-		ab_usage(err);
-		return 1;
+		cli_err(err, "no command after A B; syncshim ab -h says more");
+		return EXIT_USAGE;
 	}
 	int bad = check_command(argv[cmd_at]);
 	if (bad)

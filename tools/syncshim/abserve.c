@@ -257,7 +257,7 @@ static pid_t start_server(const struct ab_round *r, char **server, const char *o
 		if (shim_prepare_env(config, policy, log, mode) < 0)
 			_exit(127);
 		execvp(server[0], server);
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", server[0], strerror(errno));
+		cli_err(stderr, "cannot run %s: %s", server[0], strerror(errno));
 		_exit(exec_failure_status(errno));
 	}
 	setpgid(pid, pid);
@@ -298,7 +298,7 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 		if (got_signal)
 			return -1;
 		if (rc != 0) {
-			fprintf(stderr, "syncshim ab: round %d %s: the setup failed (exit %d); its output: %s\n",
+			cli_err(stderr, "round %d %s: the setup failed (exit %d); its output: %s",
 				r->round, where, rc, setup_out);
 			return -1;
 		}
@@ -312,11 +312,11 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 		if (got_signal)
 			return -1;
 		if (died)
-			fprintf(stderr, "syncshim ab: round %d %s: the server exited (status %d) before %s "
-				"succeeded; its output: %s\n", r->round, where, status, svc->ready, server_out);
+			cli_err(stderr, "round %d %s: the server exited (status %d) before %s "
+				"succeeded; its output: %s", r->round, where, status, svc->ready, server_out);
 		else
-			fprintf(stderr, "syncshim ab: round %d %s: the readiness probe %s did not succeed in %.0f s; "
-				"the server's output: %s\n", r->round, where, svc->ready, svc->ready_timeout_s,
+			cli_err(stderr, "round %d %s: the readiness probe %s did not succeed in %.0f s; "
+				"the server's output: %s", r->round, where, svc->ready, svc->ready_timeout_s,
 				server_out);
 		return -1;
 	}
@@ -330,18 +330,18 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 	if (got_signal)
 		return -1;
 	if (lrc != 0) {
-		fprintf(stderr, "syncshim ab: round %d %s: the load failed (exit %d); its output: %s\n", r->round,
+		cli_err(stderr, "round %d %s: the load failed (exit %d); its output: %s", r->round,
 			where, lrc, load_out);
 		return -1;
 	}
 	if (died) {
-		fprintf(stderr, "syncshim ab: round %d %s: the server exited (status %d) during the load; "
-			"its output: %s\n", r->round, where, status, server_out);
+		cli_err(stderr, "round %d %s: the server exited (status %d) during the load; "
+			"its output: %s", r->round, where, status, server_out);
 		return -1;
 	}
 	*figure = secs;
 	if (svc->metric && extract_metric(load_out, svc->metric, figure) < 0) {
-		fprintf(stderr, "syncshim ab: round %d %s: --metric '%s' matched no number in %s\n", r->round,
+		cli_err(stderr, "round %d %s: --metric '%s' matched no number in %s", r->round,
 			where, svc->metric, load_out);
 		return -1;
 	}

@@ -38,7 +38,7 @@ static int listen_on(const char *addr, FILE *err)
 	snprintf(host, sizeof(host), "%s", addr);
 	char *port = strrchr(host, ':');
 	if (!port || !port[1]) {
-		fprintf(err, "synclat metrics: --listen '%s': want HOST:PORT, e.g. 127.0.0.1:9464\n", addr);
+		cli_err(err, "--listen '%s': want HOST:PORT, e.g. 127.0.0.1:9464", addr);
 		return -1;
 	}
 	*port++ = '\0';
@@ -49,14 +49,14 @@ static int listen_on(const char *addr, FILE *err)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai = NULL;
 	int rc = getaddrinfo(host[0] ? host : "127.0.0.1", port, &hints, &ai);
 	if (rc != 0) {
-		fprintf(err, "synclat metrics: --listen '%s': %s\n", addr, gai_strerror(rc));
+		cli_err(err, "--listen '%s': %s", addr, gai_strerror(rc));
 		return -1;
 	}
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
-		fprintf(err, "synclat metrics: --listen '%s': %s\n", addr, strerror(errno));
+		cli_err(err, "--listen '%s': %s", addr, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		fd = -1;

@@ -305,7 +305,7 @@ static int add_log(struct profile *p, const struct lr_log *log, FILE *err)
 			file_record(by_file[fi], log, order[i]);
 	}
 	if (rc)
-		fprintf(err, "synclat suggest: out of memory\n");
+		cli_err(err, "out of memory");
 	free(seen);
 	free(order);
 	free(by_file);
@@ -805,7 +805,7 @@ static int verify(const char *text, const struct profile *p, const struct sgroup
 	static struct policy pol;
 	char why[POLICY_ERR_MAX];
 	if (policy_load_string(text, "proposal", &pol, why, sizeof(why)) < 0) {
-		fprintf(err, "synclat suggest: the proposed ini does not load (a bug): %s\n", why);
+		cli_err(err, "the proposed ini does not load (a bug): %s", why);
 		return -1;
 	}
 	size_t off = 0;
@@ -854,17 +854,17 @@ static int read_logs(struct lr_log *logs, char **paths, size_t n, bool salvage, 
 	for (size_t i = 0; i < n; i++) {
 		struct lr_error e;
 		if (lr_read_file(paths[i], &logs[i], &e) < 0 && !(salvage && lr_salvage(&logs[i], &e))) {
-			fprintf(err, "synclat: %s\n", e.msg);
+			cli_err(err, "%s", e.msg);
 			return EXIT_INPUT;
 		}
 		if (logs[i].log_mode != LOG_CALLS) {
-			fprintf(err, "synclat suggest: %s has no call records (log_mode = %s); profile with log_mode = "
-				     "calls (syncshim profile does)\n", logs[i].path, report_mode_name(logs[i].log_mode));
+			cli_err(err, "%s has no call records (log_mode = %s); profile with log_mode = "
+				     "calls (syncshim profile does)", logs[i].path, report_mode_name(logs[i].log_mode));
 			return EXIT_INPUT;
 		}
 		if (logs[i].minor < 2)
-			fprintf(err, "synclat suggest: %s is a log of format 1.%u: it does not say which files were "
-				     "opened O_SYNC/O_DSYNC or renamed; profile with this version's shim\n",
+			cli_err(err, "%s is a log of format 1.%u: it does not say which files were "
+				     "opened O_SYNC/O_DSYNC or renamed; profile with this version's shim",
 				logs[i].path, logs[i].minor);
 		if (add_log(p, &logs[i], err) < 0)
 			return EXIT_INPUT;
@@ -901,7 +901,7 @@ static int write_text(const char *path, const char *text, FILE *out, FILE *err)
 	if (f && fclose(f) != 0)
 		ok = false;
 	if (!ok) {
-		fprintf(err, "synclat suggest: cannot write %s: %s\n", path, strerror(errno));
+		cli_err(err, "cannot write %s: %s", path, strerror(errno));
 		return EXIT_INPUT;
 	}
 	fprintf(out, "\nproposed rules written to %s\n", path);
@@ -925,14 +925,12 @@ int suggest_main(int argc, char **argv, FILE *out, FILE *err)
 		case 'o': ini = optarg; break;
 		case 'S': salvage = true; break;
 		case 'h': return usage(out, 0);
-		default:
-			fprintf(err, "synclat suggest: unknown option '%s'\n", argv[optind - 1]);
-			return usage(err, EXIT_USAGE);
+		default: return cli_bad_option(argc, argv, err);
 		}
 	}
 	if (optind >= argc) {
-		fprintf(err, "synclat suggest: no log given\n");
-		return usage(err, EXIT_USAGE);
+		cli_err(err, "no log given; %s -h says more", cli_name());
+		return EXIT_USAGE;
 	}
 	size_t nlogs = (size_t)(argc - optind), ng = 0;
 	struct lr_log *logs = calloc(nlogs, sizeof(*logs));
@@ -942,7 +940,7 @@ int suggest_main(int argc, char **argv, FILE *out, FILE *err)
 	int rc = logs ? read_logs(logs, argv + optind, nlogs, salvage, &p, err) : EXIT_INPUT;
 	double secs = p.end_wall > p.start_wall ? (double)(p.end_wall - p.start_wall) / 1e9 : 0;
 	if (!rc && (!(g = make_groups(&p, &ng, secs)) || !(text = proposal(&p, g, ng, secs)))) {
-		fprintf(err, "synclat suggest: out of memory\n");
+		cli_err(err, "out of memory");
 		rc = EXIT_INPUT;
 	}
 	if (!rc) {
