@@ -11,6 +11,8 @@
  */
 #include <ctype.h>
 #include <sys/sysmacros.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "harness.h"
 #include "liveread.h"
@@ -1557,4 +1559,67 @@ Test(live, prometheus_scrapes_the_endpoint, .timeout = 120)
 	cr_expect(h_has(direct.out, "syncshim_at_risk_worst_bytes"), "the endpoint:\n%s", direct.out);
 	cr_assert_not_null(answer, "Prometheus never returned %s > 0; its log:\n%s", query, pr.err);
 	cr_expect(h_has(answer, "\"status\":\"success\""), "%s", answer);
+}
+
+/* A TCP connection to 127.0.0.1:port, or -1. */
+static int connect_local(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * Issue 28, item 8: slow and idle clients, more of them than the endpoint
+ * keeps, never blind monitoring. Each of 80 connections holds half a
+ * request (one byte, or "GET /met" with no end), and one more sends a byte
+ * between scrapes as a trickler would; every scrape is still answered
+ * whole. The old server, one connection at a time with 5 s per read, made
+ * the first scrape wait 80 x 5 s: curl's 20 s bound tells the two apart.
+ */
+Test(live, slow_clients_never_blind_the_endpoint, .timeout = 120)
+{
+	if (access("/usr/bin/curl", X_OK) != 0)
+		cr_skip_test("curl is not installed (make deps installs it)");
+	char *dir = live_dir();
+	int port = free_port();
+	struct h_cmd ep;
+	h_cmd_init(&ep, H_PLAIN);
+	h_envf(&ep, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_args(&ep, synclat_bin(), "metrics", "--listen", h_fmt("127.0.0.1:%d", port), NULL);
+	pid_t epid = h_spawn(&ep);
+	int trickler = -1;
+	for (double end = h_now() + 20; trickler < 0 && h_now() < end; usleep(20000))
+		trickler = connect_local(port);
+	cr_assert_geq(trickler, 0, "the endpoint never listened");
+	enum { IDLE = 80 };
+	int idle[IDLE];
+	for (int i = 0; i < IDLE; i++) {
+		idle[i] = connect_local(port);
+		cr_assert_geq(idle[i], 0, "connection %d refused", i);
+		if (i % 2)
+			cr_assert_eq(send(idle[i], "GET /met", 8, MSG_NOSIGNAL), 8);
+		else
+			cr_assert_eq(send(idle[i], "G", 1, MSG_NOSIGNAL), 1);
+	}
+	int answered = 0;
+	for (int k = 0; k < 3; k++) {
+		(void)!send(trickler, "G", 1, MSG_NOSIGNAL);
+		struct h_result r = h_sh(h_fmt("curl -s -o /dev/null -w '%%{http_code}' --max-time 20 "
+					       "http://127.0.0.1:%d/metrics", port), 30);
+		cr_expect(h_has(r.out, "200"), "scrape %d with %d slow clients: '%s' %s", k, IDLE + 1, r.out, r.err);
+		answered += h_has(r.out, "200");
+	}
+	kill(epid, SIGTERM);
+	struct h_result er = h_reap(&ep, epid, 20, false, 0);
+	for (int i = 0; i < IDLE; i++)
+		close(idle[i]);
+	close(trickler);
+	cr_expect_eq(er.code, 0, "synclat metrics --listen: exit %d\n%s", er.code, er.err);
+	cr_expect_eq(answered, 3);
 }

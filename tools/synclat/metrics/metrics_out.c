@@ -28,7 +28,7 @@ static const char metrics_usage[] =
 	"  -o, --out FILE   replace FILE atomically (mode 0644) instead of writing to standard output\n"
 	"                   (for node_exporter: a FILE.prom in its textfile collector's directory)\n"
 	"  -l, --listen HOST:PORT   serve GET /metrics over HTTP for Prometheus to scrape, until\n"
-	"                   SIGTERM (e.g. 127.0.0.1:9464; one connection at a time, bounded)\n"
+	"                   SIGTERM (e.g. 127.0.0.1:9464; slow or idle clients never block a scrape)\n"
 	"  --dir DIR        read DIR alone (default: $SYNCSHIM_LIVE_DIR, else\n"
 	"                   $XDG_RUNTIME_DIR/syncshim and /tmp/syncshim-UID; root: every user's)\n";
 
