@@ -52,7 +52,8 @@ static void ab_usage(FILE *to)
 		    "  A, B: a policy (%s) or an ini file\n"
 		    "  the service form: per round, A B A B: --setup (sh -c), SERVER under the side's\n"
 		    "  policy in its own process group, --ready PROBE until it succeeds (tcp:HOST:PORT,\n"
-		    "  unix:PATH, file:PATH, cmd:COMMAND; at most --timeout SECONDS, default 30), --load\n"
+		    "  unix:PATH, file:PATH, cmd:COMMAND, pgsql:PSQL-ARGS\n"
+		    "  (psql runs SELECT 1); at most --timeout SECONDS, default 30), --load\n"
 		    "  (sh -c, without the shim), then SIGTERM, SIGKILL after 10 s; --metric REGEX: the\n"
 		    "  load's figure from its output (its first group), else the load's wall time.\n"
 		    "  Helpers see SYNCSHIM_AB_ROUND, SYNCSHIM_AB_SIDE, SYNCSHIM_AB_DIR.\n",
@@ -376,7 +377,7 @@ static int ab_check_opts(const struct ab_opts *o, int service, FILE *err)
 		return -1;
 	}
 	if (o->svc.ready && ab_probe_valid(o->svc.ready) < 0) {
-		cli_err(err, "bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH or cmd:COMMAND",
+		cli_err(err, "bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH, cmd:COMMAND or pgsql:PSQL-ARGS",
 			o->svc.ready);
 		return -1;
 	}

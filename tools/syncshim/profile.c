@@ -63,7 +63,8 @@ static int usage(FILE *to, int rc)
 		    "  -d, --dir DIR  keep the logs and outputs in DIR (default: a temp dir, removed)\n"
 		    "  --duration S   stop CMD after S seconds (default: when it exits)\n"
 		    "  --setup CMD    before the server starts (sh -c, without the shim)\n"
-		    "  --ready PROBE  the server is ready: tcp:HOST:PORT, unix:PATH, file:PATH, cmd:CMD\n"
+		    "  --ready PROBE  the server is ready: tcp:HOST:PORT, unix:PATH, file:PATH, cmd:CMD,\n"
+		    "                 pgsql:PSQL-ARGS (psql runs SELECT 1)\n"
 		    "  --load CMD     the load, without the shim; the server is stopped after it\n"
 		    "  --timeout S    for the probe (default 30)\n",
 		PROFILE_SYNOPSIS);
