@@ -1623,3 +1623,62 @@ Test(live, slow_clients_never_blind_the_endpoint, .timeout = 120)
 	cr_expect_eq(er.code, 0, "synclat metrics --listen: exit %d\n%s", er.code, er.err);
 	cr_expect_eq(answered, 3);
 }
+
+/*
+ * Issue 29, point 4: a service with a /tmp of its own (systemd's
+ * PrivateTmp; here unshare -m with a directory bound over /tmp) publishes
+ * its live counters where no reader outside looked. `syncshim status PID`
+ * finds it through /proc/PID/maps and reads its counters through
+ * /proc/PID/root; `synclat top` and `synclat metrics` find it the same way,
+ * with no --dir.
+ */
+Test(live, status_finds_a_process_in_another_mount_namespace, .timeout = 90)
+{
+	if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0)
+		cr_skip_test("needs root and unshare for a mount namespace of its own");
+	char *priv = h_path("privtmp");
+	cr_assert_eq(mkdir(priv, 0777), 0);
+	cr_assert_eq(chmod(priv, 01777), 0);
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, "unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+	       h_fmt("mount --bind '%s' /tmp && exec env -u SYNCSHIM_LIVE_DIR -u XDG_RUNTIME_DIR LD_PRELOAD=%s%s%s "
+		     "SYNCSHIM_POLICY=defer '%s' -f /tmp/d.dat -n 1000000 -p 500 -S /tmp/stop -T 30000",
+		     priv, h_ctx.prefix, h_ctx.prefix[0] ? ":" : "", h_shim_lib(), h_prog("fl_loop")),
+	       NULL);
+	pid_t pid = h_spawn(&c);
+	char *data = h_fmt("%s/d.dat", priv);
+	for (double end = h_now() + 20; h_now() < end && h_size(data) <= 0; usleep(20000))
+		;
+	bool writing = h_size(data) > 0;
+	struct h_result st = { 0 }, top = { 0 }, met = { 0 };
+	const char *counters = h_fmt("counters /proc/%d/root/tmp/syncshim-0/%d.live", (int)pid, (int)pid);
+	for (double end = h_now() + 30; writing && h_now() < end; usleep(100000)) {
+		st = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/syncshim' status %d", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
+				h_ctx.prefix, h_ctx.build, (int)pid), 20);
+		if (h_has(st.out, counters) && h_has(st.out, "(defer): 1 file matched"))
+			break;
+	}
+	if (writing) {
+		top = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' top --json", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
+				 h_ctx.prefix, h_ctx.build), 20);
+		met = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' metrics", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
+				 h_ctx.prefix, h_ctx.build), 20);
+	}
+	h_write_file(h_fmt("%s/stop", priv), "");
+	struct h_result r = h_reap(&c, pid, 30, false, 0);
+	if (h_has(r.err, "Operation not permitted") || h_has(r.err, "unshare failed"))
+		cr_skip_test("no mount namespaces here: %s", r.err);
+	cr_assert(writing, "the process never wrote:\n%s", r.err);
+	cr_expect_eq(st.code, 0, "syncshim status %d: exit %d\n%s%s", (int)pid, st.code, st.out, st.err);
+	cr_expect(h_has(st.out, h_fmt("%d ", (int)pid)) && h_has(st.out, ": under syncshim"), "%s", st.out);
+	cr_expect(h_has(st.out, counters) && h_has(st.out, "default policy defer"), "%s", st.out);
+	cr_expect(h_has(st.out, "(defer): 1 file matched"), "%s", st.out);
+	cr_expect(h_has(top.out, h_fmt("{\"pid\": %d,", (int)pid)), "synclat top did not find it:\n%s%s", top.out, top.err);
+	cr_expect(h_has(met.out, h_fmt("%d", (int)pid)) && h_has(met.out, "/tmp/d.dat"),
+		  "synclat metrics did not find it:\n%s%s", met.out, met.err);
+	/* a process not under the shim: said so, exit 1 */
+	struct h_result none = h_sh(h_fmt("'%s/syncshim' status %d", h_ctx.build, (int)getpid()), 20);
+	cr_expect_eq(none.code, 1, "%s", none.out);
+	cr_expect(h_has(none.out, "not under syncshim"), "%s", none.out);
+}

@@ -5,6 +5,7 @@
  *   syncshim check FILE [PATH...]
  *   syncshim ab [-n ROUNDS] [-o DIR] A B -- CMD [ARGS]   (ab.c, abserve.c)
  *   syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut ...] --scope GLOB ... -- CMD [ARGS]
+ *   syncshim status [PID...]   (status.c)
  *
  * main() is the table commands[] (tool.h): one line per subcommand.
  */
@@ -279,6 +280,7 @@ static const struct tool_cmd commands[] = {
 	{ "ab", cmd_ab, AB_SYNOPSIS, "the same workload (or service) under two policies, A B A B; one verdict" },
 	{ "profile", cmd_profile, PROFILE_SYNOPSIS, "run a program or service once and propose the rules for its files" },
 	{ "crashtest", cmd_crashtest, CRASHTEST_SYNOPSIS, "cut a program's power again and again; check what survives" },
+	{ "status", cmd_status, STATUS_SYNOPSIS, "which running processes are under syncshim: rules, files, data at risk" },
 };
 
 static const struct tool syncshim_tool = {

@@ -18,7 +18,9 @@
 	"                        [--timeout SECONDS] -- SERVER [ARGS]"
 #define CRASHTEST_SYNOPSIS "crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB... -- CMD [ARGS]\n" \
 	"         (syncshim crashtest -h says more)"
+#define STATUS_SYNOPSIS "status [--dir DIR] [PID...]"
 int cmd_ab(int argc, char **argv, FILE *out, FILE *err);
+int cmd_status(int argc, char **argv, FILE *out, FILE *err);
 int cmd_profile(int argc, char **argv, FILE *out, FILE *err);
 
 int launcher_library_path(char *out, size_t len);
