@@ -45,6 +45,7 @@ static void usage_more(FILE *to)
 	      "  --svg FILE      compare: write percentile and per-second plots as SVG\n"
 	      "  --html FILE     compare: write one HTML page with the table and the plots\n"
 	      "  --name-a NAME, --name-b NAME   compare: what to call each side in the plots\n"
+	      "  --lead TEXT     compare: what leads the verdict (syncshim ab: the load's own figure)\n"
 	      "  --salvage       report a damaged log up to its first bad block\n"
 	      "top and metrics read the live counters of running processes:\n"
 	      "their options are in `synclat top -h` and `synclat metrics -h`.\n"
@@ -62,6 +63,7 @@ struct opts {
 	char **side[2];         /* -a and -b values */
 	size_t nside[2];
 	const char *name[2];    /* --name-a, --name-b */
+	const char *lead;       /* --lead: what leads the verdict */
 };
 
 /* The logs of one run, read and merged. */
@@ -223,6 +225,7 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 		{ "html", required_argument, NULL, 'H' },
 		{ "name-a", required_argument, NULL, 'A' },
 		{ "name-b", required_argument, NULL, 'B' },
+		{ "lead", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -256,6 +259,11 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 				return usage(err, "--name-a and --name-b belong to compare");
 			o->name[c == 'B'] = optarg;
 			break;
+		case 'L':
+			if (!compare)
+				return usage(err, "--lead belongs to compare");
+			o->lead = optarg;
+			break;
 		case 'h':
 			tool_usage(&synclat_tool, out);
 			return -1;
@@ -286,6 +294,7 @@ static int report_or_compare(int argc, char **argv, bool compare, FILE *out, FIL
 		} else if (rc == 0) {
 			char **rest = argv + optind;
 			size_t nrest = (size_t)(argc - optind);
+			compare_set_lead(o.lead);
 			rc = compare ? cmd_compare(rest, nrest, &o, out, err)
 				     : cmd_report(rest, nrest, &o, out, err);
 		}
@@ -308,7 +317,7 @@ static int cmd_compare_main(int argc, char **argv, FILE *out, FILE *err)
 static const struct tool_cmd commands[] = {
 	{ "report", cmd_report_main, "report [--csv|--json] [--per-second] [--files] [--salvage] LOG...",
 	  "one run's latency logs: percentiles per call, data at risk, rules that matched nothing" },
-	{ "compare", cmd_compare_main, "compare [--csv|--json] [--svg FILE] [--html FILE] [--salvage]\n"
+	{ "compare", cmd_compare_main, "compare [--csv|--json] [--svg FILE] [--html FILE] [--lead TEXT] [--salvage]\n"
 				       "                       A.log[,A2.log...] B.log[,B2.log...]\n"
 				       "       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]",
 	  "two runs side by side: gain and price (data at risk), tables and plots" },

@@ -187,6 +187,32 @@ static int synclat_path(char *out, size_t len)
 	return 0;
 }
 
+/* The load's own figure, first in the verdict: its B/A, each side's
+ * median and spread, and a warning where the rounds cannot carry a ratio
+ * (too few, or the two sides' ranges overlap). The spread is half the
+ * range, as a share of the median. */
+static void load_lead(char *buf, size_t len, const char *what, const double *fa, const double *fb, int n)
+{
+	double med[2], lo[2], hi[2];
+	med[0] = ab_median(fa, n, &lo[0], &hi[0]);
+	med[1] = ab_median(fb, n, &lo[1], &hi[1]);
+	double spread[2];
+	for (int i = 0; i < 2; i++)
+		spread[i] = med[i] != 0 ? 50.0 * (hi[i] - lo[i]) / fabs(med[i]) : 0;
+	int used = snprintf(buf, len, "%s B/A %.3g (A %.4g +-%.0f%%, B %.4g +-%.0f%%, medians of %d round%s)", what,
+			    med[0] != 0 ? med[1] / med[0] : 0.0, med[0], spread[0], med[1], spread[1], n, n == 1 ? "" : "s");
+	if (used < 0 || (size_t)used >= len)
+		return;
+	if (n < 3)
+		snprintf(buf + used, len - (size_t)used, "; warning: %d round%s, too few to trust a ratio (use -n 5)", n,
+			 n == 1 ? "" : "s");
+	else if (lo[0] <= hi[1] && lo[1] <= hi[0])
+		snprintf(buf + used, len - (size_t)used, "; warning: A's and B's ranges overlap, the difference may be "
+			 "noise (more rounds, or a quieter machine)");
+}
+
+static char verdict_lead[768];
+
 static int compare(const char *dir, const struct side *a, const struct side *b)
 {
 	static char *args[2 * MAX_LOGS + 16];
@@ -206,6 +232,10 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	args[n++] = (char *)a->spec; /* the legend says "A: passthrough (3 logs)" */
 	args[n++] = "--name-b";
 	args[n++] = (char *)b->spec;
+	if (verdict_lead[0]) {
+		args[n++] = "--lead";
+		args[n++] = verdict_lead;
+	}
 	int older = 0, first = n;
 	n = collect_logs(dir, args, n, (int)(sizeof(args) / sizeof(args[0])) - 1, &older);
 	args[n] = NULL;
@@ -347,6 +377,8 @@ static int ab_service(const struct ab_opts *o, struct side sides[2], char **serv
 			       med[i], lo[i], hi[i], med[i] != 0 ? 100.0 * (hi[i] - lo[i]) / fabs(med[i]) : 0.0);
 		}
 		printf("  B/A %.3f\n", med[0] != 0 ? med[1] / med[0] : 0.0);
+		load_lead(verdict_lead, sizeof(verdict_lead), o->svc.metric ? "load" : "load wall time", fig[0], fig[1],
+			  o->rounds);
 		/* The load's figures stand without the server's logs. */
 		compare(dir, &sides[0], &sides[1]);
 	} else {
@@ -395,11 +427,13 @@ static int ab_check_opts(const struct ab_opts *o, int service, FILE *err)
 /* The one-command form: CMD per round and side, its wall time. */
 static int ab_command(const struct ab_opts *o, struct side sides[2], char **cmd, const char *dir, FILE *err)
 {
+	double wall[2][1000];
 	for (int r = 1; r <= o->rounds; r++) {
 		for (int i = 0; i < 2; i++) {
 			struct side *s = &sides[i];
 			double secs = 0;
 			int rc = run_once(s, r, dir, o->mode, cmd, &secs);
+			wall[i][r - 1] = secs;
 			s->total_s += secs;
 			s->failures += rc != 0;
 			printf("round %d %c (%s): %.3f s, exit %d\n", r, s->tag, s->spec, secs, rc);
@@ -408,6 +442,7 @@ static int ab_command(const struct ab_opts *o, struct side sides[2], char **cmd,
 	}
 	printf("wall time: A %.3f s, B %.3f s over %d rounds (B/A %.3f)\n", sides[0].total_s,
 	       sides[1].total_s, o->rounds, sides[0].total_s > 0 ? sides[1].total_s / sides[0].total_s : 0);
+	load_lead(verdict_lead, sizeof(verdict_lead), "wall time", wall[0], wall[1], o->rounds);
 	int rc = compare(dir, &sides[0], &sides[1]);
 	if (sides[0].failures || sides[1].failures) {
 		cli_err(err, "%d A run(s) and %d B run(s) exited non-zero", sides[0].failures,
