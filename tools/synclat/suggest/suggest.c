@@ -618,7 +618,7 @@ bool suggest_ini_safe(const char *pattern)
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)pattern[i] < 0x20 || pattern[i] == 0x7f)
 			return false;
-	return n && pattern[n - 1] != ' ';
+	return n && n <= GLOB_MAX && pattern[n - 1] != ' ';
 }
 
 void suggest_comment(FILE *out, const char *text)

@@ -27,7 +27,7 @@ void suggest_pattern(const char *path, char *out, size_t len);
 /* Whether a glob can be written after "path = " so that the ini parser
  * reads back exactly it: no control character (a newline would end the
  * value and start a line of its own, a rule key), no space at its end
- * (trimmed). A ';' in a name is escaped by suggest_pattern. Proposed
+ * (trimmed), and short enough for "path = GLOB" to fit an ini line. A ';' in a name is escaped by suggest_pattern. Proposed
  * rules come only from rule syntax: a group whose glob is not safe is left
  * out, with a note. */
 bool suggest_ini_safe(const char *pattern);
