@@ -528,13 +528,14 @@ bench: bench-deps all $(B)/tests/lib/reclayer.so
 # libFuzzer targets built with clang: the ini parser and rule loader, the
 # glob matcher against a reference matcher, the log reader with report,
 # compare and the plots, the undo log reader with the rollback's durable
-# points, the live counters reader with synclat top and metrics. `make
+# points, the live counters reader with synclat top and metrics, the rules
+# profile and suggest propose, written and read back. `make
 # fuzz` runs each for FUZZ_SECONDS from its seed corpus
 # (tests/fuzz/corpus/T); what it learns stays in $(B)/fuzz,
 # inputs that crash are written to tests/fuzz/crashes/T/ (commit them with
 # the fix). `make test` replays both directories through the same targets
 # built with $(CC) and no libFuzzer (replay), so no clang is needed there.
-FUZZ_TARGETS := ini glob log undo live
+FUZZ_TARGETS := ini glob log undo live suggest
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_PKGS := clang libclang-rt-dev
