@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench.sh BUILD_DIR [SECTION...] - the benchmarks behind BENCHMARKS.md.
+# bench.sh BUILD_DIR [SECTION...] - the benchmarks behind docs/PERFORMANCE.md
+# (and the history in docs/bench-log.md).
 #
 # Every number is a ratio against a baseline run side by side in the same
 # invocation: configurations are interleaved round by round (A B C A B C
