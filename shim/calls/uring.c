@@ -529,6 +529,7 @@ void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, ui
 	if (work & WRITES_LIVE)
 		live_wrote(f, (ssize_t)n);
 	if (counted) {
+		order_unordered_path(f, "writes submitted through io_uring or libaio");
 		order_after_write(&f->ord, -1, (ssize_t)n, atomic_load(&f->fl.req_seq)); /* where it lands is the ring's: not known as forward */
 		risk_wrote(&f->risk, n);
 		if (state & SLOT_OSYNC_STRIP)

@@ -304,6 +304,95 @@ static void change_free(struct held_change *c)
 	shim_free(c);
 }
 
+/* What the write would have done through fd: at its offset (not through
+ * O_APPEND, where Linux appends whatever the offset says), on a
+ * description that can be written. Known from its open, else asked. */
+static bool writes_at_its_offset(int fd)
+{
+	uint32_t state = 0;
+	fd_peek(fd, &state);
+	if (state & SLOT_PLAIN_WRITER)
+		return true;
+	int fl = LIBC(fcntl)(fd, F_GETFL);
+	return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & (O_APPEND | O_PATH));
+}
+
+/* The change, its bytes copied (no lock held: the allocator's). */
+static struct held_change *change_new(uint64_t pos, const struct iovec *iov, int cnt, size_t total)
+{
+	struct held_change *c = shim_alloc(sizeof(*c));
+	char *data = c ? shim_alloc_bytes(total, 16) : NULL;
+	if (!data) {
+		shim_free(c);
+		return NULL;
+	}
+	size_t at = 0;
+	for (int i = 0; i < cnt; i++) {
+		memcpy(data + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	c->data = data;
+	c->off = pos;
+	c->len = total;
+	return c;
+}
+
+/* held_mu held: room for one more change of f now. Not past the files
+ * bound, and not while the oldest held change is older than the window:
+ * then the program waits until what that one depends on catches up. */
+static bool room_locked(struct shim_file *f, const struct knobs *k, uint64_t now)
+{
+	if (atomic_load(&stopped) || (!f->hold.head && atomic_load(&held_files) >= HELD_FILES_MAX))
+		return false;
+	uint64_t age_max = k->max_delay_ms == POLICY_AUTO ? HELD_AGE_AUTO_NS : (uint64_t)k->max_delay_ms * 1000000u;
+	for (struct shim_file *g = held_list; g; g = g->hold.next)
+		if (g->hold.head && now > g->hold.head->t_ns && now - g->hold.head->t_ns > age_max)
+			return false;
+	return true;
+}
+
+/* held_mu held: c joins f's FIFO with what it waits for. true when f held
+ * nothing before (it joins the list of files holding changes). */
+static bool enqueue_locked(struct shim_file *f, struct held_change *c, struct held_dep *deps, int ndeps,
+			   uint64_t first_self, uint64_t now)
+{
+	struct held_link *h = &f->hold;
+	uint64_t req = atomic_load(&f->fl.req_seq), pos = c->off, end = c->off + c->len;
+	uint64_t self = first_self;
+	if (h->head) {
+		prune_locked(f);
+		self = own_target_locked(f, pos, end, req);
+		if (pos < h->last_end && end < h->last_end)
+			h->back_w_req = req; /* went back, ending short of the write before it */
+	}
+	for (int i = 0; i < ndeps; i++)
+		c->deps[i] = deps[i];
+	c->ndeps = ndeps;
+	if (self && self <= req)
+		c->deps[c->ndeps++] = (struct held_dep){ file_ref(f), self };
+	c->req_floor = req;
+	c->t_ns = now;
+	c->next = NULL;
+	extent_add_locked(f, pos, end, req);
+	bool first = !h->head;
+	if (first) {
+		h->head = h->tail = c;
+		atomic_store(&h->floor, req);
+		h->next = held_list;
+		held_list = file_ref(f); /* the list's reference */
+	} else {
+		h->tail->next = c;
+		h->tail = c;
+	}
+	h->last_end = end;
+	if (end > atomic_load(&h->end))
+		atomic_store(&h->end, end);
+	atomic_fetch_add(&h->bytes, c->len);
+	atomic_fetch_add(&held_total, c->len);
+	atomic_fetch_add(&h->count, 1);
+	return first;
+}
+
 bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *iov, int cnt, size_t total,
 	       struct held_dep *deps, int ndeps, uint64_t first_self)
 {
@@ -317,112 +406,32 @@ bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *io
 		atomic_fetch_add_explicit(&st_bound_waits, 1, memory_order_relaxed);
 		return false;
 	}
-	/* What the write would have done through fd: at pos (not O_APPEND,
-	 * where Linux appends whatever the offset), on a description that
-	 * can be written. Known from its open, else asked. */
-	uint32_t state = 0;
-	fd_peek(fd, &state);
-	if (!(state & SLOT_PLAIN_WRITER)) {
-		int fl = LIBC(fcntl)(fd, F_GETFL);
-		if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY || (fl & (O_APPEND | O_PATH)))
-			return false;
-	}
-	int r = -1;
-	atomic_compare_exchange_strong(&f->fl.req_fd, &r, fd); /* a descriptor to apply it through */
-	struct held_change *c = shim_alloc(sizeof(*c));
-	char *data = c ? shim_alloc_bytes(total, 16) : NULL;
-	if (!data) {
-		shim_free(c);
+	if (!writes_at_its_offset(fd))
 		return false;
-	}
-	size_t at = 0;
-	for (int i = 0; i < cnt; i++) {
-		memcpy(data + at, iov[i].iov_base, iov[i].iov_len);
-		at += iov[i].iov_len;
-	}
-	c->data = data;
-	c->off = pos;
-	c->len = total;
-
-	bool first_file = false;
+	int none = -1;
+	atomic_compare_exchange_strong(&f->fl.req_fd, &none, fd); /* a descriptor to apply it through */
+	struct held_change *c = change_new(pos, iov, cnt, total);
+	if (!c)
+		return false;
 	shim_enter();
 	pthread_mutex_lock(&held_mu);
-	if (atomic_load(&stopped)) {
-		pthread_mutex_unlock(&held_mu);
-		shim_leave();
-		shim_free(data);
-		shim_free(c);
-		return false;
-	}
-	struct held_link *h = &f->hold;
-	if (!h->head && atomic_load(&held_files) >= HELD_FILES_MAX) {
-		pthread_mutex_unlock(&held_mu);
-		shim_leave();
-		shim_free(data);
-		shim_free(c);
-		atomic_fetch_add_explicit(&st_bound_waits, 1, memory_order_relaxed);
-		return false;
-	}
 	uint64_t now = trace_now();
-	uint64_t age_max = k.max_delay_ms == POLICY_AUTO ? HELD_AGE_AUTO_NS : (uint64_t)k.max_delay_ms * 1000000u;
-	for (struct shim_file *g = held_list; g; g = g->hold.next)
-		if (g->hold.head && now > g->hold.head->t_ns && now - g->hold.head->t_ns > age_max) {
-			/* The oldest held change is older than the window: the
-			 * program waits until what it depends on catches up. */
-			pthread_mutex_unlock(&held_mu);
-			shim_leave();
-			shim_free(data);
-			shim_free(c);
-			atomic_fetch_add_explicit(&st_bound_waits, 1, memory_order_relaxed);
-			return false;
-		}
-	uint64_t req = atomic_load(&f->fl.req_seq);
-	uint64_t self;
-	if (h->head) {
-		prune_locked(f);
-		self = own_target_locked(f, pos, pos + total, req);
-	} else {
-		self = first_self;
-	}
-	if (h->head && pos < h->last_end && pos + total < h->last_end)
-		h->back_w_req = req; /* went back, ending short of the write before it */
-	for (int i = 0; i < ndeps; i++)
-		c->deps[i] = deps[i];
-	c->ndeps = ndeps;
-	if (self && self <= req)
-		c->deps[c->ndeps++] = (struct held_dep){ file_ref(f), self };
-	c->req_floor = req;
-	c->t_ns = now;
-	extent_add_locked(f, pos, pos + total, req);
-	if (!h->head) {
-		h->head = h->tail = c;
-		atomic_store(&h->floor, req);
-		h->next = held_list;
-		held_list = f;
-		first_file = true;
-	} else {
-		h->tail->next = c;
-		h->tail = c;
-	}
-	c->next = NULL;
-	h->last_end = pos + total;
-	uint64_t he = atomic_load(&h->end);
-	if (pos + total > he)
-		atomic_store(&h->end, pos + total);
-	atomic_fetch_add(&h->bytes, total);
-	atomic_fetch_add(&held_total, total);
-	atomic_fetch_add(&h->count, 1);
-	if (first_file)
-		file_ref(f); /* the list's */
+	bool room = room_locked(f, &k, now), first = room && enqueue_locked(f, c, deps, ndeps, first_self, now);
 	pthread_mutex_unlock(&held_mu);
-	if (first_file) {
+	if (first) {
 		atomic_fetch_add(&held_files, 1);
 		order_held_files(1);
 	}
 	shim_leave();
+	if (!room) {
+		shim_free(c->data);
+		shim_free(c);
+		atomic_fetch_add_explicit(&st_bound_waits, 1, memory_order_relaxed);
+		return false;
+	}
 	atomic_fetch_add_explicit(&st_held, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st_held_bytes, total, memory_order_relaxed);
-	if (first_file) {
+	if (first) {
 		/* New work for the applier; a change behind others of its file
 		 * goes in the same pass as they do (no wake-up per write). */
 		progress_bump();

@@ -1222,6 +1222,30 @@ static bool lands_past_known_end(struct write_view *w, uint64_t pos, uint64_t n)
 void order_file_mapped(struct shim_file *f)
 {
 	atomic_store(&f->ord.mapped, 1);
+	order_unordered_path(f, "stores through shared mappings");
+}
+
+/* Once per kind of path, when it meets a file whose changes keep an
+ * order: the path is a stated limit (README, GUARANTEES "Not ordered"),
+ * and a user reads it in the run's own messages, not only there. */
+void order_unordered_path(struct shim_file *f, const char *what)
+{
+	static _Atomic(const char *) said[4];
+	if (ordering_off() || !(file_write_work(f) & WRITES_ORDERED) || !file_defers(f))
+		return;
+	for (int i = 0; i < 4; i++) {
+		const char *s = atomic_load(&said[i]);
+		if (s == what)
+			return;
+		if (!s && atomic_compare_exchange_strong(&said[i], &s, what)) {
+			shim_say("ordered defer: %s are not ordered (first seen on %s); what they change may reach the "
+				 "disk ahead of syncs the program was told are done",
+				 what, f->path ? f->path : "?");
+			return;
+		}
+		if (s == what)
+			return;
+	}
 }
 
 void order_fd_bytes_unseen(int fd)

@@ -205,6 +205,9 @@ void order_held_files(int delta);
 void order_bytes_unseen(struct shim_file *f);
 /* A shared mapping of f was made: for the rest of its life. */
 void order_file_mapped(struct shim_file *f);
+/* A change through a path ordered defer does not order (shared mappings,
+ * io_uring, libaio) met f: said once per path. */
+void order_unordered_path(struct shim_file *f, const char *what);
 /* The same, for the file open on fd (if the shim tracks it); and where
  * they went is not known: the file's known end is lost. */
 void order_fd_bytes_unseen(int fd);
