@@ -25,6 +25,7 @@
 #include "live.h"
 #include "log.h"
 #include "mmap_track.h"
+#include "order.h"
 #include "reload.h"
 #include "risk.h"
 #include "shim.h"
@@ -301,6 +302,7 @@ static int msync_defer(struct shim_file *f, const struct knobs *k, void *addr, s
 	int r = LIBC(msync)(addr, len, (flags & ~MS_SYNC) | MS_ASYNC);
 	if (r != 0)
 		return r;
+	order_unordered_path(f, "stores through shared mappings"); /* made before this, unseen */
 	int err = syncerr_take_unseen(f);
 	if (err) {
 		errno = err;

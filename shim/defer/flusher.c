@@ -589,8 +589,10 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 		syncerr_record(f, err);
 		res.sticky = true;
 	}
-	if ((!res.happened || started < asked) && flusher_owes(f))
-		workers_rearm(f, since); /* the counters were reset for requests it did not cover */
+	if (!res.happened && flusher_owes(f))
+		workers_rearm(f, since); /* the counters were reset for a sync that never ran */
+	else if (started < asked && flusher_owes(f))
+		held_owed_since(f, since); /* the rest promise held writes: due once they are applied */
 	order_sync_ends(f, res.happened);
 	fl->in_flight = false;
 	drop_priv_if_idle(f);
@@ -965,6 +967,11 @@ int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *
 	pthread_setcancelstate(old, NULL);
 	shim_leave();
 	return r;
+}
+
+bool flusher_can_cover_more(struct shim_file *f)
+{
+	return held_coverable(&f->hold, atomic_load(&f->fl.req_seq)) > atomic_load(&f->fl.done_seq);
 }
 
 void flusher_held_gone(struct shim_file *f)

@@ -155,6 +155,13 @@ static void progress_wait(uint32_t seen, long ns)
 	atomic_fetch_sub(&progress_waiters, 1);
 }
 
+void held_owed_since(struct shim_file *f, uint64_t since)
+{
+	uint64_t old = atomic_load(&f->hold.owed_since), s = since ? since : trace_now();
+	while ((!old || s < old) && !atomic_compare_exchange_weak(&f->hold.owed_since, &old, s))
+		;
+}
+
 void held_sync_ended(void)
 {
 	if (atomic_load_explicit(&held_files, memory_order_relaxed))
@@ -175,6 +182,7 @@ void held_reset(struct shim_file *f)
 	h->last_end = 0;
 	h->back_w_req = UINT64_MAX;
 	memset(h->ext, 0, sizeof(h->ext));
+	atomic_store(&h->owed_since, 0);
 }
 
 void held_release_file(struct shim_file *f)
@@ -558,6 +566,11 @@ static void batch_done(struct shim_file *f, struct apply_batch *b)
 		gone = c->next;
 		change_free(c);
 	}
+	/* Requests that waited for these bytes can be covered now: their
+	 * deadline, as old as they are. */
+	uint64_t since = atomic_exchange(&f->hold.owed_since, 0);
+	if (since)
+		workers_rearm(f, since);
 	if (emptied) {
 		flusher_held_gone(f);
 		file_put(f); /* the list's */
@@ -626,23 +639,24 @@ static bool apply_pass(void)
 		atomic_fetch_add_explicit(&st_rounds, 1, memory_order_relaxed);
 		progress_bump();
 	}
-	if (!nfiles) {
-		/* The syncs that stand in the way: made here, one after another,
-		 * with no hand-off (a flusher thread may itself be waiting for
-		 * what this applies). The flusher threads, which keep a file
-		 * until its deadline, are told to look again now: it is no longer
-		 * owed (a program moving through files keeps no more of them
-		 * known than before). */
-		for (int i = 0; i < nwants; i++) {
-			struct shim_file *g = wants[i].g;
-			flusher_sync_to(g, wants[i].target);
-			if (!flusher_owes(g) && atomic_load(&g->sched.queued) && workers_force(g))
-				workers_schedule(g, true);
-		}
+	/* The syncs that stand in the way: the flusher threads make them side
+	 * by side (none of them waits for what this applies: they sync what
+	 * they can cover, flusher_sync_requested), and every sync that ends
+	 * wakes the applier. With no flusher thread to be had, here, one after
+	 * another. */
+	bool synced = false;
+	if (nwants && workers_ensure(nwants > 1) < 0) {
+		for (int i = 0; i < nwants; i++)
+			flusher_sync_to(wants[i].g, wants[i].target);
+		synced = true;
+	} else {
+		for (int i = 0; i < nwants; i++)
+			if (workers_force(wants[i].g))
+				workers_schedule(wants[i].g, true);
 	}
 	for (int i = 0; i < nwants; i++)
 		file_put(wants[i].g);
-	return nfiles > 0 || nwants > 0;
+	return nfiles > 0 || synced;
 }
 
 /* apply_mu held: f's changes that can go now, in order, with no sync and

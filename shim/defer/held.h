@@ -52,7 +52,10 @@ struct held_link {
 	uint64_t last_end;               /* held_mu: where the latest held change ended */
 	uint64_t back_w_req;             /* held_mu: a held change went back, made at this request count (UINT64_MAX none) */
 	struct held_extent ext[HELD_EXTENTS]; /* held_mu */
-	int wfd;                         /* the shim's own writable description of it, -1 none (apply_mu) */
+	/* Requests a real sync could not cover (their bytes were held), as old
+	 * as this (trace_now): their deadline comes back when the held
+	 * writes are applied. 0: none. */
+	_Atomic uint64_t owed_since;
 };
 
 /* Files holding changes now: the read paths' one load. */
@@ -127,6 +130,9 @@ static inline uint64_t held_coverable(const struct held_link *h, uint64_t req)
 	return req < floor ? req : floor;
 }
 
+/* A real sync of f covered requests up to its floor; the rest, first
+ * asked at since, wait for f's held writes. */
+void held_owed_since(struct shim_file *f, uint64_t since);
 /* A real sync of some file ended: held changes waiting for it may go. */
 void held_sync_ended(void);
 

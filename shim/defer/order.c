@@ -1222,16 +1222,20 @@ static bool lands_past_known_end(struct write_view *w, uint64_t pos, uint64_t n)
 void order_file_mapped(struct shim_file *f)
 {
 	atomic_store(&f->ord.mapped, 1);
-	order_unordered_path(f, "stores through shared mappings");
 }
 
-/* Once per kind of path, when it meets a file whose changes keep an
- * order: the path is a stated limit (README, GUARANTEES "Not ordered"),
- * and a user reads it in the run's own messages, not only there. */
+/* Once per kind of path, when it changes a file whose changes keep an
+ * order while another file's acknowledged sync is not durable yet (the
+ * change may then reach the disk ahead of it): the path is a stated limit
+ * (GUARANTEES "Not ordered"), and a user reads it in the run's own
+ * messages, not only there. */
 void order_unordered_path(struct shim_file *f, const char *what)
 {
 	static _Atomic(const char *) said[4];
-	if (ordering_off() || !(file_write_work(f) & WRITES_ORDERED) || !file_defers(f))
+	uint64_t s = atomic_load_explicit(&order_dom->summary, memory_order_relaxed);
+	uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
+	bool only_self = (s >> 32) == 1 && slot && (uint32_t)s == slot;
+	if (!s || only_self || ordering_off() || !(file_write_work(f) & WRITES_ORDERED))
 		return;
 	for (int i = 0; i < 4; i++) {
 		const char *s = atomic_load(&said[i]);
@@ -1451,8 +1455,16 @@ static bool try_hold(struct write_view *w, bool others, bool only_self)
 	size_t total = 0;
 	for (int i = 0; i < w->cnt; i++)
 		total += w->iov[i].iov_len;
+	/* At most one other file to wait for. Holding moves the wait from
+	 * the writer to whoever later needs this file's syncs (they cover
+	 * nothing past a held write until it is applied): that pays for a
+	 * program moving between two files (a redo log and a binlog, a WAL
+	 * and its database), whose next steps go on meanwhile; a write that
+	 * must follow several files at once (threads each with files of
+	 * their own) would chain them all behind one another, where waiting
+	 * syncs them side by side. */
 	struct held_dep deps[HELD_DEPS_MAX];
-	int nd = others ? collect_others(f, deps, HELD_DEPS_MAX - 1) : 0;
+	int nd = others ? collect_others(f, deps, 1) : 0;
 	if (nd < 0)
 		return false;
 	/* Its held writes that can go now go first, here: then this one may

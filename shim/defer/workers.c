@@ -429,6 +429,15 @@ static void work_on(struct shim_file *f)
 		return;
 	if (flusher_owes(f)) {
 		flusher_sync_requested(f);
+		if (flusher_owes(f) && !flusher_can_cover_more(f)) {
+			/* What it still owes promises held writes (held.c): its
+			 * deadline comes back when they are applied, not now (this
+			 * thread would find it due and spin). Looked at again after
+			 * handing it over, in case they were applied meanwhile. */
+			held_owed_since(f, workers_disarm(f));
+			if (flusher_can_cover_more(f))
+				workers_rearm(f, atomic_exchange(&f->hold.owed_since, 0));
+		}
 		return;
 	}
 	/* Armed by a request a sync had already covered (it took its number

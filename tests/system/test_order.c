@@ -1296,3 +1296,16 @@ Test(order, a_log_line_to_the_inherited_stdout_waits_for_no_sync)
 	cr_assert_gt(syncs_before(&ordered, j2, write_of(&ordered, log2, 1)->t1), 0,
 		     "control: a log under order = domain did not wait");
 }
+
+/* Stores through a shared mapping are not ordered (a stated limit): a run
+ * whose mapped file is synced while another file's acknowledged sync is
+ * not durable says so, once. */
+Test(order, an_unordered_path_is_said_once)
+{
+	static const char *const script[] = { "n:M:4096:P", "a:A", "s:A", "n:M:0:Q", "n:M:4096:R", NULL };
+	struct h_result r;
+	domain_steps(NULL, NULL, script, &r);
+	const char *line = "stores through shared mappings are not ordered";
+	cr_assert(h_has(r.err, line), "not said:\n%s", r.err);
+	cr_assert(!h_has(strstr(r.err, line) + 1, line), "said more than once:\n%s", r.err);
+}
