@@ -134,7 +134,7 @@ program_activemq() {
 	port=$((20000 + RANDOM % 10000))
 	"$EXAMPLES/activemq/broker.sh" client "$d/classes" >/dev/null # compiled once, outside the trials
 	SETUP="rm -rf '$d/data' && '$EXAMPLES/activemq/broker.sh' conf '$d' $port"
-	SCOPE=("$d/data/kahadb/**")
+	SCOPE=("$d/data/**") # the broker's data directory: KahaDB is in it; the undo store goes beside it
 	CMD=("$EXAMPLES/activemq/produce.sh" "$d" "$port" "$d/acks")
 	CHECK="'$EXAMPLES/activemq/check.sh' '$d' $port '$d/acks'"
 	CUT=random:3000-12000 # the producers start once the broker accepts, seconds after KahaDB's first file
