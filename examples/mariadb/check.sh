@@ -69,8 +69,10 @@ for t in crash.t $(seq -f "sbtest.sbtest%g" 1 "$MDB_TABLES"); do
 	awk -v t="$t" '$1 == t { print $2 }' "$tmp/binlog.rows" | sort >"$tmp/binlog.ids"
 	missing=$(comm -23 "$tmp/binlog.ids" "$tmp/innodb.ids" | wc -l)
 	extra=$(comm -13 "$tmp/binlog.ids" "$tmp/innodb.ids" | wc -l)
-	[ "$missing" = 0 ] || fail "$missing rows of $t the binlog holds are not in InnoDB (ids $(comm -23 "$tmp/binlog.ids" "$tmp/innodb.ids" | sort -n | head -n 5 | tr '\n' ' '))"
-	[ "$extra" = 0 ] || fail "$extra rows of $t InnoDB holds are not in the binlog (ids $(comm -13 "$tmp/binlog.ids" "$tmp/innodb.ids" | sort -n | head -n 5 | tr '\n' ' '))"
+	# what recovery did (prepared transactions committed or rolled back), for the failure's report
+	grep -iE 'prepared|recover|rolled back|rollback|binlog' "$d/server.log" | sed 's/^[0-9 :-]*//' >"$tmp/recovery.log" || true
+	[ "$missing" = 0 ] || fail "$missing rows of $t the binlog holds are not in InnoDB (ids $(comm -23 "$tmp/binlog.ids" "$tmp/innodb.ids" | sort -n | head -n 5 | tr '\n' ' ')); the server's recovery said:" "$tmp/recovery.log"
+	[ "$extra" = 0 ] || fail "$extra rows of $t InnoDB holds are not in the binlog (ids $(comm -13 "$tmp/binlog.ids" "$tmp/innodb.ids" | sort -n | head -n 5 | tr '\n' ' ')); the server's recovery said:" "$tmp/recovery.log"
 done
 rows=$(mdb_q "$d" 'SELECT count(*) FROM crash.t')
 
