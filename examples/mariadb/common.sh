@@ -39,12 +39,13 @@ mdb_start() {
 # mdb_stop DIR: a clean shutdown (the server exits normally, so a shim's
 # exit barrier and counters run), SIGKILL if it has not ended in 60 s.
 mdb_stop() {
-	local d=$1 pid
+	local d=$1 pid i
 	pid=$(cat "$d/server.pid" 2>/dev/null) || return 0
 	rm -f "$d/server.pid"
-	# a pid file a cut left behind may name a pid reused since
-	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mariadbd ] || return 0
 	mariadb-admin --no-defaults -S "$d/sock" -uroot --shutdown-timeout=60 shutdown >/dev/null 2>&1 || true
+	# a pid file a cut left behind may name a pid reused since: wait for
+	# and kill only this directory's server (or the wrapper it runs under)
+	tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "--datadir=$d/data " || return 0
 	for ((i = 0; i < 600; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
