@@ -78,8 +78,8 @@ void pos_opened(int fd, int fl)
 		return;
 	uint32_t st;
 	struct shim_file *f = fd_peek(fd, &st);
-	if (!f || !(file_write_work(f) & WRITES_COUNTED))
-		return;
+	if (!f || !(file_write_work(f) & WRITES_DEFERRED))
+		return; /* only ordered defer asks where a write lands */
 	uint64_t none = 0;
 	atomic_compare_exchange_strong(&s->pos, &none, (fl & O_APPEND) ? POS_APPEND : POS_KNOWN);
 }

@@ -194,14 +194,21 @@ static void chores(void)
 
 /* The shim acts on the call from here. counts: an app's sync of a tracked
  * file (fsync, fdatasync, msync), which runs the chores and is timed for
- * the live counters. */
-static void app_sync_begin(struct app_sync *s, bool counts)
+ * the live counters; untimed: one the rule answers with no work at all
+ * (noop), counted as taking no time without reading a clock (the sync
+ * path of a policy that keeps nothing costs next to nothing). */
+static void app_sync_begin_as(struct app_sync *s, bool counts, bool untimed)
 {
 	if (counts && s->f)
 		chores();
 	s->counted = counts && s->f && s->f->live;
 	trace_begin(&s->t);
-	s->live_t0 = s->counted ? trace_now() : 0;
+	s->live_t0 = s->counted && !untimed ? trace_now() : 0;
+}
+
+static void app_sync_begin(struct app_sync *s, bool counts)
+{
+	app_sync_begin_as(s, counts, false);
 }
 
 /* The call ended with r (-1: errno says why): the observers hear of it. */
@@ -209,7 +216,7 @@ static int app_sync_end(struct app_sync *s, enum shim_op op, int r)
 {
 	int e = r == 0 ? s->e0 : errno;
 	if (s->counted)
-		live_app_synced(s->f, trace_now() - s->live_t0);
+		live_app_synced(s->f, s->live_t0 ? trace_now() - s->live_t0 : 0);
 	trace_end(&s->t, op, s->f, r, r == 0 ? 0 : e);
 	file_put(s->f);
 	errno = e;
@@ -235,15 +242,50 @@ static int untracked_sync_call(int fd, enum shim_op op)
 	return pass_sync(fd, op);
 }
 
+/*
+ * A sync the rule answers with no work (noop), with no latency log to
+ * write: the decision is one byte of the file's rule, the error a
+ * deferred sync left is reported first as always, the live counters and
+ * data at risk hear of it without a clock read. The policy that keeps
+ * nothing costs about what libeatmydata's does. false: not such a call
+ * (the general path below).
+ */
+static bool noop_answered(struct shim_file *f, int fd, enum shim_op op, int *ret)
+{
+	if (atomic_load_explicit(&trace_on, memory_order_relaxed) ||
+	    __atomic_load_n(&f->knobs.act[op == OP_FSYNC ? CALL_FSYNC : CALL_FDATASYNC], __ATOMIC_RELAXED) != ACT_NOOP)
+		return false;
+	int e0 = errno, err = syncerr_take(f, fd);
+	if (err) {
+		*ret = -1;
+		errno = err;
+		return true;
+	}
+	chores();
+	if (f->live)
+		live_app_synced(f, 0);
+	risk_acked_at_once(f);
+	errno = e0;
+	pthread_testcancel(); /* fd_get vouched for fd: fsync(2) would not fail */
+	*ret = 0;
+	return true;
+}
+
 static int sync_call(int fd, enum shim_op op)
 {
 	if (shim_bypass())
 		return real_sync_call(fd, op);
+	struct shim_file *nf = file_of_fd(fd);
+	int nr;
+	if (nf && noop_answered(nf, fd, op, &nr)) {
+		file_put(nf);
+		return nr;
+	}
 	struct app_sync s;
-	app_sync_open(&s, file_of_fd(fd));
+	app_sync_open(&s, nf);
 	if (!s.f)
 		return untracked_sync_call(fd, op);
-	app_sync_begin(&s, true);
+	app_sync_begin_as(&s, true, s.k.act[op == OP_FSYNC ? CALL_FSYNC : CALL_FDATASYNC] == ACT_NOOP);
 	return app_sync_end(&s, op, apply_sync_rule(s.f, &s.k, fd, op));
 }
 

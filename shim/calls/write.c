@@ -42,7 +42,10 @@ static inline void write_done(struct shim_file *f, int fd, uint32_t state, enum 
 		return; /* the common case: nothing to do, errno never touched */
 	int saved = errno;
 	if (counted) {
-		if (!held)
+		/* Ordering follows the writes of files whose syncs it can be
+		 * asked to order (deferred); a rule that starts deferring later
+		 * starts from "not known" (order_starts_deferring). */
+		if (!held && ((work & WRITES_DEFERRED) || (state & SLOT_OSYNC_DEFER)))
 			order_after_write(&f->ord, off, r, atomic_load_explicit(&f->fl.req_seq, memory_order_relaxed));
 		risk_wrote(&f->risk, (uint64_t)r);
 		if (state & SLOT_OSYNC_STRIP)

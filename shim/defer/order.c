@@ -531,6 +531,13 @@ void order_writes_uncounted(struct shim_file *f)
 	atomic_store(&f->ord.known_end, ORDER_END_LOST);
 }
 
+void order_starts_deferring(struct shim_file *f)
+{
+	atomic_store(&f->ord.known_end, ORDER_END_LOST);
+	atomic_store(&f->ord.cur_hi, UINT64_MAX); /* bytes written meanwhile: not known as forward */
+	atomic_store(&f->ord.last_end, UINT64_MAX);
+}
+
 static void store_max(_Atomic uint64_t *p, uint64_t v)
 {
 	uint64_t old = atomic_load(p);

@@ -214,5 +214,8 @@ void order_fd_bytes_unseen(int fd);
 /* f's writes are no longer all counted (a rule that answers no sync
  * unsynced): its known end is lost. */
 void order_writes_uncounted(struct shim_file *f);
+/* f's rule starts deferring its syncs (a reload, or a new object): its
+ * writes were not followed until now. */
+void order_starts_deferring(struct shim_file *f);
 
 #endif

@@ -13,6 +13,7 @@
  */
 #include "files.h"
 #include "risk.h"
+#include "trace.h"
 
 static void store_max(_Atomic uint64_t *p, uint64_t v)
 {
@@ -57,6 +58,17 @@ void risk_acked(struct shim_file *f, uint64_t now)
 	struct risk *r = &f->risk;
 	store_max(&r->acked, atomic_load_explicit(&r->written, memory_order_relaxed));
 	store_oldest(&r->since, now);
+	uint64_t bytes = at_risk_bytes(r);
+	for (int i = 0; i < RISK_READERS; i++)
+		store_max(&r->worst_bytes[i], bytes);
+}
+
+void risk_acked_at_once(struct shim_file *f)
+{
+	struct risk *r = &f->risk;
+	store_max(&r->acked, atomic_load_explicit(&r->written, memory_order_relaxed));
+	if (!atomic_load_explicit(&r->since, memory_order_relaxed))
+		store_oldest(&r->since, trace_now());
 	uint64_t bytes = at_risk_bytes(r);
 	for (int i = 0; i < RISK_READERS; i++)
 		store_max(&r->worst_bytes[i], bytes);

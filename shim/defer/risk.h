@@ -70,6 +70,9 @@ static inline uint64_t risk_written(const struct risk *r)
 
 /* The shim answered a sync of f without the device (at now, ns). */
 void risk_acked(struct shim_file *f, uint64_t now);
+/* The same for an answer nothing will ever make durable (noop): the
+ * clock is read only for the first, the oldest. */
+void risk_acked_at_once(struct shim_file *f);
 /* A real sync of f begins / ended (ok: it succeeded). held: bytes written
  * and held back (held.c), not in the kernel: the sync makes neither them
  * nor any acknowledgement durable for certain, so the oldest stays. */

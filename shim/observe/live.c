@@ -95,6 +95,11 @@ static void add_max(_Atomic uint64_t *p, uint64_t v)
 void live_app_synced(struct shim_file *f, uint64_t ns)
 {
 	struct live_stats *s = f->live;
+	if (ns == 0) { /* answered with no work (noop): the first bucket, nothing to sum or compare */
+		atomic_fetch_add_explicit(&s->syncs, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->sync_b[0], 1, memory_order_relaxed);
+		return;
+	}
 	atomic_fetch_add_explicit(&s->syncs, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->sync_sum, ns, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->sync_b[live_bucket(ns)], 1, memory_order_relaxed);

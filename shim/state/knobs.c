@@ -98,5 +98,7 @@ void knobs_set(struct shim_file *f, const struct knobs *k)
 	uint8_t w = write_work_of(f, k) | (f->live ? WRITES_LIVE : 0) | (f->crash.tracked ? WRITES_CRASH : 0);
 	if (!(w & WRITES_COUNTED))
 		order_writes_uncounted(f); /* its writes stop being followed (order.c) */
+	else if ((w & WRITES_DEFERRED) && !(file_write_work(f) & WRITES_DEFERRED))
+		order_starts_deferring(f); /* its writes were not followed until now */
 	atomic_store_explicit(&f->write_work, w, memory_order_relaxed);
 }
