@@ -440,9 +440,10 @@ MANDIR  := $(PREFIX)/share/man
 DOCDIR  := $(PREFIX)/share/doc/syncshim
 MAN1 := docs/man/syncshim.1 docs/man/synclat.1
 MAN5 := docs/man/syncshim.ini.5
-# What goes to $(DOCDIR): the reference config, the README, the systemd
-# drop-in with its rule file (examples/systemd/README.md).
-DOC_FILES := README.md shim.ini
+# What goes to $(DOCDIR): the reference config, the README and the docs it
+# links to (kept under docs/ so its links work), the systemd drop-in with
+# its rule file (examples/systemd/README.md).
+DOC_FILES := README.md shim.ini docs/USAGE.md docs/GUARANTEES.md docs/PERFORMANCE.md docs/CRASHTEST.md
 SYSTEMD_EXAMPLES := examples/systemd/README.md examples/systemd/activemq.ini \
 	examples/systemd/activemq.service.d/syncshim.conf
 INSTALLED := $(SHIMDIR)/libsyncshim.so $(BINDIR)/syncshim $(BINDIR)/synclat \
@@ -451,12 +452,12 @@ INSTALLED := $(SHIMDIR)/libsyncshim.so $(BINDIR)/syncshim $(BINDIR)/synclat \
 
 install: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d
+	  $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d $(DESTDIR)$(DOCDIR)/docs
 	install -m 0644 $(B)/libsyncshim.so $(DESTDIR)$(SHIMDIR)/libsyncshim.so
 	install -m 0755 $(B)/syncshim $(B)/synclat $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
-	install -m 0644 $(DOC_FILES) $(DESTDIR)$(DOCDIR)/
+	for f in $(DOC_FILES); do install -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$f; done
 	for f in $(SYSTEMD_EXAMPLES); do install -m 0644 $$f $(DESTDIR)$(DOCDIR)/examples/$${f#examples/}; done
 
 # Removes what install put, and the directories it made once empty; also
@@ -464,7 +465,7 @@ install: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
 # $(PREFIX)/share/syncshim/shim.ini).
 uninstall:
 	rm -f $(INSTALLED:%=$(DESTDIR)%) $(DESTDIR)$(PREFIX)/lib/libsyncshim.so $(DESTDIR)$(PREFIX)/share/syncshim/shim.ini
-	-rmdir $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d \
+	-rmdir $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d \
 	  $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) \
 	  $(DESTDIR)$(PREFIX)/share/syncshim 2>/dev/null
 

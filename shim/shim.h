@@ -109,7 +109,7 @@ static inline void shim_nocancel_end(int old)
  * What a write's fast half (shim/calls/write.c) reads on every call, kept
  * on one page: after each system call every page touched is a TLB miss
  * where the kernel empties the TLB at each entry (page table isolation
- * without PCID, as on this project's VMs: BENCHMARKS Run 24, about 6 ns a
+ * without PCID, as on this project's VMs: docs/bench-log.md Run 24, about 6 ns a
  * page against a 4 KiB pwrite's 1.7 us). One section, placed whole; the
  * first in link order (libc.c's table) starts it on a page of its own.
  */

@@ -58,7 +58,7 @@
  *     syncing a new header and then writing frames over the old ones, and a
  *     frame on the disk before the header lets the old header read a
  *     shortened old WAL over a database already checkpointed past it
- *     (integrity_check failed so under adversarial writeback: BENCHMARKS.md,
+ *     (integrity_check failed so under adversarial writeback: docs/bench-log.md,
  *     the 50-cut sqlite campaign).
  *   - Across processes, one file. Another process's slot for the file a
  *     write goes to is judged by the same-file rule, not the cross-file
@@ -826,7 +826,7 @@ static void tell_owner(struct order_slot *sl, pid_t pid, dev_t dev, ino_t ino, i
  * acknowledged WAL sync is a write forward of that one's promised bytes
  * (its records go after them, or rewrite the last page with the same
  * records and more where it held zeros), which costs no sync within one
- * process either; it cost each one a real sync made from here (Run 16,
+ * process either; it cost each one a real sync made from here (docs/bench-log.md Run 16,
  * 78 a second; 99% of this wait's syncs were of the same file). */
 static bool wait_for_other_processes(int own_fd, struct write_view *w)
 {
@@ -1011,7 +1011,7 @@ static bool all_zero(const char *p, size_t n)
  * Filling zeros is forward for the same reason a write past the highest
  * byte is: a log's last page rewritten with the same records and more
  * where it ended in zeros (PostgreSQL's partial WAL page, on every flush:
- * Run 16 counted 366 such waits in 775 transactions) changes no record
+ * docs/bench-log.md Run 16 counted 366 such waits in 775 transactions) changes no record
  * its reader could have read; on the disk before the records promised
  * ahead of it, it is past the end the reader stops at. Every byte of the
  * file from the first difference to the write's end must be zero, so a
@@ -1065,7 +1065,7 @@ static bool past_the_end(int fd, off_t pos)
  * a preallocated file) goes back at each wrap, so until a real sync that
  * began after it completes, every write is below the file's highest byte
  * and is compared (up to max_delay_ms of writes, plus that sync's own
- * time): one pread each, on this VM as much as the write itself (Run 16's
+ * time): one pread each, on this VM as much as the write itself (docs/bench-log.md Run 16's
  * 0.29; Run 22 has the figures with runs). So
  * once a write found identical is followed by one starting exactly where
  * it ended, the next RUN_SPAN bytes are read in one pread into a run
@@ -1133,7 +1133,7 @@ void order_bytes_unseen(struct shim_file *f)
  * known) or a write went back (two threads' reserved pwrites landing out
  * of order: the sync_writes -T 2 loop), every write is compared with a
  * pread, and on a write-only descriptor the pread fails and a write below
- * the size waits for a real sync (BENCHMARKS.md Run 30). Most of those
+ * the size waits for a real sync (docs/bench-log.md Run 30). Most of those
  * writes only extend the file, which the compare would find out the long
  * way: it reads nothing past the end (a short read is forward), and zeros
  * where a write skipped over bytes (filling zeros is forward). So:
