@@ -216,6 +216,8 @@ static _Atomic uint64_t stat_waits_other, stat_waits_self, stat_foreign_syncs, s
 /* Writes held instead of waiting (held.c): with something to wait for,
  * and only behind their file's held writes. */
 static _Atomic uint64_t stat_held_ordered, stat_held_behind;
+/* Writes over promised bytes that went on at once as tail rewrites. */
+static _Atomic uint64_t stat_tail_rewrites;
 
 static bool ordering_off(void)
 {
@@ -512,6 +514,8 @@ void order_reset(struct shim_file *f)
 	atomic_store(&f->ord.cur_hi, 0);
 	atomic_store(&f->ord.prev_hi, 0);
 	atomic_store(&f->ord.last_end, UINT64_MAX); /* where the last write before the open ended: not known */
+	atomic_store(&f->ord.prev_end, UINT64_MAX);
+	atomic_store(&f->ord.durable_end, UINT64_MAX);
 	atomic_store(&f->ord.wreq, 0);
 	atomic_store(&f->ord.mapped, 0);
 	runs_forget(f);
@@ -536,6 +540,8 @@ void order_starts_deferring(struct shim_file *f)
 	atomic_store(&f->ord.known_end, ORDER_END_LOST);
 	atomic_store(&f->ord.cur_hi, UINT64_MAX); /* bytes written meanwhile: not known as forward */
 	atomic_store(&f->ord.last_end, UINT64_MAX);
+	atomic_store(&f->ord.prev_end, UINT64_MAX); /* nor where they went */
+	atomic_store(&f->ord.durable_end, UINT64_MAX);
 }
 
 static void store_max(_Atomic uint64_t *p, uint64_t v)
@@ -558,14 +564,22 @@ static void store_max_below_lost(_Atomic uint64_t *p, uint64_t v)
 void order_sync_begins(struct shim_file *f)
 {
 	atomic_fetch_add(&f->ord.hi_seq, 1);
+	uint64_t end = atomic_load(&f->ord.last_end);
 	store_max(&f->ord.prev_hi, atomic_exchange(&f->ord.cur_hi, 0));
+	/* The round it covers went forward (or is empty): where its last
+	 * write ended is the end of the log it makes durable. */
+	atomic_store(&f->ord.prev_end, atomic_load(&f->ord.prev_hi) == UINT64_MAX ? UINT64_MAX : end);
 	atomic_fetch_add(&f->ord.hi_seq, 1);
 }
 
 void order_sync_ends(struct shim_file *f, bool happened)
 {
-	if (happened)
+	if (happened) {
+		/* Moved before the round's bytes stop counting as promised: a
+		 * reader that finds them durable (prev_hi 0) finds their end. */
+		atomic_store(&f->ord.durable_end, atomic_load(&f->ord.prev_end));
 		atomic_store(&f->ord.prev_hi, 0);
+	}
 }
 
 /* The highest byte written since the last completed real sync began:
@@ -1266,6 +1280,8 @@ void order_fd_bytes_unseen(int fd)
 	if (f) {
 		order_bytes_unseen(f);
 		atomic_store(&f->ord.known_end, ORDER_END_LOST); /* where they went is not known */
+		atomic_store(&f->ord.prev_end, UINT64_MAX);
+		atomic_store(&f->ord.durable_end, UINT64_MAX);
 	}
 }
 
@@ -1389,6 +1405,40 @@ static bool view_changes_below(struct write_view *w, uint64_t hi)
 	return view_changes_bytes(w, hi);
 }
 
+/*
+ * Tail rewrites. A log that ends each record with an end marker rewrites
+ * the marker with the next record and goes on past it (KahaDB's journal:
+ * every batch starts 5 bytes before the end of the one before, over its
+ * end-of-file marker). The marker is promised by the acknowledged sync,
+ * so without this rule every batch waits for its own file's real sync:
+ * one per message, as without the shim. The write is as safe as a
+ * forward one when
+ *   - the file's writes went forward since it was last durable (the
+ *     highest byte is known: same_file_hi) and so did the ones the last
+ *     completed real sync covered, and it begins at or past where those
+ *     ended (durable_end): it changes nothing of the durable log, only
+ *     bytes written since, over what followed the log's end when it was
+ *     durable (the forward rule's premise), and
+ *   - it reaches the highest byte promised: every promised byte it does
+ *     not rewrite lies below it.
+ * A cut may then find it on the disk while promised bytes below it are
+ * not; a reader going forward stops at those first, as at a log's torn
+ * tail, before the rewrite; with them all there, the disk holds the
+ * promised records and then the rewrite, torn or whole: a crash during
+ * the rewrite without the shim. A write that ends short of the highest
+ * byte (a flag set in an earlier record while later ones are promised)
+ * is judged as before: it would claim what is not durable.
+ */
+static bool rewrites_the_tail(struct write_view *w, uint64_t hi, uint64_t pos, uint64_t n)
+{
+	struct order_link *o = &w->f->ord;
+	if (!w->iov || atomic_load(&runs_stopped) || atomic_load(&o->mapped))
+		return false;
+	uint64_t end = atomic_load(&o->durable_end);
+	/* An end or a highest byte not known (UINT64_MAX) is never reached. */
+	return pos >= end && pos + n >= hi;
+}
+
 /* The write changes bytes an acknowledged sync of its file promised and
  * has not made durable. run: f is the domain's only pending file (rewrite
  * runs). */
@@ -1408,6 +1458,10 @@ static bool changes_promised_bytes(struct write_view *w, bool run)
 		total += w->iov[i].iov_len;
 	if (lands_past_known_end(w, (uint64_t)pos, total))
 		return false; /* extends the file or fills a hole it left: forward */
+	if (rewrites_the_tail(w, hi, (uint64_t)pos, total)) {
+		atomic_fetch_add_explicit(&stat_tail_rewrites, 1, memory_order_relaxed);
+		return false;
+	}
 	/* A run judges identical bytes only; anything else, the plain check. */
 	if (!(run && w->iov && w->changes < 0 && run_compare(f, w->fd, (uint64_t)pos, w->iov, w->cnt, total) == 1) &&
 	    view_changes_bytes(w, hi))
@@ -1588,6 +1642,7 @@ void order_atfork_child(void)
 	atomic_store(&stat_checks_asked, 0);
 	atomic_store(&stat_held_ordered, 0);
 	atomic_store(&stat_held_behind, 0);
+	atomic_store(&stat_tail_rewrites, 0);
 	atomic_store(&held_here, 0);
 	atomic_store(&domain_users, 0);
 	fork_child = true;
@@ -1612,7 +1667,8 @@ __attribute__((destructor)) static void report_order_stats(void)
 	held_stats_read(&hs);
 	shim_test_report("SYNCSHIM_TEST_ORDER_STATS",
 			 "order: pid=%d waits_other=%llu waits_self=%llu foreign_syncs=%llu checks_asked=%llu "
-			 "held=%llu held_behind=%llu held_bytes=%llu apply_rounds=%llu read_waits=%llu bound_waits=%llu\n",
+			 "held=%llu held_behind=%llu held_bytes=%llu apply_rounds=%llu read_waits=%llu bound_waits=%llu "
+			 "tail_rewrites=%llu\n",
 			 (int)getpid(), (unsigned long long)atomic_load(&stat_waits_other),
 			 (unsigned long long)atomic_load(&stat_waits_self),
 			 (unsigned long long)atomic_load(&stat_foreign_syncs),
@@ -1620,5 +1676,5 @@ __attribute__((destructor)) static void report_order_stats(void)
 			 (unsigned long long)atomic_load(&stat_held_ordered),
 			 (unsigned long long)atomic_load(&stat_held_behind), (unsigned long long)hs.held_bytes,
 			 (unsigned long long)hs.applied_rounds, (unsigned long long)hs.read_waits,
-			 (unsigned long long)hs.bound_waits);
+			 (unsigned long long)hs.bound_waits, (unsigned long long)atomic_load(&stat_tail_rewrites));
 }

@@ -32,6 +32,12 @@ struct order_link {
 	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
 	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
 	_Atomic uint64_t last_end;  /* where the latest write ended (UINT64_MAX: not known) */
+	/* Where the writes a real sync covers ended, as it began (until it
+	 * completes), and as of the last completed one (durable_end): the end
+	 * of the durable log, UINT64_MAX when the writes it covered did not
+	 * all go forward or are not known (order.c, "Tail rewrites"). */
+	_Atomic uint64_t prev_end;
+	_Atomic uint64_t durable_end;
 	/* The file's request count when its latest write reached the kernel:
 	 * every byte written this round is promised by request wreq + 1 at
 	 * the latest (held.c judges a held write against them with it). */

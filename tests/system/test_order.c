@@ -906,6 +906,103 @@ Test(order, a_write_that_rewrites_the_last_page_and_goes_on_stays_forward)
 		       "the write going on past the rewritten page cost a real sync");
 }
 
+/* ---- a log that rewrites its end marker (KahaDB's journal) ------------- */
+
+/*
+ * Each batch starts over the 5-byte end marker of the one before and goes
+ * on past it (ActiveMQ's journal: lseek 5 bytes back, write, fsync). Once
+ * a round of writes that went forward is durable, a batch that rewrites
+ * promised bytes but reaches the highest one, and changes nothing of the
+ * durable log, goes on at once (order.c, "Tail rewrites"): before, every
+ * batch waited for its own file's real sync.
+ */
+#define MARKER_LOG_DURABLE                                                                                             \
+	"z:J:0:95xa,5xE", "s:J", "a:X",  /* the first round after the open (not known to go forward): durable */     \
+	"z:J:95:95xb,5xE", "s:J", "a:X", /* a round that went forward, made durable by X's write: the log ends at 195 */ \
+	"z:J:190:95xc,5xE", "s:J"        /* over the durable marker: acknowledged */
+
+static const char *const marker_rewrites[] = {
+	MARKER_LOG_DURABLE,
+	"z:J:285:95xd,5xE", "s:J", /* over c's promised marker: the tail rewrite */
+	"z:J:380:95xe,5xE",        /* and again, two batches promised below it */
+	NULL,
+};
+
+Test(order, a_batch_over_the_promised_end_marker_does_not_wait)
+{
+	struct run run = steps(NULL, true, marker_rewrites);
+	unsigned long long j = ino_of(&run, "J");
+	cr_assert_not_null(synced_between(&run, j, step_time(&run, 4, "t0"), step_time(&run, 5, "t1")),
+			   "X's write did not make J's second round durable");
+	const struct h_rec *d = nth_write(&run, j, 3), *e = nth_write(&run, j, 4);
+	cr_assert_eq(d->off, 285);
+	cr_assert_eq(e->off, 380);
+	cr_assert_null(synced_between(&run, j, step_time(&run, 7, "t0"), e->t1),
+		       "a batch over the promised end marker cost a real sync");
+	char *text = h_read_file(h_fmt("%s/J", run.dir));
+	cr_assert(text[94] == 'a' && text[95] == 'b' && text[190] == 'c' && text[285] == 'd' && text[380] == 'e' &&
+			  text[474] == 'e' && text[475] == 'E' && text[479] == 'E',
+		  "the batches are not in the file as written");
+}
+
+/* A write over promised bytes that ends short of the highest one (a flag
+ * set in an earlier batch while a later one is promised) would claim what
+ * is not durable: it waits. */
+static const char *const flag_in_an_earlier_batch[] = {
+	MARKER_LOG_DURABLE,
+	"z:J:285:95xd,5xE", "s:J",
+	"z:J:200:1xF", /* inside c, short of d's end */
+	NULL,
+};
+
+Test(order, a_write_over_promised_bytes_short_of_the_highest_one_waits)
+{
+	struct run run = steps(NULL, true, flag_in_an_earlier_batch);
+	unsigned long long j = ino_of(&run, "J");
+	const struct h_rec *flag = nth_write(&run, j, 4);
+	cr_assert_eq(flag->off, 200);
+	cr_assert_not_null(synced_between(&run, j, step_time(&run, 10, "t0"), flag->t0),
+			   "a write short of the highest promised byte reached the kernel before their real sync");
+}
+
+/* One that reaches past the highest byte but begins inside the durable
+ * log changes it under the promised batch: it waits. */
+static const char *const rewrite_into_the_durable_part[] = {
+	MARKER_LOG_DURABLE,
+	"z:J:150:200xf", /* from inside b (durable) to past c's end */
+	NULL,
+};
+
+Test(order, a_rewrite_reaching_into_the_durable_log_waits)
+{
+	struct run run = steps(NULL, true, rewrite_into_the_durable_part);
+	unsigned long long j = ino_of(&run, "J");
+	const struct h_rec *over = nth_write(&run, j, 3);
+	cr_assert_eq(over->off, 150);
+	cr_assert_not_null(synced_between(&run, j, step_time(&run, 8, "t0"), over->t0),
+			   "a write into the durable log reached the kernel before the promised batch's real sync");
+}
+
+/* The first round after an open is not known to have gone forward (what
+ * the file held past it is not known), nor is the log it made durable: a
+ * rewrite of the next round's promised marker waits. */
+static const char *const marker_rewrite_after_the_open[] = {
+	"z:J:0:95xa,5xE", "s:J", "a:X",
+	"z:J:95:95xb,5xE", "s:J",
+	"z:J:190:95xc,5xE",
+	NULL,
+};
+
+Test(order, a_marker_rewrite_before_a_forward_round_is_durable_waits)
+{
+	struct run run = steps(NULL, true, marker_rewrite_after_the_open);
+	unsigned long long j = ino_of(&run, "J");
+	const struct h_rec *c = nth_write(&run, j, 2);
+	cr_assert_eq(c->off, 190);
+	cr_assert_not_null(synced_between(&run, j, step_time(&run, 5, "t0"), c->t0),
+			   "a rewrite of a promised marker reached the kernel before its real sync");
+}
+
 /*
  * Processes of one domain writing one file (PostgreSQL's backends and the
  * WAL): the child's write forward of the parent's acknowledged bytes is
