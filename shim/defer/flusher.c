@@ -938,39 +938,64 @@ int flusher_before_publish_file(int dirfd, const char *path, int at_flags, struc
 	return err;
 }
 
+/* mu held, fd the app's descriptor of f it is closing: while syncs are
+ * owed the file keeps a descriptor of the shim's own. False when none can
+ * be made (at the bound or out of descriptors): the closer syncs it
+ * itself. *early: past half the bound, its sync is hurried. */
+static bool keep_private_locked(struct shim_file *f, int fd, bool *early)
+{
+	if (!flusher_owes(f) || atomic_load(&f->fl.priv_fd) >= 0)
+		return true;
+	int cap = privs_cap(), held = atomic_fetch_add(&privs_held, 1); /* a place reserved */
+	privs_change_begin();
+	int d = held < cap ? shimfd_dup(fd, OWN_FILE, f) : -1;
+	if (d >= 0) {
+		fd_inherit_kernel_owes(fd, d);
+		atomic_store(&f->fl.priv_fd, d);
+		*early = (held >= cap / 2 && workers_force(f)) || *early;
+	} else {
+		atomic_fetch_sub(&privs_held, 1);
+	}
+	privs_change_end();
+	return d >= 0;
+}
+
+/*
+ * The private descriptor is made before fd is marked closing: from then
+ * on no sync may borrow fd, and one led while this closer waits for a
+ * lease on it must still find a way to the file other than its name (an
+ * unlinked temporary file has none, and a name that is not the file is
+ * an error the disk never gave). Where none can be made, fd is not
+ * marked until the closer has synced through it itself.
+ */
 void flusher_before_close(struct shim_file *f, int fd)
 {
 	struct knobs k;
 	knobs_of(f, &k);
 	if (k.act[CALL_CLOSE] == ACT_BARRIER && flusher_owes(f))
 		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
+	bool early = false;
 	shim_enter();
 	lock_fl(f);
+	if (!keep_private_locked(f, fd, &early)) {
+		unlock_fl(f);
+		shim_leave();
+		/* at the bound or out of descriptors: make it durable now */
+		sync_until(f, fd, false, atomic_load(&f->fl.req_seq), true);
+		shim_enter();
+		lock_fl(f);
+	}
 	fd_mark_closing(fd); /* no new lease on it */
 	while (f->fl.in_flight && f->fl.lease_fd == fd)
 		wait_locked(f);
 	int r = fd;
 	atomic_compare_exchange_strong(&f->fl.req_fd, &r, -1);
-	bool inline_sync = false, early = false;
-	if (flusher_owes(f) && atomic_load(&f->fl.priv_fd) < 0) {
-		int cap = privs_cap(), held = atomic_fetch_add(&privs_held, 1); /* a place reserved */
-		privs_change_begin();
-		int d = held < cap ? shimfd_dup(fd, OWN_FILE, f) : -1;
-		if (d >= 0) {
-			fd_inherit_kernel_owes(fd, d);
-			atomic_store(&f->fl.priv_fd, d);
-			early = held >= cap / 2 && workers_force(f);
-		} else {
-			atomic_fetch_sub(&privs_held, 1);
-			inline_sync = true; /* at the bound or out of descriptors: make it durable now */
-		}
-		privs_change_end();
-	}
+	bool kept = keep_private_locked(f, fd, &early); /* owed again while this closer waited */
 	unlock_fl(f);
 	shim_leave();
 	if (early)
 		workers_schedule(f, true);
-	if (inline_sync)
+	if (!kept)
 		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
 }
 

@@ -35,9 +35,10 @@
  *       (HOLD.reached); main dup2s DIR/y.pass onto 41, makes HOLD, joins
  *       the thread, then writes and fsyncs 41.
  *       "dup2resolve: reached=R fdatasync=E fsync=E kernel_ino=K pass_ino=I"
- *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S]
+ *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S] [-k SYNCS]
  *       each thread COUNT x: open DIR/u.K (-S: all DIR/u.0), unlink it,
- *       write + fsync, close.
+ *       SYNCS x (write 4 KiB + fsync) (default 1), close: a temporary
+ *       file as sqlite and MariaDB make them.
  *       "unlinked: failed=F calls=N first_errno=E"
  *   trustb msyncmoved -d DIR
  *       DIR/m.dat mapped shared, written through the mapping, renamed,
@@ -112,7 +113,7 @@
 #include "progs.h"
 
 static const char *file, *dir, *logpath;
-static int nthreads = 16, count = 200, skip_dup2, limit = 16, closes = 4, shared_path;
+static int nthreads = 16, count = 200, skip_dup2, limit = 16, closes = 4, shared_path, syncs_per_file = 1;
 
 static void die(const char *what)
 {
@@ -451,10 +452,21 @@ static int do_mapstale(int remap)
 
 static atomic_int failed, first_errno;
 
+static void note_failure(int r, int e)
+{
+	atomic_fetch_add(&calls, 1);
+	if (!r)
+		return;
+	atomic_fetch_add(&failed, 1);
+	int none = 0;
+	atomic_compare_exchange_strong(&first_errno, &none, e);
+}
+
 static void *unlinked_worker(void *arg)
 {
 	int k = (int)(long)arg;
-	char p[4096], buf[512];
+	char p[4096];
+	static char buf[4096];
 	snprintf(p, sizeof(p), "%s/u.%d", dir, shared_path ? 0 : k);
 	memset(buf, 'u', sizeof(buf));
 	for (int i = 0; i < count; i++) {
@@ -462,19 +474,14 @@ static void *unlinked_worker(void *arg)
 		if (fd < 0)
 			die("open");
 		unlink(p);
-		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
-			die("write");
-		int rs[2] = { fsync(fd), 0 };
-		int es = errno;
-		rs[1] = close(fd);
-		int ec = errno;
-		atomic_fetch_add(&calls, 2);
-		for (int j = 0; j < 2; j++)
-			if (rs[j]) {
-				atomic_fetch_add(&failed, 1);
-				int none = 0;
-				atomic_compare_exchange_strong(&first_errno, &none, j ? ec : es);
-			}
+		for (int s = 0; s < syncs_per_file; s++) {
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				die("write");
+			int r = fsync(fd);
+			note_failure(r, errno);
+		}
+		int r = close(fd);
+		note_failure(r, errno);
 	}
 	return NULL;
 }
@@ -866,6 +873,7 @@ int main(int argc, char **argv)
 		{ 'f', OPT_STR, .p = &file }, { 'd', OPT_STR, .p = &dir },	  { 'l', OPT_STR, .p = &logpath },
 		{ 't', OPT_INT, .p = &nthreads }, { 'n', OPT_INT, .p = &count }, { 'x', OPT_FLAG, .p = &skip_dup2 },
 		{ 'L', OPT_INT, .p = &limit }, { 'S', OPT_FLAG, .p = &shared_path },	  { 'c', OPT_INT, .p = &closes },
+		{ 'k', OPT_INT, .p = &syncs_per_file },
 	};
 	optind = 2;
 	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
