@@ -15,7 +15,7 @@
  * app closed its last one while syncs were owed; the last app descriptor
  * that asked for a sync; any app descriptor of the file (a scan of the
  * slots: a file renamed or unlinked while open is reached that way); or
- * the file opened again by name. Whichever it
+ * the file opened again by name, else its file system (syncfs). Whichever it
  * is, it is leased (lease_fd) while the sync runs: close(), close_range()
  * and dup2() of that number wait for the lease, so the number cannot come
  * to mean another file mid-sync, and it is checked against the file's
@@ -467,22 +467,61 @@ struct by_name {
 	bool full;
 };
 
-/* Open by name, check it is the file, sync, close: the sync's errno, 0,
- * or -1 when the name no longer leads to the file. */
+static int open_here(const char *path, int flags, bool isolated)
+{
+	return isolated ? LIBC(open)(path, flags | O_NOCTTY | O_CLOEXEC) : shimfd_open(path, flags | O_NOCTTY, OWN_TEMP);
+}
+
+static void close_here(int fd, bool isolated)
+{
+	if (isolated && fd >= 0)
+		LIBC(close)(fd);
+	else
+		shimfd_close(fd);
+}
+
+/*
+ * No descriptor and no name leads to the file any more (renamed or
+ * unlinked behind the shim's back once its last descriptor was gone):
+ * the file system that holds it is synced instead, through the nearest
+ * directory of its old name that is on its device. That is a real sync
+ * of what the app was told is durable (of nothing, if the file is gone),
+ * and its result is the disk's: the shim never makes up an error for a
+ * file it can no longer name. -1 when no such directory is left.
+ */
+static int sync_file_system_here(const struct shim_file *f, bool isolated)
+{
+	char dir[PATH_MAX];
+	size_t len = strlen(f->path);
+	if (len >= sizeof(dir))
+		return -1;
+	memcpy(dir, f->path, len + 1);
+	for (char *slash; (slash = strrchr(dir, '/'));) {
+		slash[slash == dir] = '\0'; /* the root keeps its slash */
+		int fd = open_here(dir, O_RDONLY | O_DIRECTORY, isolated), err = -1;
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == f->dev)
+			err = LIBC(syncfs)(fd) < 0 ? errno : 0;
+		close_here(fd, isolated);
+		if (err >= 0 || slash == dir)
+			return err;
+	}
+	return -1;
+}
+
+/* Open by name, check it is the file, sync, close: the sync's errno or 0;
+ * when the name no longer leads to the file, its file system's sync. -1:
+ * not even that could be made. */
 static int sync_by_name_here(const struct shim_file *f, bool full, bool isolated)
 {
-	int fd = isolated ? LIBC(open)(f->path, O_RDONLY | O_NOCTTY | O_CLOEXEC)
-			  : shimfd_open(f->path, O_RDONLY | O_NOCTTY, OWN_TEMP);
+	int fd = open_here(f->path, O_RDONLY, isolated);
 	int err = -1;
 	if (fd >= 0 && is_file(fd, f)) {
 		int r = full ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
 		err = r < 0 ? errno : 0;
 	}
-	if (isolated && fd >= 0)
-		LIBC(close)(fd);
-	else
-		shimfd_close(fd);
-	return err;
+	close_here(fd, isolated);
+	return err >= 0 ? err : sync_file_system_here(f, isolated);
 }
 
 static int sync_by_name_child(void *arg)
@@ -505,7 +544,8 @@ static int sync_call(struct shim_file *f, struct sync_fd s, bool full)
 }
 
 /* The real sync a leader makes, told to the observers; 0, its errno,
- * EIO (no way to the file), or NOT_DONE. */
+ * EIO (no way to the file, not even a directory of its file system),
+ * or NOT_DONE. */
 static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full)
 {
 	int err;
@@ -519,7 +559,7 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full)
 		err = sync_call(f, s, full);
 		reached = err >= 0;
 		if (err < 0)
-			err = own >= 0 ? NOT_DONE : EIO; /* by name, and the name is not the file: as above */
+			err = own >= 0 ? NOT_DONE : EIO; /* neither its name nor its file system: as above */
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}

@@ -47,6 +47,12 @@
  *   trustb forkpriv -f FILE
  *       FILE written, fsynced (deferred), closed; fork: the child counts
  *       its descriptors of FILE's inode. "forkpriv: child_fds=N"
+ *   trustb privlost -d DIR [-S]
+ *       DIR/sub/a.dat written, fsynced (deferred), closed (the shim keeps a
+ *       descriptor of its own); then, behind the shim's back (syscall()),
+ *       DIR/sub renamed to DIR/moved (-S: a.dat unlinked instead) and the
+ *       shim's descriptor closed, so no descriptor and no name leads to
+ *       the file; then syncshim_flush(). "privlost: closed=N"
  *   trustb emfile -d DIR -L LIMIT -c CLOSES
  *       RLIMIT_NOFILE LIMIT; CLOSES files written, fsynced and closed (each
  *       owes a deferred sync); then as many opendir, epoll_create,
@@ -570,6 +576,41 @@ static int do_forkpriv(void)
 	return 0;
 }
 
+/* ---- privlost ------------------------------------------------------------ */
+
+static int do_privlost(void)
+{
+	char sub[2048], p[4096], moved[4096];
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(p, sizeof(p), "%s/a.dat", sub);
+	snprintf(moved, sizeof(moved), "%s/moved", dir);
+	if (mkdir(sub, 0755) != 0)
+		die("mkdir");
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	struct stat st;
+	fstat(fd, &st);
+	if (write(fd, "p", 1) != 1 || fsync(fd) != 0 || close(fd) != 0)
+		die("write+fsync+close");
+	/* Raw, as another process would (a rename or unlink through libc
+	 * waits for the ordered domain's acknowledged syncs). */
+	if (shared_path ? syscall(SYS_unlink, p) != 0 : syscall(SYS_rename, sub, moved) != 0)
+		die("unlink or rename");
+	int closed = 0;
+	for (int n = 3; n < 1024; n++) {
+		struct stat ns;
+		if (fstat(n, &ns) == 0 && ns.st_dev == st.st_dev && ns.st_ino == st.st_ino &&
+		    syscall(SYS_close, n) == 0)
+			closed++;
+	}
+	void (*flush)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "syncshim_flush");
+	if (flush)
+		flush();
+	printf("privlost: closed=%d\n", closed);
+	return 0;
+}
+
 /* ---- forkheld -------------------------------------------------------------- */
 
 /* This process's descriptors, but skip and the listing's own: "0,1,2". */
@@ -899,6 +940,8 @@ int main(int argc, char **argv)
 		return do_msyncmoved();
 	if (!strcmp(cmd, "forkpriv") && file)
 		return do_forkpriv();
+	if (!strcmp(cmd, "privlost") && dir)
+		return do_privlost();
 	if (!strcmp(cmd, "emfile") && dir)
 		return do_emfile();
 	if (!strcmp(cmd, "closelease") && file)

@@ -212,6 +212,37 @@ Test(trust, temp_files_get_no_error_the_disk_did_not_give)
 		      app, told, beneath, r.out, r.err);
 }
 
+/* A closed file whose deferred sync is owed loses every way to it behind
+ * the shim's back: its directory renamed (or the file unlinked) and the
+ * shim's own descriptor closed, by raw system calls as another process
+ * would. The sync owed is still made, on the file system that holds it
+ * (a syncfs beneath the shim), and no error is made up: before, the
+ * flusher's reopen by name failed and stderr said the deferred sync had
+ * failed with EIO. */
+Test(trust, file_with_no_descriptor_or_name_left_gets_no_made_up_error)
+{
+	for (int unlinked = 0; unlinked < 2; unlinked++) {
+		char *d = h_path(unlinked ? "gone" : "moved");
+		cr_assert_eq(mkdir(d, 0755), 0);
+		char *ini = tr_ini(unlinked ? "gone.ini" : "moved.ini",
+				   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/**\nsync = defer\n"
+					 "max_delay_ms = 60000\n", d));
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM_REC, ini);
+		h_args(&c, h_prog("trustb"), "privlost", "-d", d, unlinked ? "-S" : NULL, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb privlost");
+		cr_assert(h_has(r.out, "privlost: closed=1"), "the shim kept no descriptor of its own to lose: %s", r.out);
+		cr_assert(!strstr(r.err, "deferred sync of"),
+			  "%s: a deferred sync reported failed that no call beneath the shim failed:\n%s",
+			  unlinked ? "unlinked" : "moved", r.err);
+		struct h_log log = h_log_load(&c);
+		cr_assert_eq(h_count_if(&log, real_call_failed, NULL), 0, "a real sync failed on a healthy disk");
+		cr_assert_geq(h_count(&log, "syncfs", 0), 1, "%s: the owed sync was never made (no syncfs beneath)",
+			      unlinked ? "unlinked" : "moved");
+	}
+}
+
 /* ---- 12: msync of a mapping whose file was renamed or unlinked ------------- */
 
 Test(trust, msync_of_moved_file_is_synced_through_its_descriptor)
