@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "inline_trap.h"
 #include "lifecycle.h"
 #include "order.h"
 #include "position.h"
@@ -69,6 +70,21 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 		if (shim_bypass())
 			break;
 		return execveat((int)a1, (const char *)a2, (char *const *)a3, (char *const *)a4, (int)a5);
+	/* While inline_syscalls = trap is on, none of these may block or
+	 * ignore SIGSYS (inline_sigsys.c); otherwise passed on. */
+	case SYS_rt_sigaction:
+	case SYS_rt_sigprocmask:
+	case SYS_rt_sigsuspend:
+	case SYS_ppoll:
+	case SYS_pselect6:
+	case SYS_epoll_pwait:
+	case SYS_epoll_pwait2: {
+		struct sigsys_scratch scratch;
+		long a[6] = { a1, a2, a3, a4, a5, a6 }, r;
+		if (inline_trap_signal_call(nr, a, &scratch, &r))
+			return r;
+		return LIBC(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	}
 	case SYS_io_uring_setup:
 		return uring_sys_setup(a1, a2);
 	case SYS_io_uring_enter:
@@ -136,11 +152,17 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 	 SYSCALL_IN_WORD(w, SYS_splice) | SYSCALL_IN_WORD(w, SYS_copy_file_range) |   \
 	 SYSCALL_IN_WORD(w, SYS_pwrite64) | SYSCALL_IN_WORD(w, SYS_pwritev) |         \
 	 SYSCALL_IN_WORD(w, SYS_exit) | SYSCALL_IN_WORD(w, SYS_exit_group) |          \
-	 SYSCALL_IN_WORD(w, SYS_execve) | SYSCALL_IN_WORD(w, SYS_execveat))
+	 SYSCALL_IN_WORD(w, SYS_execve) | SYSCALL_IN_WORD(w, SYS_execveat) |          \
+	 SYSCALL_IN_WORD(w, SYS_rt_sigaction) | SYSCALL_IN_WORD(w, SYS_rt_sigprocmask) | \
+	 SYSCALL_IN_WORD(w, SYS_rt_sigsuspend) | SYSCALL_IN_WORD(w, SYS_ppoll) |      \
+	 SYSCALL_IN_WORD(w, SYS_pselect6) | SYSCALL_IN_WORD(w, SYS_epoll_pwait) |     \
+	 SYSCALL_IN_WORD(w, SYS_epoll_pwait2))
 _Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
 		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
 		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512 &&
-		       SYS_exit < 512 && SYS_exit_group < 512 && SYS_execve < 512 && SYS_execveat < 512,
+		       SYS_exit < 512 && SYS_exit_group < 512 && SYS_execve < 512 && SYS_execveat < 512 &&
+		       SYS_rt_sigaction < 512 && SYS_rt_sigprocmask < 512 && SYS_rt_sigsuspend < 512 &&
+		       SYS_ppoll < 512 && SYS_pselect6 < 512 && SYS_epoll_pwait < 512 && SYS_epoll_pwait2 < 512,
 	       "syscall_handled_map covers numbers below 512");
 
 extern const uint64_t syscall_handled_map[8];
