@@ -26,9 +26,12 @@ TOOL_WARN := -Wmissing-prototypes
 TOOL_CFLAGS := $(CFLAGS) $(TOOL_WARN)
 TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itests/harness
 
-# Debian packages the build and the suite need; `make deps` installs the missing ones.
-BUILD_PKGS := libinih-dev libjemalloc-dev libcriterion-dev strace libfuse3-dev fuse3 pkg-config \
-	liburing-dev libaio-dev
+# Debian packages, installed when missing. `make demo` installs only DEMO_PKGS:
+# the libraries `make all` builds against (inih and jemalloc, linked into the
+# shim statically; liburing's header); no server, no daemon. `make deps`
+# (from `make test`) installs the rest.
+DEMO_PKGS := libinih-dev libjemalloc-dev liburing-dev
+BUILD_PKGS := $(DEMO_PKGS) libcriterion-dev strace libfuse3-dev fuse3 pkg-config libaio-dev
 # ... and python3 for the durability oracle's generator and checker (tests/oracle/).
 BUILD_PKGS += python3
 # ... and for the man pages, the Debian package, the systemd drop-in and the
@@ -41,7 +44,7 @@ INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmy
 # checks synclat metrics, tmux drives synclat top; Prometheus scrapes
 # synclat metrics --listen, curl asks its API, ss (iproute2) finds free ports.
 LIVE_PKGS := prometheus tmux curl iproute2
-BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs zookeeper
+BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs zookeeper qemu-utils
 
 # $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.
 define apt_install
@@ -111,8 +114,8 @@ SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
 	-Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,-z,defs -ldl -pthread
 
-.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench crash-campaign demo install uninstall deb deb-deps deb-check \
-	demo-activemq clean java fuzz fuzz-deps replay mutate
+.PHONY: all deps bench-deps test test-deps run-tests asan tsan soak bench crash-campaign demo demo-deps install uninstall deb \
+	deb-deps deb-check demo-activemq clean java fuzz fuzz-deps replay mutate
 all: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat $(EXAMPLES)
 
 deps:
@@ -491,11 +494,21 @@ clean:
 # The main job: a sync-heavy workload (4 KiB append + fsync, KahaDB style)
 # under passthrough and under defer, alternating rounds, compared side by
 # side, with the latency plot written to $(DEMO_DIR)/compare.svg (.html).
+# The build is one line (its output goes to $(B)/demo-build.log, shown only
+# if it fails), on every core unless make was given -j itself.
 DEMO_DIR ?= $(B)/demo
-demo: deps all
-	@rm -rf $(DEMO_DIR)
+DEMO_JOBS := $(if $(filter -j% --jobserver%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
+demo-deps:
+	$(call apt_install,$(DEMO_PKGS))
+demo: demo-deps
+	@start=$$(date +%s); mkdir -p $(B); printf 'demo: building the shim, syncshim, synclat and the examples ... '; \
+	if $(MAKE) --no-print-directory $(DEMO_JOBS) all >$(B)/demo-build.log 2>&1; then \
+	  echo "done in $$(( $$(date +%s) - start )) s"; \
+	else echo failed; tail -n 30 $(B)/demo-build.log; echo "demo: the build failed; its output: $(B)/demo-build.log"; exit 1; fi; \
+	rm -rf $(DEMO_DIR); run=$$(date +%s); \
 	$(B)/syncshim ab -n 3 -o $(DEMO_DIR) passthrough defer -- \
-	  $(B)/examples/sync_writes -n 2000 -f $(abspath $(B))/demo.dat
+	  $(B)/examples/sync_writes -n 2000 -f $(abspath $(B))/demo.dat || exit $$?; \
+	now=$$(date +%s); echo "demo: done in $$((now - start)) s (build $$((run - start)) s, the A/B $$((now - run)) s)"
 
 # The ActiveMQ walkthrough (examples/activemq/walkthrough.sh): Debian's
 # broker with its KahaDB journal under passthrough and under defer, A/B with
@@ -505,22 +518,24 @@ DEMO_ACTIVEMQ_ARGS ?=
 demo-activemq: deps all
 	SYNCSHIM_BUILD=$(abspath $(B)) examples/activemq/walkthrough.sh $(DEMO_ACTIVEMQ_ARGS)
 
-# Benchmarks: ratios against a baseline run side by side (see BENCHMARKS.md).
+# Benchmarks: ratios against a baseline run side by side (docs/PERFORMANCE.md;
+# every run so far: docs/bench-log.md).
 # The window section records real syncs with the tests' recording layer.
-bench: bench-deps all $(B)/tests/lib/reclayer.so
+bench: bench-deps all $(B)/tests/lib/reclayer.so $(B)/tests/progs/uring_ops $(B)/tests/progs/inline_calls
 	tools/scripts/bench.sh $(B) $(SECTIONS)
 
 # ---- fuzzing (see tests/fuzz/) ------------------------------------------
 # libFuzzer targets built with clang: the ini parser and rule loader, the
 # glob matcher against a reference matcher, the log reader with report,
 # compare and the plots, the undo log reader with the rollback's durable
-# points, the live counters reader with synclat top and metrics. `make
+# points, the live counters reader with synclat top and metrics, the rules
+# profile and suggest propose, written and read back. `make
 # fuzz` runs each for FUZZ_SECONDS from its seed corpus
 # (tests/fuzz/corpus/T); what it learns stays in $(B)/fuzz,
 # inputs that crash are written to tests/fuzz/crashes/T/ (commit them with
 # the fix). `make test` replays both directories through the same targets
 # built with $(CC) and no libFuzzer (replay), so no clang is needed there.
-FUZZ_TARGETS := ini glob log undo live
+FUZZ_TARGETS := ini glob log undo live suggest
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 FUZZ_PKGS := clang libclang-rt-dev

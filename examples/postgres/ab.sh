@@ -7,7 +7,7 @@
 # One `syncshim ab` command: per round, A B A B, a fresh cluster (a copy
 # of one initdb + pgbench -i made first, without the shim), postgres under
 # the side's policy (default A passthrough, B defer; a policy name or an
-# ini file), ready when pg_isready says so,
+# ini file), ready once psql's SELECT 1 is answered (the pgsql: probe),
 # pgbench's tps (without the shim) as the figure, then SIGTERM. It prints
 # each side's median and spread, the B/A ratio and the server's
 # sync-latency table (synclat compare). The server listens on a Unix
@@ -51,7 +51,7 @@ run_as=$(printf '%q ' "${as[@]}")
 "${as[@]}" "$bin/pg_ctl" -D "$tmp/template" -w -s -m fast stop
 
 service=(--setup "rm -rf '$data' && $run_as cp -a '$tmp/template' '$data'"
-	--ready "cmd:$run_as '$bin/pg_isready' -q -h '$tmp' -p $port"
+	--ready "pgsql:-h '$tmp' -p $port -U postgres postgres"
 	--load "$run_as '$bin/pgbench' -h '$tmp' -p $port -U postgres -c $clients -T $secs postgres")
 server=("${as[@]}" "$bin/postgres" -D "$data" -k "$tmp" -p $port -c listen_addresses=
 	-c shared_buffers=32MB -c max_wal_size=256MB)

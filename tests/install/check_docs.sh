@@ -142,8 +142,8 @@ source_terms() { # FILE...
 	# the dispatch tables (tools/common/tool.h): { "run", cmd_run, RUN_SYNOPSIS }
 	grep -ohE '^[[:space:]]*\{ *"[a-z]+", *(cmd_[a-z_]+|[a-z_]+_main)' "$@" | sed 's/^[^"]*"\([^"]*\)".*/Cm \1/'
 }
-syncshim_src="tools/common/tool.c $(ls tools/syncshim/*.c | tr '\n' ' ')"
-synclat_src="tools/common/tool.c tools/synclat/synclat_cli.c tools/synclat/top/top.c $(ls tools/synclat/metrics/*.c tools/synclat/suggest/*.c | tr '\n' ' ')"
+syncshim_src="tools/common/tool.c $(find tools/syncshim -name '*.c' | sort | tr '\n' ' ')"
+synclat_src="tools/common/tool.c $(find tools/synclat -name '*.c' | sort | tr '\n' ' ')"
 # shellcheck disable=SC2086 # word splitting of the file lists is wanted
 source_terms $syncshim_src | sort -u > "$tmp/syncshim.src"
 # shellcheck disable=SC2086

@@ -86,7 +86,7 @@ Test(launch, setid_programs_warn_and_run_unshimmed)
 		struct h_result r = run_cmd(bin);
 		cr_expect_eq(r.code, 0, "%s: exit %d\n%s", cases[i].name, r.code, r.err);
 		cr_expect(h_has(r.out, "shim=no"), "%s: the loader kept the shim?\n%s", cases[i].name, r.out);
-		cr_expect(h_has(r.err, "syncshim: warning") && h_has(r.err, cases[i].words) &&
+		cr_expect(h_has(r.err, "syncshim run: warning") && h_has(r.err, cases[i].words) &&
 				  h_has(r.err, "ignores LD_PRELOAD"),
 			  "%s: want a warning naming %s:\n%s", cases[i].name, cases[i].words, r.err);
 	}
@@ -179,9 +179,89 @@ Test(launch, check_and_run_c_refuse_a_fifo_at_once)
 	h_args(&c, syncshim_bin(), "run", "-c", fifo, "--", h_prog("syncloop"), "-f", f, "-n", "10", NULL);
 	r = h_run(&c);
 	cr_assert(!r.timed_out, "syncshim run -c waited on the FIFO");
-	cr_expect_eq(r.code, 0, "run -c: exit %d\n%s", r.code, r.err);
+	cr_expect_eq(r.code, 2, "run -c: exit %d\n%s", r.code, r.err);
 	cr_expect_eq(h_nlines(r.err), 1, "%s", r.err);
-	cr_expect(h_has(r.err, "is a FIFO") && h_has(r.err, "running as passthrough"), "%s", r.err);
+	cr_expect(h_has(r.err, "is a FIFO") && h_has(r.err, "nothing was run"), "%s", r.err);
+	cr_expect_eq(access(f, F_OK), -1, "the command ran");
+}
+
+/* ---- fail closed where a person watches: a typo in -p, -c or an ini side
+ * is one line and exit 2, and nothing runs (no file, no round) ---- */
+
+/* A command that leaves a mark if it runs at all. */
+static const char *mark_cmd(const char *mark)
+{
+	return h_fmt("touch '%s'", mark);
+}
+
+Test(launch, typos_exit_2_and_run_nothing)
+{
+	char *typo = h_path("typo.ini"), *good = h_path("good.ini"), *mark = h_path("ran");
+	h_write_file(typo, "[shim]\npolicy = defer\nmax_delay_m = 50\n");
+	h_write_file(good, "[shim]\npolicy = defer\nmax_delay_ms = 50\n");
+	const char *ct_scope = h_path("scope/*");
+	static const struct {
+		const char *what, *words;
+	} rows[] = {
+		{ "run -p defere", "unknown policy 'defere'" },
+		{ "run --policy defere", "unknown policy 'defere'" },
+		{ "run -c missing", "missing.ini: cannot read" },
+		{ "run -c typo", "typo.ini:3: unknown key 'max_delay_m'" },
+		{ "run -m bogus", "unknown log mode 'bogus'" },
+		{ "ab passthrough typo", "typo.ini:3: unknown key 'max_delay_m'" },
+		{ "ab typo passthrough", "typo.ini:3: unknown key 'max_delay_m'" },
+		{ "ab passthrough defere", "'defere' is neither a policy" },
+		{ "ab service typo", "typo.ini:3: unknown key 'max_delay_m'" },
+		{ "crashtest -c typo", "typo.ini:3: unknown key 'max_delay_m'" },
+		{ "crashtest -p defere", "unknown policy 'defere'" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct h_cmd c;
+		launcher_cmd(&c);
+		c.timeout_s = 20;
+		const char *w = rows[i].what, *sub = strchr(w, ' ') ? h_fmt("%.*s", (int)(strchr(w, ' ') - w), w) : w;
+		h_args(&c, syncshim_bin(), sub, NULL);
+		if (!strcmp(w, "run -p defere"))
+			h_args(&c, "-p", "defere", NULL);
+		else if (!strcmp(w, "run --policy defere"))
+			h_args(&c, "--policy", "defere", NULL);
+		else if (!strcmp(w, "run -c missing"))
+			h_args(&c, "-c", h_path("missing.ini"), NULL);
+		else if (!strcmp(w, "run -c typo"))
+			h_args(&c, "-c", typo, NULL);
+		else if (!strcmp(w, "run -m bogus"))
+			h_args(&c, "-c", good, "-m", "bogus", NULL);
+		else if (!strcmp(w, "ab passthrough typo"))
+			h_args(&c, "-n", "1", "-o", h_path("ab"), "passthrough", typo, NULL);
+		else if (!strcmp(w, "ab typo passthrough"))
+			h_args(&c, "-n", "1", "-o", h_path("ab"), typo, "passthrough", NULL);
+		else if (!strcmp(w, "ab passthrough defere"))
+			h_args(&c, "-n", "1", "-o", h_path("ab"), "passthrough", "defere", NULL);
+		else if (!strcmp(w, "ab service typo"))
+			h_args(&c, "-n", "1", "-o", h_path("ab"), "passthrough", typo, "--ready", h_fmt("file:%s", mark),
+			       "--load", mark_cmd(mark), NULL);
+		else if (!strcmp(w, "crashtest -c typo"))
+			h_args(&c, "-n", "1", "-c", typo, "--scope", ct_scope, NULL);
+		else
+			h_args(&c, "-n", "1", "-p", "defere", "--scope", ct_scope, NULL);
+		h_args(&c, "--", "/bin/sh", "-c", mark_cmd(mark), NULL);
+		struct h_result r = h_run(&c);
+		cr_assert(!r.timed_out, "%s: timed out", w);
+		cr_expect_eq(r.code, 2, "%s: exit %d\n%s%s", w, r.code, r.out, r.err);
+		cr_expect_eq(h_nlines(r.err), 1, "%s: want one line:\n%s", w, r.err);
+		cr_expect(!strncmp(r.err, h_fmt("syncshim %s: ", sub), strlen(sub) + 11), "%s: prefix:\n%s", w, r.err);
+		cr_expect(h_has(r.err, rows[i].words), "%s: want '%s' in:\n%s", w, rows[i].words, r.err);
+		cr_expect(!h_has(r.out, "round 1") && !h_has(r.out, "verdict"), "%s: rounds ran:\n%s", w, r.out);
+		cr_expect_eq(access(mark, F_OK), -1, "%s: the command ran", w);
+		unlink(mark);
+	}
+	/* the same spellings, correct, do run */
+	struct h_cmd c;
+	launcher_cmd(&c);
+	h_args(&c, syncshim_bin(), "run", "--config", good, "--mode", "summary", "--", "/bin/sh", "-c", mark_cmd(mark),
+	       NULL);
+	h_assert_ok(h_run(&c), "run --config good.ini");
+	cr_expect_eq(access(mark, F_OK), 0, "the command did not run");
 }
 
 /* ---- the dispatch tables: every subcommand answers -h, both tools --version ---- */
@@ -254,7 +334,7 @@ Test(launch, both_tools_answer_version)
 		cr_expect_str_eq(r.out, h_fmt("%s %s\n", prog[i], SYNCSHIM_VERSION));
 	}
 	struct h_result r = tool("syncshim", "no-such-command", NULL);
-	cr_expect_eq(r.code, 1);
+	cr_expect_eq(r.code, 2);
 	cr_expect(h_has(r.err, "unknown command 'no-such-command'"), "%s", r.err);
 }
 
@@ -283,4 +363,57 @@ Test(launch, check_says_what_each_call_does_to_a_path)
 	}
 	cr_expect(h_has(other, "fsync            -> pass"), "%s", other);
 	cr_expect(h_has(other, "close            -> pass"), "%s", other);
+}
+
+/* git's and coreutils' conventions: exit 2 for every usage error, one line
+ * with one prefix "syncshim SUBCOMMAND: " that says what to do, and
+ * `syncshim help` with one line per subcommand. */
+Test(launch, usage_errors_exit_2_with_one_prefixed_line)
+{
+	static const char *const rows[][5] = {
+		{ "syncshim", "run", "--bogus", NULL },
+		{ "syncshim", "run", NULL },
+		{ "syncshim", "check", NULL },
+		{ "syncshim", "check", "--bogus", NULL },
+		{ "syncshim", "ab", "passthrough", NULL },
+		{ "syncshim", "ab", "-n", "0", NULL },
+		{ "syncshim", "profile", "--bogus", NULL },
+		{ "syncshim", "crashtest", "--bogus", NULL },
+		{ "syncshim", "crashtest", "--scope", "/x", NULL },
+		{ "synclat", "report", NULL },
+		{ "synclat", "compare", "--bogus", NULL },
+		{ "synclat", "suggest", NULL },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct h_cmd c;
+		launcher_cmd(&c);
+		c.timeout_s = 10;
+		h_args(&c, h_fmt("%s/%s", h_ctx.build, rows[i][0]), NULL);
+		for (int k = 1; rows[i][k]; k++)
+			h_arg(&c, rows[i][k]);
+		struct h_result r = h_run(&c);
+		const char *what = h_fmt("%s %s %s", rows[i][0], rows[i][1], rows[i][2] ? rows[i][2] : "");
+		cr_expect_eq(r.code, 2, "%s: exit %d\n%s", what, r.code, r.err);
+		cr_expect_eq(h_nlines(r.err), 1, "%s: want one line:\n%s", what, r.err);
+		cr_expect(!strncmp(r.err, h_fmt("%s %s: ", rows[i][0], rows[i][1]), strlen(rows[i][0]) + strlen(rows[i][1]) + 3),
+			  "%s: prefix:\n%s", what, r.err);
+	}
+	for (int t = 0; t < 2; t++) {
+		const char *prog = t ? "synclat" : "syncshim";
+		struct h_result r = tool(prog, "help", NULL);
+		h_assert_ok(r, prog);
+		struct h_result usage = tool(prog, "--help", NULL);
+		char names[16][32];
+		int n = subcommands(prog, usage.out, names, 16);
+		for (int i = 0; i < n; i++) {
+			if (!strcmp(names[i], "help"))
+				continue;
+			const char *line = strstr(r.out, h_fmt("\n  %s ", names[i]));
+			cr_expect(line && strchr(line + 1, '\n') - line > 20, "%s help: no line for %s:\n%s", prog, names[i],
+				  r.out);
+		}
+		r = tool(prog, "help", t ? "top" : "run");
+		h_assert_ok(r, "help SUB");
+		cr_expect(h_has(r.out, h_fmt("usage: %s %s", prog, t ? "top" : "run")), "%s", r.out);
+	}
 }

@@ -11,6 +11,8 @@
  */
 #include <ctype.h>
 #include <sys/sysmacros.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "harness.h"
 #include "liveread.h"
@@ -418,7 +420,7 @@ Test(live, once_sorts)
 			}
 	expect_order(r.out, "by pid", 3, v[0], v[1], v[2]);
 	r = synclat(t.dir, "top", "--once", "-s", "bogus", NULL);
-	cr_assert_eq(r.code, 1, "an unknown sort key is a usage error: %d\n%s", r.code, r.err);
+	cr_assert_eq(r.code, 2, "an unknown sort key is a usage error: %d\n%s", r.code, r.err);
 }
 
 Test(live, once_filters_and_groups_by_rule)
@@ -1272,17 +1274,17 @@ Test(live, top_without_a_terminal_and_bad_options)
 {
 	char *dir = live_dir();
 	struct h_result r = synclat(dir, "top", NULL);
-	cr_assert_eq(r.code, 1, "no terminal: exit %d\n%s", r.code, r.err);
+	cr_assert_eq(r.code, 2, "no terminal: exit %d\n%s", r.code, r.err);
 	cr_assert(h_has(r.err, "needs a terminal; use --once or --json"), "%s", r.err);
 	const char *bad[][3] = { { "-d", "0", NULL }, { "-d", "soon", NULL }, { "-p", "x", NULL },
 				 { "--once", "--json", NULL }, { "extra", NULL, NULL }, { "--bogus", NULL, NULL } };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = synclat(dir, "top", bad[i][0], bad[i][1], NULL);
-		cr_assert_eq(r.code, 1, "top %s %s: exit %d", bad[i][0], bad[i][1] ? bad[i][1] : "", r.code);
+		cr_assert_eq(r.code, 2, "top %s %s: exit %d", bad[i][0], bad[i][1] ? bad[i][1] : "", r.code);
 		cr_assert(h_has(r.err, "usage: synclat top"), "%s", r.err);
 	}
 	r = synclat(dir, "metrics", "extra", NULL);
-	cr_assert_eq(r.code, 1, "metrics extra: exit %d", r.code);
+	cr_assert_eq(r.code, 2, "metrics extra: exit %d", r.code);
 	r = synclat(dir, "top", "-h", NULL);
 	h_assert_ok(r, "top -h");
 	cr_assert(h_has(r.out, "keys: q quit"), "%s", r.out);
@@ -1557,4 +1559,126 @@ Test(live, prometheus_scrapes_the_endpoint, .timeout = 120)
 	cr_expect(h_has(direct.out, "syncshim_at_risk_worst_bytes"), "the endpoint:\n%s", direct.out);
 	cr_assert_not_null(answer, "Prometheus never returned %s > 0; its log:\n%s", query, pr.err);
 	cr_expect(h_has(answer, "\"status\":\"success\""), "%s", answer);
+}
+
+/* A TCP connection to 127.0.0.1:port, or -1. */
+static int connect_local(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * Issue 28, item 8: slow and idle clients, more of them than the endpoint
+ * keeps, never blind monitoring. Each of 80 connections holds half a
+ * request (one byte, or "GET /met" with no end), and one more sends a byte
+ * between scrapes as a trickler would; every scrape is still answered
+ * whole. The old server, one connection at a time with 5 s per read, made
+ * the first scrape wait 80 x 5 s: curl's 20 s bound tells the two apart.
+ */
+Test(live, slow_clients_never_blind_the_endpoint, .timeout = 120)
+{
+	if (access("/usr/bin/curl", X_OK) != 0)
+		cr_skip_test("curl is not installed (make deps installs it)");
+	char *dir = live_dir();
+	int port = free_port();
+	struct h_cmd ep;
+	h_cmd_init(&ep, H_PLAIN);
+	h_envf(&ep, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_args(&ep, synclat_bin(), "metrics", "--listen", h_fmt("127.0.0.1:%d", port), NULL);
+	pid_t epid = h_spawn(&ep);
+	int trickler = -1;
+	for (double end = h_now() + 20; trickler < 0 && h_now() < end; usleep(20000))
+		trickler = connect_local(port);
+	cr_assert_geq(trickler, 0, "the endpoint never listened");
+	enum { IDLE = 80 };
+	int idle[IDLE];
+	for (int i = 0; i < IDLE; i++) {
+		idle[i] = connect_local(port);
+		cr_assert_geq(idle[i], 0, "connection %d refused", i);
+		if (i % 2)
+			cr_assert_eq(send(idle[i], "GET /met", 8, MSG_NOSIGNAL), 8);
+		else
+			cr_assert_eq(send(idle[i], "G", 1, MSG_NOSIGNAL), 1);
+	}
+	int answered = 0;
+	for (int k = 0; k < 3; k++) {
+		(void)!send(trickler, "G", 1, MSG_NOSIGNAL);
+		struct h_result r = h_sh(h_fmt("curl -s -o /dev/null -w '%%{http_code}' --max-time 20 "
+					       "http://127.0.0.1:%d/metrics", port), 30);
+		cr_expect(h_has(r.out, "200"), "scrape %d with %d slow clients: '%s' %s", k, IDLE + 1, r.out, r.err);
+		answered += h_has(r.out, "200");
+	}
+	kill(epid, SIGTERM);
+	struct h_result er = h_reap(&ep, epid, 20, false, 0);
+	for (int i = 0; i < IDLE; i++)
+		close(idle[i]);
+	close(trickler);
+	cr_expect_eq(er.code, 0, "synclat metrics --listen: exit %d\n%s", er.code, er.err);
+	cr_expect_eq(answered, 3);
+}
+
+/*
+ * Issue 29, point 4: a service with a /tmp of its own (systemd's
+ * PrivateTmp; here unshare -m with a directory bound over /tmp) publishes
+ * its live counters where no reader outside looked. `syncshim status PID`
+ * finds it through /proc/PID/maps and reads its counters through
+ * /proc/PID/root; `synclat top` and `synclat metrics` find it the same way,
+ * with no --dir.
+ */
+Test(live, status_finds_a_process_in_another_mount_namespace, .timeout = 90)
+{
+	if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0)
+		cr_skip_test("needs root and unshare for a mount namespace of its own");
+	char *priv = h_path("privtmp");
+	cr_assert_eq(mkdir(priv, 0777), 0);
+	cr_assert_eq(chmod(priv, 01777), 0);
+	struct h_cmd c;
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, "unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+	       h_fmt("mount --bind '%s' /tmp && exec env -u SYNCSHIM_LIVE_DIR -u XDG_RUNTIME_DIR LD_PRELOAD=%s%s%s "
+		     "SYNCSHIM_POLICY=defer '%s' -f /tmp/d.dat -n 1000000 -p 500 -S /tmp/stop -T 30000",
+		     priv, h_ctx.prefix, h_ctx.prefix[0] ? ":" : "", h_shim_lib(), h_prog("fl_loop")),
+	       NULL);
+	pid_t pid = h_spawn(&c);
+	char *data = h_fmt("%s/d.dat", priv);
+	for (double end = h_now() + 20; h_now() < end && h_size(data) <= 0; usleep(20000))
+		;
+	bool writing = h_size(data) > 0;
+	struct h_result st = { 0 }, top = { 0 }, met = { 0 };
+	const char *counters = h_fmt("counters /proc/%d/root/tmp/syncshim-0/%d.live", (int)pid, (int)pid);
+	for (double end = h_now() + 30; writing && h_now() < end; usleep(100000)) {
+		st = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/syncshim' status %d", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
+				h_ctx.prefix, h_ctx.build, (int)pid), 20);
+		if (h_has(st.out, counters) && h_has(st.out, "(defer): 1 file matched"))
+			break;
+	}
+	if (writing) {
+		top = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' top --json", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
+				 h_ctx.prefix, h_ctx.build), 20);
+		met = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' metrics", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
+				 h_ctx.prefix, h_ctx.build), 20);
+	}
+	h_write_file(h_fmt("%s/stop", priv), "");
+	struct h_result r = h_reap(&c, pid, 30, false, 0);
+	if (h_has(r.err, "Operation not permitted") || h_has(r.err, "unshare failed"))
+		cr_skip_test("no mount namespaces here: %s", r.err);
+	cr_assert(writing, "the process never wrote:\n%s", r.err);
+	cr_expect_eq(st.code, 0, "syncshim status %d: exit %d\n%s%s", (int)pid, st.code, st.out, st.err);
+	cr_expect(h_has(st.out, h_fmt("%d ", (int)pid)) && h_has(st.out, ": under syncshim"), "%s", st.out);
+	cr_expect(h_has(st.out, counters) && h_has(st.out, "default policy defer"), "%s", st.out);
+	cr_expect(h_has(st.out, "(defer): 1 file matched"), "%s", st.out);
+	cr_expect(h_has(top.out, h_fmt("{\"pid\": %d,", (int)pid)), "synclat top did not find it:\n%s%s", top.out, top.err);
+	cr_expect(h_has(met.out, h_fmt("%d", (int)pid)) && h_has(met.out, "/tmp/d.dat"),
+		  "synclat metrics did not find it:\n%s%s", met.out, met.err);
+	/* a process not under the shim: said so, exit 1 */
+	struct h_result none = h_sh(h_fmt("'%s/syncshim' status %d", h_ctx.build, (int)getpid()), 20);
+	cr_expect_eq(none.code, 1, "%s", none.out);
+	cr_expect(h_has(none.out, "not under syncshim"), "%s", none.out);
 }

@@ -176,7 +176,46 @@ Test(profile, redis_names_its_aof)
 	cr_expect(h_has(check_line(ini, h_fmt("%s/appendonlydir/appendonly.aof.2.incr.aof", data)), "policy defer"));
 }
 
-/* A bad invocation: one line and exit 1; a program that cannot be run:
+/*
+ * Issue 28, item 9: a file name writes no rules. A program syncs a file
+ * named "journal\nosync = strip\non_close = async" and one named
+ * "semi ;colon.log" (a ';' after a space starts an ini comment). The first
+ * cannot be named by any ini value: it is left out with a note, and no
+ * line of the proposal sets osync or on_close. The second is written
+ * escaped, and check puts that very file under its defer rule.
+ */
+Test(profile, a_file_name_writes_no_rules)
+{
+	char *data = h_path("data"), *ini = h_path("proposed.ini");
+	cr_assert_eq(mkdir(data, 0755), 0);
+	char *evil = h_fmt("%s/journal\nosync = strip\non_close = async", data), *semi = h_fmt("%s/semi ;colon.log", data);
+	struct h_cmd c;
+	plain(&c);
+	c.timeout_s = 90;
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "profile", "-o", ini, "--", "/bin/sh", "-c",
+	       "\"$0\" -f \"$1\" -n 300 && \"$0\" -f \"$2\" -n 300", h_prog("syncloop"), evil, semi, NULL);
+	struct h_result r = h_run(&c);
+	cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.out, r.err);
+	cr_assert_eq(access(evil, F_OK), 0, "the program never made the file");
+	char *text = h_read_file(ini);
+	cr_assert_not_null(text, "no proposal written");
+	cr_expect(!h_has(text, "\nosync = strip") && !h_has(text, "\non_close = async"),
+		  "a file name wrote rules:\n%s", text);
+	cr_expect(h_has(text, "1 group of files whose names hold a control character"), "no note:\n%s", text);
+	cr_expect(h_has(text, h_fmt("path = %s/semi \\;colon.log\nsync = defer\n", data)), "%s", text);
+	struct h_result chk = h_sh(h_fmt("'%s/syncshim' check '%s'", h_ctx.build, ini), 30);
+	cr_expect_eq(chk.code, 0, "%s%s", chk.out, chk.err);
+	cr_expect(h_has(check_line(ini, semi), "policy defer"), "%s", text);
+	/* the file itself keeps the default, as every file no rule names */
+	struct h_cmd k;
+	plain(&k);
+	h_args(&k, h_fmt("%s/syncshim", h_ctx.build), "check", ini, evil, NULL);
+	struct h_result kr = h_run(&k);
+	cr_expect(h_has(kr.out, "1 rule,") && h_has(kr.out, "no rule matches: the default, policy passthrough"),
+		  "%s", kr.out);
+}
+
+/* A bad invocation: one line and exit 2; a program that cannot be run:
  * no log, exit 2, and the temp dir kept and named. */
 Test(profile, failures_say_what)
 {
@@ -184,8 +223,9 @@ Test(profile, failures_say_what)
 	plain(&c);
 	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "profile", "--load", "true", "--", "/bin/true", NULL);
 	struct h_result r = h_run(&c);
-	cr_expect_eq(r.code, 1);
-	cr_expect(h_has(r.err, "a service needs both --ready PROBE and --load CMD"), "%s", r.err);
+	cr_expect_eq(r.code, 2);
+	cr_expect_eq(h_nlines(r.err), 1, "%s", r.err);
+	cr_expect(h_has(r.err, "syncshim profile: a service needs both --ready PROBE and --load CMD"), "%s", r.err);
 	plain(&c);
 	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "profile", "--", "/bin/true", NULL);
 	r = h_run(&c);

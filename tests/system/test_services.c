@@ -201,3 +201,36 @@ Test(services, tcp_probe_is_not_fooled_by_a_self_connect)
 		  r.out, r.err);
 	cr_expect(!h_has(r.out, "round 1 A (passthrough)"), "the load ran against no server:\n%s", r.out);
 }
+
+/*
+ * Issue 29, point 5: a server that changes user (runuser, setpriv) cannot
+ * write its latency log into a run directory only root may write. The
+ * round fails at once, naming the log's path and why, instead of a
+ * comparison that blames a killed process and exit 0.
+ */
+Test(services, a_server_under_another_user_says_which_log_failed)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("needs root and setpriv to run a server as another user");
+	char *run = h_path("run"), *box = h_path("box");
+	cr_assert_eq(mkdir(run, 0700), 0);
+	cr_assert_eq(mkdir(box, 0777), 0);
+	cr_assert_eq(chmod(box, 0777), 0);
+	cr_assert_eq(chmod(h_ctx.dir, 0711), 0);
+	struct h_cmd c;
+	plain(&c);
+	c.timeout_s = 60;
+	/* the server writes a file (the shim opens its log at its first work),
+	 * then says it is up */
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "ab", "-n", "1", "-o", run, "passthrough", "defer", "--setup",
+	       h_fmt("rm -f %s/up", box), "--ready", h_fmt("file:%s/up", box), "--load", "true", "--", "setpriv",
+	       "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/bin/sh", "-c",
+	       h_fmt("echo data > %s/data && touch %s/up && exec sleep 60", box, box), NULL);
+	struct h_result r = h_run(&c);
+	cr_expect_eq(r.code, 1, "exit %d\n%s%s", r.code, r.out, r.err);
+	cr_expect(h_has(r.err, "round 1 A: the server could not write its latency log: ") &&
+			  h_has(r.err, h_fmt("%s/A-1.", run)) && h_has(r.err, "Permission denied") &&
+			  h_has(r.err, "mode 0700"),
+		  "%s", r.err);
+	cr_expect(!h_has(r.out, "killed before its exit handlers"), "%s", r.out);
+}

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <glob.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +18,36 @@
 
 #include "decide.h"
 
-/* README's table of what each policy does to each call is the decision
- * table itself, printed. */
-Test(readme, shows_the_decision_table)
+/* The whole of a text file, NUL-terminated, in a buffer the caller frees. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s: %s (tests run from the top of the tree)", path, strerror(errno));
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	cr_assert_not_null(buf);
+	for (size_t got; (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+		n += got;
+		if (n + 1 == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			cr_assert_not_null(buf);
+		}
+	}
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The decision table that docs/GUARANTEES.md prints is policy/decide.c's
+ * own, printed. */
+Test(docs, guarantees_show_the_decision_table)
 {
 	char table[8192];
 	policy_decisions_markdown(table, sizeof(table));
-	FILE *f = fopen("README.md", "r");
-	cr_assert_not_null(f, "README.md: %s (tests run from the top of the tree)", strerror(errno));
-	static char readme[1 << 17];
-	size_t n = fread(readme, 1, sizeof(readme) - 1, f);
-	fclose(f);
-	readme[n] = '\0';
-	cr_assert_not_null(strstr(readme, table), "README's policy table is not policy/decide.c's:\n%s", table);
+	char *doc = slurp("docs/GUARANTEES.md");
+	cr_assert_not_null(strstr(doc, table), "docs/GUARANTEES.md's policy table is not policy/decide.c's:\n%s", table);
+	free(doc);
 }
 
 /* docs/ARCHITECTURE.md stays true to the tree: every file it names in
@@ -187,6 +205,358 @@ Test(docs, no_function_over_120_lines)
 		char name[1024] = "";
 		int n = longest_function(src.path[i], name, sizeof(name));
 		cr_expect_leq(n, 120, "%s: a function of %d lines: %s", src.path[i], n, name);
+	}
+	free_sources(&src);
+}
+
+/* ---- the docs a newcomer reads -------------------------------------------
+ * README.md and docs/ are read as Markdown: headings outside fenced code
+ * blocks, links as [text](target), anchors as GitHub makes them. */
+
+/* The docs that have a contents list, and those a user reads (which name no
+ * lab run: the run-by-run history is docs/bench-log.md's). */
+static const char *const listed_docs[] = { "README.md", "docs/GUARANTEES.md", "docs/PERFORMANCE.md", "docs/USAGE.md" };
+
+/* GitHub's anchor for a heading: lower case, spaces to '-', every other
+ * character but letters, digits, '-' and '_' dropped. */
+static void heading_anchor(const char *heading, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = heading; *p && *p != '\n' && n + 1 < cap; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == ' ')
+			out[n++] = '-';
+		else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')
+			out[n++] = (char)c;
+		else if (c >= 'A' && c <= 'Z')
+			out[n++] = (char)(c - 'A' + 'a');
+	}
+	out[n] = '\0';
+}
+
+/* Calls each(line, arg) for every line of doc outside ``` fences, with the
+ * line's number; the line is not NUL-terminated (it ends at '\n'). */
+static void each_prose_line(const char *doc, void (*each)(const char *line, int no, void *arg), void *arg)
+{
+	bool fenced = false;
+	int no = 1;
+	for (const char *line = doc; *line; no++) {
+		if (strncmp(line, "```", 3) == 0)
+			fenced = !fenced;
+		else if (!fenced)
+			each(line, no, arg);
+		const char *nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+}
+
+struct anchors {
+	char name[128][160];
+	int level[128];
+	size_t n;
+};
+
+static void collect_heading(const char *line, int no, void *arg)
+{
+	(void)no;
+	struct anchors *a = arg;
+	int level = 0;
+	while (line[level] == '#')
+		level++;
+	if (level == 0 || line[level] != ' ')
+		return;
+	cr_assert_lt(a->n, 128, "more than 128 headings: raise the bound");
+	a->level[a->n] = level;
+	heading_anchor(line + level + 1, a->name[a->n], sizeof(a->name[0]));
+	a->n++;
+}
+
+static void anchors_of(const char *doc, struct anchors *a)
+{
+	a->n = 0;
+	each_prose_line(doc, collect_heading, a);
+}
+
+static bool has_anchor(const struct anchors *a, const char *name, size_t len)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (strlen(a->name[i]) == len && strncmp(a->name[i], name, len) == 0)
+			return true;
+	return false;
+}
+
+struct link_check {
+	const char *path; /* the doc the links are in */
+	int checked;
+};
+
+/* Every [text](target) on the line: the file exists (relative to the doc's
+ * folder), and an #anchor names a heading of it. */
+static void check_links_of_line(const char *line, int no, void *arg)
+{
+	struct link_check *lc = arg;
+	const char *end = strchr(line, '\n');
+	if (!end)
+		end = line + strlen(line);
+	for (const char *p = strstr(line, "]("); p && p < end; p = strstr(p + 2, "](")) {
+		const char *t = p + 2, *close = strchr(t, ')');
+		if (!close || close > end || strncmp(t, "http", 4) == 0 || strncmp(t, "mailto:", 7) == 0)
+			continue;
+		const char *hash = memchr(t, '#', (size_t)(close - t));
+		char target[512] = "";
+		const char *slash = strrchr(lc->path, '/');
+		if (hash != t) { /* another file, relative to this doc's folder */
+			int dir = slash ? (int)(slash - lc->path + 1) : 0;
+			snprintf(target, sizeof(target), "%.*s%.*s", dir, lc->path,
+				 (int)((hash ? hash : close) - t), t);
+			cr_expect_eq(access(target, F_OK), 0, "%s:%d: a link to %s, which does not exist", lc->path, no,
+				     target);
+		} else
+			snprintf(target, sizeof(target), "%s", lc->path);
+		lc->checked++;
+		size_t tlen = strlen(target);
+		if (!hash || access(target, F_OK) != 0 || tlen < 3 || strcmp(target + tlen - 3, ".md") != 0)
+			continue;
+		char *other = slurp(target);
+		struct anchors *a = malloc(sizeof(*a));
+		cr_assert_not_null(a);
+		anchors_of(other, a);
+		cr_expect(has_anchor(a, hash + 1, (size_t)(close - hash - 1)), "%s:%d: %s has no heading #%.*s",
+			  lc->path, no, target, (int)(close - hash - 1), hash + 1);
+		free(a);
+		free(other);
+	}
+}
+
+/* Links between the docs and to the tree resolve, anchors included: a
+ * section moved or renamed leaves no dangling link behind. */
+Test(docs, links_resolve)
+{
+	static const char *const more[] = { "docs/ARCHITECTURE.md", "docs/CRASHTEST.md", "docs/bench-log.md",
+					    "examples/README.md" };
+	int checked = 0;
+	for (size_t i = 0; i < sizeof(listed_docs) / sizeof(listed_docs[0]) + sizeof(more) / sizeof(more[0]); i++) {
+		size_t nl = sizeof(listed_docs) / sizeof(listed_docs[0]);
+		struct link_check lc = { .path = i < nl ? listed_docs[i] : more[i - nl] };
+		char *doc = slurp(lc.path);
+		each_prose_line(doc, check_links_of_line, &lc);
+		free(doc);
+		checked += lc.checked;
+	}
+	cr_assert_gt(checked, 40, "only %d links found: the test no longer reads the docs right", checked);
+}
+
+/* Each long doc opens with a contents list that names every section (every
+ * "## " heading), by its anchor. */
+Test(docs, contents_list_every_section)
+{
+	for (size_t i = 0; i < sizeof(listed_docs) / sizeof(listed_docs[0]); i++) {
+		char *doc = slurp(listed_docs[i]);
+		char *contents = strstr(doc, "\n## Contents\n");
+		cr_assert_not_null(contents, "%s has no '## Contents' list", listed_docs[i]);
+		contents += strlen("\n## Contents\n");
+		char *next = strstr(contents, "\n## ");
+		cr_assert_not_null(next, "%s: nothing after its contents list", listed_docs[i]);
+		struct anchors *a = malloc(sizeof(*a));
+		cr_assert_not_null(a);
+		anchors_of(doc, a);
+		int sections = 0;
+		for (size_t h = 0; h < a->n; h++) {
+			if (a->level[h] != 2 || strcmp(a->name[h], "contents") == 0)
+				continue;
+			sections++;
+			char link[200];
+			snprintf(link, sizeof(link), "](#%s)", a->name[h]);
+			char *at = strstr(contents, link);
+			cr_expect(at && at < next, "%s: the contents list does not name the section #%s", listed_docs[i],
+				  a->name[h]);
+		}
+		cr_expect_gt(sections, 3, "%s: only %d sections found", listed_docs[i], sections);
+		free(a);
+		free(doc);
+	}
+}
+
+/* README is read in ten minutes: at most 300 lines, and the two commands
+ * (make demo, make test), each with how long it takes, within its first 40
+ * lines. */
+Test(readme, short_with_the_two_commands_first)
+{
+	char *doc = slurp("README.md");
+	int lines = 0;
+	for (const char *p = doc; (p = strchr(p, '\n')); p++)
+		lines++;
+	cr_expect_leq(lines, 300, "README.md has %d lines: at most 300 (move detail to docs/)", lines);
+	static const char *const commands[] = { "make demo", "make test" };
+	for (size_t c = 0; c < 2; c++) {
+		bool found = false;
+		const char *line = doc;
+		for (int no = 1; no <= 40 && line && !found; no++) {
+			const char *nl = strchr(line, '\n');
+			size_t len = nl ? (size_t)(nl - line) : strlen(line);
+			char buf[512];
+			snprintf(buf, sizeof(buf), "%.*s", (int)len, line);
+			char *cmd = strstr(buf, commands[c]), *about = cmd ? strstr(cmd, "about ") : NULL;
+			found = cmd == buf && about && about[6] >= '0' && about[6] <= '9';
+			line = nl ? nl + 1 : NULL;
+		}
+		cr_expect(found, "README.md: no line in the first 40 starts with '%s' and says 'about N' (how long it takes)",
+			  commands[c]);
+	}
+	free(doc);
+}
+
+struct run_check {
+	const char *path;
+	int found;
+};
+
+/* "Run 12", "Runs 10, 17": the lab's run numbers. */
+static void find_run_numbers(const char *line, int no, void *arg)
+{
+	struct run_check *rc = arg;
+	const char *end = strchr(line, '\n');
+	if (!end)
+		end = line + strlen(line);
+	for (const char *p = line; (p = strstr(p, "Run")) && p < end; p += 3) {
+		const char *q = p + 3 + (p[3] == 's');
+		bool word = p == line || !((p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= 'a' && p[-1] <= 'z'));
+		if (word && q < end && q[0] == ' ' && q[1] >= '0' && q[1] <= '9') {
+			cr_expect_fail("%s:%d: a lab run number (%.*s): say what was measured, and when; the history is "
+				       "docs/bench-log.md's",
+				       rc->path, no, (int)(end - line > 100 ? 100 : end - line), line);
+			rc->found++;
+		}
+	}
+}
+
+/* The docs a user reads state what holds and how it was measured, not the
+ * lab notebook's run numbers (docs/bench-log.md keeps those). */
+Test(docs, no_run_numbers_in_what_users_read)
+{
+	glob_t g;
+	static const char *const patterns[] = { "docs/*.md", "docs/man/*", "examples/README.md", "examples/*/README.md",
+						"packaging/*/README.md", "shim/format/*/README.md" };
+	int docs = 0;
+	for (size_t i = 0; i < sizeof(listed_docs) / sizeof(listed_docs[0]) + sizeof(patterns) / sizeof(patterns[0]);
+	     i++) {
+		size_t nl = sizeof(listed_docs) / sizeof(listed_docs[0]);
+		if (i < nl) {
+			struct run_check rc = { .path = listed_docs[i] };
+			char *doc = slurp(rc.path);
+			each_prose_line(doc, find_run_numbers, &rc);
+			free(doc);
+			docs++;
+			continue;
+		}
+		cr_assert_eq(glob(patterns[i - nl], 0, NULL, &g), 0, "%s matches nothing", patterns[i - nl]);
+		for (size_t j = 0; j < g.gl_pathc; j++) {
+			if (strcmp(g.gl_pathv[j], "docs/bench-log.md") == 0)
+				continue;
+			struct run_check rc = { .path = g.gl_pathv[j] };
+			char *doc = slurp(rc.path);
+			each_prose_line(doc, find_run_numbers, &rc);
+			free(doc);
+			docs++;
+		}
+		globfree(&g);
+	}
+	cr_assert_gt(docs, 12, "only %d docs read", docs);
+}
+
+/* "suite/test" names of every Test(suite, test) in tests/KIND/test_*.c. */
+struct test_names {
+	char (*name)[160];
+	size_t n, cap;
+};
+
+static void collect_test_names(struct test_names *t)
+{
+	glob_t g;
+	cr_assert_eq(glob("tests/*/test_*.c", 0, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char *src = slurp(g.gl_pathv[i]);
+		for (char *p = strstr(src, "\nTest("); p; p = strstr(p + 1, "\nTest(")) {
+			char suite[64], test[96];
+			if (sscanf(p + 6, " %63[a-z0-9_] , %95[a-z0-9_]", suite, test) != 2)
+				continue;
+			if (t->n == t->cap) {
+				t->cap = t->cap ? t->cap * 2 : 256;
+				t->name = realloc(t->name, t->cap * sizeof(*t->name));
+				cr_assert_not_null(t->name);
+			}
+			snprintf(t->name[t->n++], sizeof(t->name[0]), "%s/%s", suite, test);
+		}
+		free(src);
+	}
+	globfree(&g);
+}
+
+static bool names_a_test(const struct test_names *t, const char *suite_test, bool suite_only)
+{
+	size_t slen = (size_t)(strchr(suite_test, '/') - suite_test) + 1;
+	for (size_t i = 0; i < t->n; i++)
+		if (suite_only ? strncmp(t->name[i], suite_test, slen) == 0 : strcmp(t->name[i], suite_test) == 0)
+			return true;
+	return false;
+}
+
+/* Each promise in docs/GUARANTEES.md names the tests that hold it, as
+ * `suite/test` (or a whole suite, suite and a star): every one of them exists. */
+Test(docs, guarantees_name_only_tests_that_exist)
+{
+	struct test_names t = { 0 };
+	collect_test_names(&t);
+	cr_assert_gt(t.n, 300, "only %zu tests found", t.n);
+	char *doc = slurp("docs/GUARANTEES.md");
+	int named = 0;
+	for (char *p = strchr(doc, '`'); p; p = strchr(p + 1, '`')) {
+		char *end = strchr(p + 1, '`');
+		if (!end)
+			break;
+		char tok[200];
+		snprintf(tok, sizeof(tok), "%.*s", (int)(end - p - 1), p + 1);
+		p = end;
+		char *slash = strchr(tok, '/');
+		if (!slash || strchr(slash + 1, '/') || strspn(tok, "abcdefghijklmnopqrstuvwxyz0123456789_/*") != strlen(tok))
+			continue; /* not a test's name */
+		bool suite_only = strcmp(slash + 1, "*") == 0;
+		if (!names_a_test(&t, tok, true))
+			continue; /* no such suite: a path glob such as pg_wal/[*] */
+		named++;
+		cr_expect(names_a_test(&t, tok, suite_only), "docs/GUARANTEES.md names the test %s, which does not exist",
+			  tok);
+	}
+	cr_assert_gt(named, 40, "only %d test names found in docs/GUARANTEES.md", named);
+	free(t.name);
+	free(doc);
+}
+
+/* One description per file: each source file says what it is in its own
+ * header ("NAME - what it is" in its first lines); docs/ARCHITECTURE.md's map
+ * and the folder READMEs only say where things are. */
+Test(docs, every_source_file_says_what_it_is)
+{
+	struct sources src = { 0 };
+	find_sources(&src, ".c");
+	find_sources(&src, ".h");
+	for (size_t i = 0; i < src.n; i++) {
+		FILE *f = fopen(src.path[i], "r");
+		cr_assert_not_null(f, "%s: %s", src.path[i], strerror(errno));
+		char head[1024] = "", line[256];
+		for (int n = 0; n < 4 && fgets(line, sizeof(line), f); n++)
+			strncat(head, line, sizeof(head) - strlen(head) - 1);
+		fclose(f);
+		const char *base = strrchr(src.path[i], '/') + 1;
+		char said[200];
+		snprintf(said, sizeof(said), "%s - ", base);
+		const char *dot = strrchr(base, '.');
+		char said_bare[200];
+		snprintf(said_bare, sizeof(said_bare), "%.*s - ", (int)(dot - base), base);
+		cr_expect(strncmp(head, "/*", 2) == 0 && (strstr(head, said) || strstr(head, said_bare)),
+			  "%s: its header comment should open with '%s' and what the file is", src.path[i], said);
 	}
 	free_sources(&src);
 }

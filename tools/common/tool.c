@@ -3,6 +3,9 @@
  */
 #include "tool.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,13 +13,51 @@
 #error "the Makefile defines SYNCSHIM_VERSION, the one place the version is written"
 #endif
 
+static char running[64];
+
+const char *cli_name(void)
+{
+	return running;
+}
+
+void cli_err(FILE *to, const char *fmt, ...)
+{
+	int saved = errno; /* for a %m in fmt */
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(to, "%s: ", running[0] ? running : "error");
+	errno = saved;
+	vfprintf(to, fmt, ap);
+	fputc('\n', to);
+	va_end(ap);
+}
+
 void tool_usage(const struct tool *t, FILE *to)
 {
 	for (size_t i = 0; i < t->ncmds; i++)
 		fprintf(to, "%s %s %s\n", i ? "      " : "usage:", t->name, t->cmds[i].synopsis);
+	fprintf(to, "       %s help [SUBCOMMAND]\n", t->name);
 	fprintf(to, "       %s --version\n", t->name);
+	tool_summaries(t, to);
 	if (t->more)
 		t->more(to);
+}
+
+void tool_summaries(const struct tool *t, FILE *to)
+{
+	fprintf(to, "subcommands:\n");
+	for (size_t i = 0; i < t->ncmds; i++)
+		fprintf(to, "  %-10s %s\n", t->cmds[i].name, t->cmds[i].summary ? t->cmds[i].summary : "");
+}
+
+int cli_bad_option(int argc, char **argv, FILE *err)
+{
+	const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	if (!strncmp(arg, "--", 2) || optopt <= 0 || optopt >= 256)
+		cli_err(err, "option '%.64s' is unknown or needs a value; %s -h says more", arg, running);
+	else
+		cli_err(err, "option -%c is unknown or needs a value; %s -h says more", optopt, running);
+	return EXIT_USAGE;
 }
 
 int cli_wants_help(int argc, char **argv)
@@ -26,12 +67,32 @@ int cli_wants_help(int argc, char **argv)
 
 int tool_dispatch(const struct tool *t, int argc, char **argv, FILE *out, FILE *err)
 {
+	snprintf(running, sizeof(running), "%s", t->name);
 	if (argc < 2) {
 		tool_usage(t, err);
 		return EXIT_USAGE;
 	}
 	const char *sub = argv[1];
-	if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+	if (!strcmp(sub, "help") && argc >= 3 && strcmp(argv[2], "-h") && strcmp(argv[2], "--help")) {
+		/* help SUB: SUB's own --help */
+		for (size_t i = 0; i < t->ncmds; i++) {
+			if (strcmp(argv[2], t->cmds[i].name))
+				continue;
+			char *help_argv[] = { argv[2], "--help", NULL };
+			snprintf(running, sizeof(running), "%s %s", t->name, t->cmds[i].name);
+			int rc = t->cmds[i].run(2, help_argv, out, err);
+			fflush(out);
+			return rc;
+		}
+		cli_err(err, "unknown command '%.64s'; %s help lists them", argv[2], t->name);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(sub, "help")) {
+		fprintf(out, "usage: %s SUBCOMMAND [ARGS]; %s help SUBCOMMAND says more\n", t->name, t->name);
+		tool_summaries(t, out);
+		return 0;
+	}
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
 		tool_usage(t, out);
 		return 0;
 	}
@@ -42,12 +103,12 @@ int tool_dispatch(const struct tool *t, int argc, char **argv, FILE *out, FILE *
 	for (size_t i = 0; i < t->ncmds; i++) {
 		if (strcmp(sub, t->cmds[i].name))
 			continue;
+		snprintf(running, sizeof(running), "%s %s", t->name, t->cmds[i].name);
 		int rc = t->cmds[i].run(argc - 1, argv + 1, out, err);
 		fflush(out);
 		return rc;
 	}
-	fprintf(err, "%s: unknown command '%.64s'\n", t->name, sub);
-	tool_usage(t, err);
+	fprintf(err, "%s: unknown command '%.64s'; %s help lists them\n", t->name, sub, t->name);
 	return EXIT_USAGE;
 }
 

@@ -13,7 +13,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define EXIT_USAGE 1  /* a usage error */
+/* One status for everything a person must fix before anything runs, as
+ * grep and diff do: a usage error, a typo in a policy or an ini, a file
+ * that cannot be read or written. */
+#define EXIT_USAGE 2  /* a usage error */
 #define EXIT_INPUT 2  /* bad input: unreadable, corrupt, invalid; an output that cannot be written */
 
 struct tool_cmd {
@@ -22,6 +25,8 @@ struct tool_cmd {
 	/* The usage line(s) after "TOOL ", for the tool's own --help;
 	 * continuation lines start with a newline and spaces. */
 	const char *synopsis;
+	/* What it is for, in one line (`TOOL help`). */
+	const char *summary;
 };
 
 struct tool {
@@ -33,9 +38,21 @@ struct tool {
 
 /* Prints the tool's usage: one synopsis per subcommand, then the trailer. */
 void tool_usage(const struct tool *t, FILE *to);
-/* Runs "TOOL SUB ARGS" from the table; answers -h, --help, help and
+/* Prints one line per subcommand: its name and what it is for. */
+void tool_summaries(const struct tool *t, FILE *to);
+/* Runs "TOOL SUB ARGS" from the table; answers -h, --help, help [SUB] and
  * --version; an unknown subcommand is one line and EXIT_USAGE. */
 int tool_dispatch(const struct tool *t, int argc, char **argv, FILE *out, FILE *err);
+/* "TOOL SUB" of the subcommand running now ("TOOL" outside one): every
+ * message of a subcommand starts "TOOL SUB: ". */
+const char *cli_name(void);
+/* One message on to, "TOOL SUB: " first, a newline added. */
+void cli_err(FILE *to, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* getopt's last option was unknown or lacked its value (opterr = 0): one
+ * line naming it, EXIT_USAGE. */
+int cli_bad_option(int argc, char **argv, FILE *err);
+
 /* True when argv[1] (the first argument after the subcommand) asks for help. */
 int cli_wants_help(int argc, char **argv);
 

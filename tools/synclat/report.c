@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "policy.h"
+#include "tool.h"
 
 const double report_pct[REPORT_NPCT] = { 50, 90, 99, 99.9, 99.99 };
 const char *const report_pct_name[REPORT_NPCT] = { "p50", "p90", "p99", "p99.9", "p99.99" };
@@ -116,18 +117,59 @@ void fmt_ns(char *buf, size_t len, double ns)
 		snprintf(buf, len, "%.2f s", ns / 1e9);
 }
 
+/* A count with thousands separators: 10700 -> "10,700". */
+static void fmt_thousands(char *buf, size_t len, double v)
+{
+	char digits[32];
+	snprintf(digits, sizeof(digits), "%.0f", v);
+	size_t n = strlen(digits), o = 0;
+	for (size_t i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+}
+
 void fmt_ratio(char *buf, size_t len, double r)
 {
-	if (r < 0)
+	char t[32];
+	if (r < 0) {
 		snprintf(buf, len, "-");
-	else if (r >= 100)
+	} else if (r >= 1000) {
+		fmt_thousands(t, sizeof(t), r);
+		snprintf(buf, len, "%sx", t);
+	} else if (r >= 100) {
 		snprintf(buf, len, "%.0fx", r);
-	else if (r >= 10)
+	} else if (r >= 10) {
 		snprintf(buf, len, "%.1fx", r);
-	else if (r >= 1)
+	} else if (r >= 0.1) {
 		snprintf(buf, len, "%.2fx", r);
+	} else if (r > 0) { /* never "9.37e-05x": a plain fraction */
+		fmt_thousands(t, sizeof(t), 1 / r);
+		snprintf(buf, len, "1/%s", t);
+	} else {
+		snprintf(buf, len, "0x");
+	}
+}
+
+void fmt_speedup(char *buf, size_t len, double a_ns, double b_ns)
+{
+	char t[32];
+	if (a_ns <= 0 || b_ns <= 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	double r = a_ns >= b_ns ? a_ns / b_ns : b_ns / a_ns;
+	if (r < 1.05) {
+		snprintf(buf, len, "about the same");
+		return;
+	}
+	if (r >= 1000)
+		fmt_thousands(t, sizeof(t), r);
 	else
-		snprintf(buf, len, "%.3gx", r);
+		snprintf(t, sizeof(t), r >= 100 ? "%.0f" : r >= 10 ? "%.1f" : "%.2f", r);
+	snprintf(buf, len, "%sx %s", t, a_ns >= b_ns ? "faster" : "slower");
 }
 
 void fmt_bytes(char *buf, size_t len, uint64_t b)
@@ -885,13 +927,13 @@ void report_warnings(FILE *out, const struct run *r)
 	for (size_t l = 0; l < r->nlogs; l++) {
 		const struct lr_log *L = r->logs[l];
 		if (L->warnings & LRW_NO_TRAILER)
-			fprintf(out, "synclat: warning: %s: no trailer (process ended abruptly?)\n", L->path);
+			cli_err(out, "warning: %s: no trailer (process ended abruptly?)", L->path);
 		if (L->warnings & LRW_HIST_CUT)
-			fprintf(out, "synclat: warning: %s: last HIST set cut short; using the one before\n",
+			cli_err(out, "warning: %s: last HIST set cut short; using the one before",
 				L->path);
 		if (L->warnings & LRW_NEWER)
-			fprintf(out, "synclat: warning: %s: format %u.%u is newer than this synclat (%d.%d); "
-				"unknown parts skipped\n", L->path, L->major, L->minor, LOGFMT_MAJOR,
+			cli_err(out, "warning: %s: format %u.%u is newer than this synclat (%d.%d); "
+				"unknown parts skipped", L->path, L->major, L->minor, LOGFMT_MAJOR,
 				LOGFMT_MINOR);
 	}
 }
@@ -964,17 +1006,54 @@ static void cat(char *buf, size_t len, const char *fmt, ...)
 
 static void cat_lat(char *buf, size_t len, const char *name, double a, double b, bool first)
 {
-	char ra[32], sa[32], sb[32];
-	fmt_ratio(ra, sizeof(ra), compare_ratio(a, b));
+	char ra[48], sa[32], sb[32];
+	(void)first;
+	fmt_speedup(ra, sizeof(ra), a, b);
 	fmt_ns(sa, sizeof(sa), a);
 	fmt_ns(sb, sizeof(sb), b);
-	cat(buf, len, first ? " %s %s of A (%s -> %s)" : " %s %s (%s -> %s)", name, ra, sa, sb);
+	cat(buf, len, " %s %s (%s -> %s)", name, ra, sa, sb);
+}
+
+/* The price beside the gain: a side's data at risk (acknowledged as
+ * durable, not yet synced), its largest and its oldest. */
+static void cat_risk(char *buf, size_t len, const char *side, const struct run *r)
+{
+	if (!run_counts_risk(r)) {
+		cat(buf, len, "; %s at risk: unknown (a log older than format 1.1)", side);
+		return;
+	}
+	uint64_t most = 0, oldest = 0;
+	for (size_t i = 0; i < r->nfiles; i++) {
+		if (!r->files[i].risk)
+			continue;
+		if (r->files[i].risk_bytes > most)
+			most = r->files[i].risk_bytes;
+		if (r->files[i].risk_age_ns > oldest)
+			oldest = r->files[i].risk_age_ns;
+	}
+	if (!most && !oldest) {
+		cat(buf, len, "; %s nothing at risk", side);
+		return;
+	}
+	char b[32], age[32];
+	fmt_bytes(b, sizeof(b), most);
+	fmt_ns(age, sizeof(age), (double)oldest);
+	cat(buf, len, "; %s at risk max %s, oldest %s", side, b, age);
+}
+
+static char verdict_lead[512];
+
+void compare_set_lead(const char *lead)
+{
+	snprintf(verdict_lead, sizeof(verdict_lead), "%s", lead ? lead : "");
 }
 
 void compare_verdict(const struct run *a, const struct run *b, char *buf, size_t len)
 {
 	int key = compare_key_op(a, b);
 	snprintf(buf, len, "verdict:");
+	if (verdict_lead[0])
+		cat(buf, len, " %s;", verdict_lead);
 	if (key < 0) {
 		cat(buf, len, " no app calls in either run");
 		return;
@@ -988,28 +1067,32 @@ void compare_verdict(const struct run *a, const struct run *b, char *buf, size_t
 		return;
 	}
 	char r[32];
-	cat(buf, len, " B %s", name);
+	cat(buf, len, " B's %s", name);
 	cat_lat(buf, len, "p50", (double)c.a.pct_ns[0], (double)c.b.pct_ns[0], true);
-	fmt_ratio(r, sizeof(r), compare_ratio(c.a.calls_per_s, c.b.calls_per_s));
-	cat(buf, len, ", throughput %s", r);
-	cat(buf, len, ";");
-	cat_lat(buf, len, "p99", (double)c.a.pct_ns[2], (double)c.b.pct_ns[2], false);
 	cat(buf, len, ",");
-	cat_lat(buf, len, "max", (double)c.a.max_ns, (double)c.b.max_ns, false);
+	cat_lat(buf, len, "p99", (double)c.a.pct_ns[2], (double)c.b.pct_ns[2], false);
+	fmt_ratio(r, sizeof(r), compare_ratio(c.a.calls_per_s, c.b.calls_per_s));
+	/* the rate of this system call, not the load's own figure */
+	cat(buf, len, "; %s calls/s %s", name, r);
 	double ma = run_mb_per_s(a), mb = run_mb_per_s(b);
 	if (ma > 0 || mb > 0) {
 		fmt_ratio(r, sizeof(r), compare_ratio(ma, mb));
-		cat(buf, len, "; write MB/s %s (%.2f -> %.2f)", r, ma, mb);
+		cat(buf, len, ", write MB/s %s (%.2f -> %.2f)", r, ma, mb);
 	}
 	if (a->duration_s <= 0 || b->duration_s <= 0)
-		cat(buf, len, " (run duration unknown: no throughput)");
+		cat(buf, len, " (run duration unknown: no rates)");
+	cat_risk(buf, len, "B", b);
+	cat_risk(buf, len, "A", a);
 }
 
 static void cmp_side_head(FILE *out, const char *side, const struct run *r)
 {
 	fprintf(out, "%s: ", side);
-	for (size_t l = 0; l < r->nlogs; l++)
+	/* a server's run leaves dozens of logs: two named, the rest counted */
+	for (size_t l = 0; l < r->nlogs && l < 2; l++)
 		fprintf(out, "%s%s (pid %u)", l ? ", " : "", r->logs[l]->path, r->logs[l]->pid);
+	if (r->nlogs > 2)
+		fprintf(out, " and %zu more logs", r->nlogs - 2);
 	fputs("; ", out);
 	put_clean(out, r->logs[0]->cmdline);
 	fprintf(out, "; ran %.3f s; dropped %" PRIu64 "%s\n", r->duration_s,

@@ -52,9 +52,14 @@ int compare_key_op(const struct run *a, const struct run *b);
 /* B/A; negative when undefined (A is 0). */
 double compare_ratio(double a, double b);
 
-/* One line, no newline: "verdict: B fsync p50 0.002x of A (500 us ->
- * 1.00 us), p99 ..., throughput 38.2x (fsync calls/s ...)". */
+/* One line, no newline, the gain and the price: "verdict: [LEAD;] B's
+ * fsync p50 500x faster (500 us -> 1.00 us), p99 ...; fsync calls/s 38.2x,
+ * write MB/s ...; B at risk max 178 kB, oldest 76.0 ms; A nothing at risk".
+ * The same line ends the text, heads the HTML page and the SVG. */
 void compare_verdict(const struct run *a, const struct run *b, char *buf, size_t len);
+/* What leads the verdict (syncshim ab: the load's own figure and its
+ * warnings); "" or NULL for nothing. */
+void compare_set_lead(const char *lead);
 
 void compare_print(FILE *out, const struct run *a, const struct run *b, enum report_format fmt);
 /* Text into HTML or SVG, as element content or a quoted attribute: & < >
@@ -73,8 +78,12 @@ void compare_html_table(FILE *out, const struct run *a, const struct run *b);
 void fmt_ns(char *buf, size_t len, double ns);
 /* Bytes in SI units: "850 B", "4.10 kB", "2.73 MB". */
 void fmt_bytes(char *buf, size_t len, uint64_t b);
-/* Ratios: "0.002x", "1.00x", "38.2x", "-" when undefined. */
+/* Ratios: "1/500" (below 0.1), "0.25x", "1.00x", "38.2x", "10,700x", "-"
+ * when undefined: never an exponent. */
 void fmt_ratio(char *buf, size_t len, double ratio);
+/* B's latency against A's, in words: "10,700x faster", "2.10x slower",
+ * "about the same"; "-" when either is unknown. */
+void fmt_speedup(char *buf, size_t len, double a_ns, double b_ns);
 
 /* Names of policy enums without linking policy.c. */
 const char *report_sync_name(unsigned sync);

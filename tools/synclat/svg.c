@@ -16,6 +16,7 @@
 #define PANEL_W 490
 #define PANEL_H 290
 #define TITLE_H 70
+#define VERDICT_CHARS 150 /* a verdict line in the plot, at font size 12 */
 #define NINES_MAX 4.0       /* p99.99 */
 #define MAX_PANELS 6
 
@@ -303,7 +304,16 @@ void svg_compare(FILE *out, const struct run *a, const struct run *b, const char
 	size_t n = svg_plot_ops(a, b, ops, MAX_PANELS);
 	size_t rows = (n + 1) / 2;
 	bool risk = a->has_risk || b->has_risk;
-	double height = TITLE_H + (double)rows * PANEL_H + PANEL_H + (risk ? PANEL_H : 0);
+	double plots = TITLE_H + (double)rows * PANEL_H + PANEL_H + (risk ? PANEL_H : 0);
+	/* Standalone, the plot carries the verdict (the page has it above):
+	 * lines of at most VERDICT_CHARS under the panels. */
+	char verdict[1024];
+	size_t vlines = 0;
+	if (standalone) {
+		compare_verdict(a, b, verdict, sizeof(verdict));
+		vlines = (strlen(verdict) + VERDICT_CHARS - 1) / VERDICT_CHARS;
+	}
+	double height = plots + (vlines ? 10 + 16 * (double)vlines : 0);
 
 	if (standalone)
 		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
@@ -325,20 +335,33 @@ void svg_compare(FILE *out, const struct run *a, const struct run *b, const char
 	static const struct sec_plot age = { sec_risk_age,
 					     "per-second data at risk: age of the oldest acknowledged byte not yet durable",
 					     "nothing at risk in either run", "nothing at risk" };
+	for (size_t l = 0; l < vlines; l++) {
+		char part[VERDICT_CHARS + 1];
+		snprintf(part, sizeof(part), "%.*s", VERDICT_CHARS, verdict + l * VERDICT_CHARS);
+		fprintf(out, "<text x=\"20\" y=\"%.0f\" font-size=\"12\" font-weight=\"bold\">", plots + 16 * (double)(l + 1));
+		markup_text(out, part);
+		fputs("</text>\n", out);
+	}
 	sec_panel(out, TITLE_H + (double)rows * PANEL_H, a, b, &lat);
 	if (risk)
 		sec_panel(out, TITLE_H + (double)(rows + 1) * PANEL_H, a, b, &age);
 	fputs("</svg>\n", out);
 }
 
+/* At most this many log names on a side's line: a server's run leaves
+ * dozens, and the first screen is for the verdict. */
+#define HTML_LOGS_NAMED 2
+
 static void html_side(FILE *out, const char *side, const struct run *r)
 {
-	fprintf(out, "<p><b>%s</b>: ", side);
-	for (size_t l = 0; l < r->nlogs; l++) {
+	fprintf(out, "<p><b>%s</b>: %zu log%s: ", side, r->nlogs, r->nlogs == 1 ? "" : "s");
+	for (size_t l = 0; l < r->nlogs && l < HTML_LOGS_NAMED; l++) {
 		fputs(l ? ", " : "", out);
 		markup_text(out, r->logs[l]->path);
 		fprintf(out, " (pid %u)", r->logs[l]->pid);
 	}
+	if (r->nlogs > HTML_LOGS_NAMED)
+		fprintf(out, " and %zu more", r->nlogs - HTML_LOGS_NAMED);
 	fputs(" &mdash; <code>", out);
 	markup_text(out, r->logs[0]->cmdline);
 	fprintf(out, "</code>, ran %.3f s, %llu dropped records%s</p>\n", r->duration_s,

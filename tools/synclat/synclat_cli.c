@@ -45,10 +45,11 @@ static void usage_more(FILE *to)
 	      "  --svg FILE      compare: write percentile and per-second plots as SVG\n"
 	      "  --html FILE     compare: write one HTML page with the table and the plots\n"
 	      "  --name-a NAME, --name-b NAME   compare: what to call each side in the plots\n"
+	      "  --lead TEXT     compare: what leads the verdict (syncshim ab: the load's own figure)\n"
 	      "  --salvage       report a damaged log up to its first bad block\n"
 	      "top and metrics read the live counters of running processes:\n"
 	      "their options are in `synclat top -h` and `synclat metrics -h`.\n"
-	      "exit status: 0 ok, 1 usage error, 2 bad input\n",
+	      "exit status: 0 ok, 2 a usage error or bad input\n",
 	      to);
 }
 
@@ -62,6 +63,7 @@ struct opts {
 	char **side[2];         /* -a and -b values */
 	size_t nside[2];
 	const char *name[2];    /* --name-a, --name-b */
+	const char *lead;       /* --lead: what leads the verdict */
 };
 
 /* The logs of one run, read and merged. */
@@ -75,9 +77,7 @@ struct side {
 
 static int usage(FILE *err, const char *why)
 {
-	if (why)
-		fprintf(err, "synclat: %s\n", why);
-	tool_usage(&synclat_tool, err);
+	cli_err(err, "%s; %s -h says more", why, cli_name());
 	return EXIT_USAGE;
 }
 
@@ -100,7 +100,7 @@ static int side_load(struct side *s, char *const *paths, size_t n, const char *n
 	s->logs = calloc(n, sizeof(*s->logs));
 	s->ptrs = calloc(n, sizeof(*s->ptrs));
 	if (!s->logs || !s->ptrs) {
-		fputs("synclat: out of memory\n", err);
+		cli_err(err, "out of memory");
 		return EXIT_INPUT;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -110,10 +110,10 @@ static int side_load(struct side *s, char *const *paths, size_t n, const char *n
 		if (lr_read_file(paths[i], &s->logs[i], &e) == 0)
 			continue;
 		if (o->salvage && lr_salvage(&s->logs[i], &e)) {
-			fprintf(err, "synclat: warning: %s; reporting the blocks before it\n", e.msg);
+			cli_err(err, "warning: %s; reporting the blocks before it", e.msg);
 			continue;
 		}
-		fprintf(err, "synclat: %s\n", e.msg);
+		cli_err(err, "%s", e.msg);
 		return EXIT_INPUT;
 	}
 	/* A label that fits a plot legend: the name given, else the log. */
@@ -143,7 +143,7 @@ static int write_file(const char *path, const struct side *a, const struct side 
 {
 	FILE *f = fopen(path, "w");
 	if (!f) {
-		fprintf(err, "synclat: %s: cannot write: %m\n", path);
+		cli_err(err, "%s: cannot write: %m", path);
 		return EXIT_INPUT;
 	}
 	if (html)
@@ -151,7 +151,7 @@ static int write_file(const char *path, const struct side *a, const struct side 
 	else
 		svg_compare(f, &a->run, &b->run, a->label, b->label, true);
 	if (fclose(f) != 0) {
-		fprintf(err, "synclat: %s: cannot write: %m\n", path);
+		cli_err(err, "%s: cannot write: %m", path);
 		return EXIT_INPUT;
 	}
 	return 0;
@@ -160,7 +160,7 @@ static int write_file(const char *path, const struct side *a, const struct side 
 static int cmd_report(char **paths, size_t n, const struct opts *o, FILE *out, FILE *err)
 {
 	if (n == 0)
-		return usage(err, "report: no LOG given");
+		return usage(err, "no LOG given");
 	struct side s;
 	int rc = side_load(&s, paths, n, NULL, o, err);
 	if (rc == 0)
@@ -177,10 +177,10 @@ static int cmd_compare(char **args, size_t nargs, struct opts *o, FILE *out, FIL
 	int rc = 0;
 
 	if (nargs && (n[0] || n[1]))
-		return usage(err, "compare: give the runs either as two arguments or with -a/-b");
+		return usage(err, "give the runs either as two arguments or with -a/-b");
 	if (nargs) {
 		if (nargs != 2)
-			return usage(err, "compare: need exactly two runs, A and B");
+			return usage(err, "need exactly two runs, A and B");
 		size_t max = strlen(args[0]) + strlen(args[1]) + 2;
 		split = calloc(max, sizeof(*split));
 		if (!split)
@@ -192,7 +192,7 @@ static int cmd_compare(char **args, size_t nargs, struct opts *o, FILE *out, FIL
 	}
 	if (!n[0] || !n[1]) {
 		free(split);
-		return usage(err, "compare: both A and B need at least one log");
+		return usage(err, "both A and B need at least one log");
 	}
 
 	struct side a, b;
@@ -225,6 +225,7 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 		{ "html", required_argument, NULL, 'H' },
 		{ "name-a", required_argument, NULL, 'A' },
 		{ "name-b", required_argument, NULL, 'B' },
+		{ "lead", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -258,6 +259,11 @@ static int parse_opts(int argc, char **argv, bool compare, struct opts *o, FILE 
 				return usage(err, "--name-a and --name-b belong to compare");
 			o->name[c == 'B'] = optarg;
 			break;
+		case 'L':
+			if (!compare)
+				return usage(err, "--lead belongs to compare");
+			o->lead = optarg;
+			break;
 		case 'h':
 			tool_usage(&synclat_tool, out);
 			return -1;
@@ -288,6 +294,7 @@ static int report_or_compare(int argc, char **argv, bool compare, FILE *out, FIL
 		} else if (rc == 0) {
 			char **rest = argv + optind;
 			size_t nrest = (size_t)(argc - optind);
+			compare_set_lead(o.lead);
 			rc = compare ? cmd_compare(rest, nrest, &o, out, err)
 				     : cmd_report(rest, nrest, &o, out, err);
 		}
@@ -308,13 +315,18 @@ static int cmd_compare_main(int argc, char **argv, FILE *out, FILE *err)
 }
 
 static const struct tool_cmd commands[] = {
-	{ "report", cmd_report_main, "report [--csv|--json] [--per-second] [--files] [--salvage] LOG..." },
-	{ "compare", cmd_compare_main, "compare [--csv|--json] [--svg FILE] [--html FILE] [--salvage]\n"
+	{ "report", cmd_report_main, "report [--csv|--json] [--per-second] [--files] [--salvage] LOG...",
+	  "one run's latency logs: percentiles per call, data at risk, rules that matched nothing" },
+	{ "compare", cmd_compare_main, "compare [--csv|--json] [--svg FILE] [--html FILE] [--lead TEXT] [--salvage]\n"
 				       "                       A.log[,A2.log...] B.log[,B2.log...]\n"
-				       "       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]" },
-	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]" },
-	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--dir DIR]" },
-	{ "suggest", suggest_main, "suggest [-o INI] [--salvage] LOG..." },
+				       "       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]",
+	  "two runs side by side: gain and price (data at risk), tables and plots" },
+	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]",
+	  "the running processes under the shim, live, like top" },
+	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--dir DIR]",
+	  "the live counters for Prometheus: a file, or an HTTP endpoint" },
+	{ "suggest", suggest_main, "suggest [-o INI] [--salvage] LOG...",
+	  "propose rules from a run's call records (what syncshim profile uses)" },
 };
 
 static const struct tool synclat_tool = {

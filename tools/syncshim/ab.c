@@ -48,16 +48,21 @@ static void ab_usage(FILE *to)
 {
 	char names[128];
 	fprintf(to, "usage: syncshim " AB_SYNOPSIS "\n"
+		    "  -n, --rounds N (default 3); -o, --out DIR (kept); -m, --mode summary|calls\n"
 		    "  A, B: a policy (%s) or an ini file\n"
 		    "  the service form: per round, A B A B: --setup (sh -c), SERVER under the side's\n"
 		    "  policy in its own process group, --ready PROBE until it succeeds (tcp:HOST:PORT,\n"
-		    "  unix:PATH, file:PATH, cmd:COMMAND; at most --timeout SECONDS, default 30), --load\n"
+		    "  unix:PATH, file:PATH, cmd:COMMAND, pgsql:PSQL-ARGS\n"
+		    "  (psql runs SELECT 1); at most --timeout SECONDS, default 30), --load\n"
 		    "  (sh -c, without the shim), then SIGTERM, SIGKILL after 10 s; --metric REGEX: the\n"
 		    "  load's figure from its output (its first group), else the load's wall time.\n"
 		    "  Helpers see SYNCSHIM_AB_ROUND, SYNCSHIM_AB_SIDE, SYNCSHIM_AB_DIR.\n",
 		sync_policy_names(names, sizeof(names)));
 }
 
+/* A side is a policy name or an ini that check's parser accepts: a typo
+ * stops ab before any round, rather than comparing passthrough with
+ * passthrough under a confident verdict. */
 static int side_parse(struct side *s, char tag, const char *spec)
 {
 	s->tag = tag;
@@ -66,12 +71,15 @@ static int side_parse(struct side *s, char tag, const char *spec)
 		s->policy = spec;
 		return 0;
 	}
-	if (access(spec, R_OK) == 0) {
-		s->config = spec;
-		return 0;
+	struct stat st;
+	if (stat(spec, &st) < 0) {
+		char names[128];
+		cli_err(stderr, "side %c: '%s' is neither a policy (%s) nor an ini file; nothing was run", tag, spec,
+			sync_policy_names(names, sizeof(names)));
+		return -1;
 	}
-	fprintf(stderr, "syncshim ab: '%s' is neither a policy nor a readable ini file\n", spec);
-	return -1;
+	s->config = spec;
+	return shim_settings_check(s->config, NULL, NULL, NULL);
 }
 
 /* ".rTAG." in every log name of this invocation: seconds and pid. */
@@ -97,7 +105,7 @@ static int run_once(const struct side *s, int round, const char *dir, const char
 			_exit(127);
 		execvp(cmd[0], cmd);
 		int e = errno;
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", cmd[0], strerror(e));
+		cli_err(stderr, "cannot run %s: %s", cmd[0], strerror(e));
 		_exit(exec_failure_status(e));
 	}
 	int st;
@@ -112,14 +120,14 @@ static int make_dir(char *dir, size_t len, const char *want)
 	if (want) {
 		snprintf(dir, len, "%s", want);
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			fprintf(stderr, "syncshim ab: cannot create %s: %s\n", dir, strerror(errno));
+			cli_err(stderr, "cannot create %s: %s", dir, strerror(errno));
 			return -1;
 		}
 		return 0;
 	}
 	snprintf(dir, len, "syncshim-ab.XXXXXX");
 	if (!mkdtemp(dir)) {
-		fprintf(stderr, "syncshim ab: cannot create a directory here: %s\n", strerror(errno));
+		cli_err(stderr, "cannot create a directory here: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -179,6 +187,32 @@ static int synclat_path(char *out, size_t len)
 	return 0;
 }
 
+/* The load's own figure, first in the verdict: its B/A, each side's
+ * median and spread, and a warning where the rounds cannot carry a ratio
+ * (too few, or the two sides' ranges overlap). The spread is half the
+ * range, as a share of the median. */
+static void load_lead(char *buf, size_t len, const char *what, const double *fa, const double *fb, int n)
+{
+	double med[2], lo[2], hi[2];
+	med[0] = ab_median(fa, n, &lo[0], &hi[0]);
+	med[1] = ab_median(fb, n, &lo[1], &hi[1]);
+	double spread[2];
+	for (int i = 0; i < 2; i++)
+		spread[i] = med[i] != 0 ? 50.0 * (hi[i] - lo[i]) / fabs(med[i]) : 0;
+	int used = snprintf(buf, len, "%s B/A %.3g (A %.4g +-%.0f%%, B %.4g +-%.0f%%, medians of %d round%s)", what,
+			    med[0] != 0 ? med[1] / med[0] : 0.0, med[0], spread[0], med[1], spread[1], n, n == 1 ? "" : "s");
+	if (used < 0 || (size_t)used >= len)
+		return;
+	if (n < 3)
+		snprintf(buf + used, len - (size_t)used, "; warning: %d round%s, too few to trust a ratio (use -n 5)", n,
+			 n == 1 ? "" : "s");
+	else if (lo[0] <= hi[1] && lo[1] <= hi[0])
+		snprintf(buf + used, len - (size_t)used, "; warning: A's and B's ranges overlap, the difference may be "
+			 "noise (more rounds, or a quieter machine)");
+}
+
+static char verdict_lead[768];
+
 static int compare(const char *dir, const struct side *a, const struct side *b)
 {
 	static char *args[2 * MAX_LOGS + 16];
@@ -198,6 +232,10 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	args[n++] = (char *)a->spec; /* the legend says "A: passthrough (3 logs)" */
 	args[n++] = "--name-b";
 	args[n++] = (char *)b->spec;
+	if (verdict_lead[0]) {
+		args[n++] = "--lead";
+		args[n++] = verdict_lead;
+	}
 	int older = 0, first = n;
 	n = collect_logs(dir, args, n, (int)(sizeof(args) / sizeof(args[0])) - 1, &older);
 	args[n] = NULL;
@@ -220,7 +258,7 @@ static int compare(const char *dir, const struct side *a, const struct side *b)
 	pid_t pid = fork();
 	if (pid == 0) {
 		execvp(args[0], args);
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", args[0], strerror(errno));
+		cli_err(stderr, "cannot run %s: %s", args[0], strerror(errno));
 		_exit(127);
 	}
 	int st;
@@ -239,21 +277,21 @@ static int check_command(const char *cmd)
 	struct stat st;
 	if (find_in_path(cmd, path, sizeof(path)) < 0 || stat(path, &st) < 0) {
 		int e = errno;
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", cmd, strerror(e));
+		cli_err(stderr, "cannot run %s: %s", cmd, strerror(e));
 		return exec_failure_status(e);
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "syncshim ab: cannot run %s: not a regular file\n", path);
+		cli_err(stderr, "cannot run %s: not a regular file", path);
 		return 126;
 	}
 	int verdict = elf_preload_check(path, why, sizeof(why));
 	if (verdict == PRELOAD_NEVER) {
-		fprintf(stderr, "syncshim ab: %s is %s; both sides would run the same, so there is "
-			"nothing to compare\n", path, why);
+		cli_err(stderr, "%s is %s; both sides would run the same, so there is "
+			"nothing to compare", path, why);
 		return 1;
 	}
 	if (verdict == PRELOAD_DOUBT)
-		fprintf(stderr, "syncshim ab: warning: %s is %s\n", path, why);
+		cli_err(stderr, "warning: %s is %s", path, why);
 	return 0;
 }
 
@@ -262,7 +300,8 @@ static const struct option ab_long[] = {
 	{ "setup", required_argument, NULL, O_SETUP }, { "ready", required_argument, NULL, O_READY },
 	{ "load", required_argument, NULL, O_LOAD },   { "metric", required_argument, NULL, O_METRIC },
 	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+	{ "rounds", required_argument, NULL, 'n' },   { "out", required_argument, NULL, 'o' },
+	{ "mode", required_argument, NULL, 'm' },     { NULL, 0, NULL, 0 },
 };
 
 struct ab_opts {
@@ -271,11 +310,12 @@ struct ab_opts {
 	struct ab_service svc;
 };
 
-/* Options, before A B or after them: 0 go on, 1 after -h, -1 a usage error. */
+/* Options, before A B or after them: 0 go on, 1 after -h, -1 after one
+ * line for a usage error. */
 static int ab_parse(int argc, char **argv, struct ab_opts *o)
 {
 	optind = 0;
-	opterr = 1;
+	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+n:o:m:h", ab_long, NULL)) != -1) {
 		switch (c) {
@@ -288,7 +328,7 @@ static int ab_parse(int argc, char **argv, struct ab_opts *o)
 		case O_METRIC: o->svc.metric = optarg; break;
 		case O_TIMEOUT: o->svc.ready_timeout_s = atof(optarg); break;
 		case 'h': return 1;
-		default: return -1;
+		default: cli_bad_option(argc, argv, stderr); return -1;
 		}
 	}
 	return 0;
@@ -323,7 +363,7 @@ static int ab_service(const struct ab_opts *o, struct side sides[2], char **serv
 	}
 	int sig = ab_service_signalled();
 	if (sig) {
-		fprintf(stderr, "syncshim ab: stopped by signal %d; every server and load stopped, outputs in %s\n",
+		cli_err(stderr, "stopped by signal %d; every server and load stopped, outputs in %s",
 			sig, dir);
 		rc = 128 + sig;
 	}
@@ -337,10 +377,12 @@ static int ab_service(const struct ab_opts *o, struct side sides[2], char **serv
 			       med[i], lo[i], hi[i], med[i] != 0 ? 100.0 * (hi[i] - lo[i]) / fabs(med[i]) : 0.0);
 		}
 		printf("  B/A %.3f\n", med[0] != 0 ? med[1] / med[0] : 0.0);
+		load_lead(verdict_lead, sizeof(verdict_lead), o->svc.metric ? "load" : "load wall time", fig[0], fig[1],
+			  o->rounds);
 		/* The load's figures stand without the server's logs. */
 		compare(dir, &sides[0], &sides[1]);
 	} else {
-		fprintf(stderr, "syncshim ab: outputs kept in %s\n", dir);
+		cli_err(stderr, "outputs kept in %s", dir);
 	}
 	free(fig[0]);
 	free(fig[1]);
@@ -350,22 +392,31 @@ static int ab_service(const struct ab_opts *o, struct side sides[2], char **serv
 /* -1 after one line (or the usage) when the options do not fit together. */
 static int ab_check_opts(const struct ab_opts *o, int service, FILE *err)
 {
-	if (o->rounds < 1 || o->rounds > 1000 || (o->mode && log_mode_parse(o->mode) <= 0) ||
-	    (service && (!o->svc.ready || !o->svc.load)) || o->svc.ready_timeout_s <= 0) {
-		if (service && (!o->svc.ready || !o->svc.load))
-			fprintf(err, "syncshim ab: a service needs both --ready PROBE and --load CMD\n");
-		ab_usage(err);
+	if (o->rounds < 1 || o->rounds > 1000) {
+		cli_err(err, "-n ROUNDS: want 1 to 1000");
+		return -1;
+	}
+	if (o->mode && log_mode_parse(o->mode) <= 0) {
+		cli_err(err, "-m '%s': want summary or calls", o->mode);
+		return -1;
+	}
+	if (service && (!o->svc.ready || !o->svc.load)) {
+		cli_err(err, "a service needs both --ready PROBE and --load CMD");
+		return -1;
+	}
+	if (o->svc.ready_timeout_s <= 0) {
+		cli_err(err, "--timeout: want a number of seconds above 0");
 		return -1;
 	}
 	if (o->svc.ready && ab_probe_valid(o->svc.ready) < 0) {
-		fprintf(err, "syncshim ab: bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH or cmd:COMMAND\n",
+		cli_err(err, "bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH, cmd:COMMAND or pgsql:PSQL-ARGS",
 			o->svc.ready);
 		return -1;
 	}
 	if (o->svc.metric) {
 		regex_t re;
 		if (regcomp(&re, o->svc.metric, REG_EXTENDED) != 0) {
-			fprintf(err, "syncshim ab: bad --metric '%s': not an extended regular expression\n", o->svc.metric);
+			cli_err(err, "bad --metric '%s': not an extended regular expression", o->svc.metric);
 			return -1;
 		}
 		regfree(&re);
@@ -376,11 +427,13 @@ static int ab_check_opts(const struct ab_opts *o, int service, FILE *err)
 /* The one-command form: CMD per round and side, its wall time. */
 static int ab_command(const struct ab_opts *o, struct side sides[2], char **cmd, const char *dir, FILE *err)
 {
+	double wall[2][1000];
 	for (int r = 1; r <= o->rounds; r++) {
 		for (int i = 0; i < 2; i++) {
 			struct side *s = &sides[i];
 			double secs = 0;
 			int rc = run_once(s, r, dir, o->mode, cmd, &secs);
+			wall[i][r - 1] = secs;
 			s->total_s += secs;
 			s->failures += rc != 0;
 			printf("round %d %c (%s): %.3f s, exit %d\n", r, s->tag, s->spec, secs, rc);
@@ -389,9 +442,10 @@ static int ab_command(const struct ab_opts *o, struct side sides[2], char **cmd,
 	}
 	printf("wall time: A %.3f s, B %.3f s over %d rounds (B/A %.3f)\n", sides[0].total_s,
 	       sides[1].total_s, o->rounds, sides[0].total_s > 0 ? sides[1].total_s / sides[0].total_s : 0);
+	load_lead(verdict_lead, sizeof(verdict_lead), "wall time", wall[0], wall[1], o->rounds);
 	int rc = compare(dir, &sides[0], &sides[1]);
 	if (sides[0].failures || sides[1].failures) {
-		fprintf(err, "syncshim ab: %d A run(s) and %d B run(s) exited non-zero\n", sides[0].failures,
+		cli_err(err, "%d A run(s) and %d B run(s) exited non-zero", sides[0].failures,
 			sides[1].failures);
 		return 1;
 	}
@@ -403,33 +457,35 @@ int cmd_ab(int argc, char **argv, FILE *out, FILE *err)
 	struct ab_opts o = { .rounds = 3, .svc = { .ready_timeout_s = 30 } };
 	int c = ab_parse(argc, argv, &o);
 	if (c) {
-		ab_usage(c > 0 ? out : err);
-		return c > 0 ? 0 : 1;
+		if (c > 0)
+			ab_usage(out);
+		return c > 0 ? 0 : EXIT_USAGE;
 	}
 	int at = optind;
 	if (argc - at < 2) {
-		ab_usage(err);
-		return 1;
+		cli_err(err, "want two sides, A and B, then -- CMD; syncshim ab -h says more");
+		return EXIT_USAGE;
 	}
 	/* Options after A B (before --) too: the service form reads better so. */
 	int rest_at = at + 1; /* argv[rest_at] is B, the "program name" of the second pass */
 	c = ab_parse(argc - rest_at, argv + rest_at, &o);
 	if (c) {
-		ab_usage(c > 0 ? out : err);
-		return c > 0 ? 0 : 1;
+		if (c > 0)
+			ab_usage(out);
+		return c > 0 ? 0 : EXIT_USAGE;
 	}
 	int cmd_at = rest_at + optind;
 	int service = o.svc.ready || o.svc.load || o.svc.setup || o.svc.metric;
 	if (ab_check_opts(&o, service, err) < 0)
-		return 1;
+		return EXIT_USAGE;
 	struct side sides[2] = { 0 };
 	if (side_parse(&sides[0], 'A', argv[at]) < 0 || side_parse(&sides[1], 'B', argv[at + 1]) < 0)
-		return 1;
+		return EXIT_USAGE;
 	if (cmd_at < argc && strcmp(argv[cmd_at], "--") == 0)
 		cmd_at++;
 	if (cmd_at >= argc) {
-		ab_usage(err);
-		return 1;
+		cli_err(err, "no command after A B; syncshim ab -h says more");
+		return EXIT_USAGE;
 	}
 	int bad = check_command(argv[cmd_at]);
 	if (bad)

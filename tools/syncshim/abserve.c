@@ -142,6 +142,13 @@ static int probe_once(const struct ab_round *r, const char *probe, const char *o
 		return access(probe + 5, F_OK) == 0 ? 0 : -1;
 	if (!strncmp(probe, "cmd:", 4))
 		return run_helper(r, probe + 4, out) == 0 ? 0 : -1;
+	if (!strncmp(probe, "pgsql:", 6)) {
+		/* A query answered, not a port open or a "starting up": psql
+		 * exits 0 only once SELECT 1 has run. */
+		char cmd[4096];
+		snprintf(cmd, sizeof(cmd), "psql -X -A -t -q -c 'SELECT 1' %s", probe + 6);
+		return run_helper(r, cmd, out) == 0 ? 0 : -1;
+	}
 	int fd = -1, ok = -1;
 	if (!strncmp(probe, "unix:", 5)) {
 		struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -172,6 +179,8 @@ int ab_probe_valid(const char *probe)
 		return probe[5] ? 0 : -1;
 	if (!strncmp(probe, "cmd:", 4))
 		return probe[4] ? 0 : -1;
+	if (!strncmp(probe, "pgsql:", 6))
+		return 0; /* psql's own arguments, or none: its defaults */
 	return -1;
 }
 
@@ -257,7 +266,7 @@ static pid_t start_server(const struct ab_round *r, char **server, const char *o
 		if (shim_prepare_env(config, policy, log, mode) < 0)
 			_exit(127);
 		execvp(server[0], server);
-		fprintf(stderr, "syncshim ab: cannot run %s: %s\n", server[0], strerror(errno));
+		cli_err(stderr, "cannot run %s: %s", server[0], strerror(errno));
 		_exit(exec_failure_status(errno));
 	}
 	setpgid(pid, pid);
@@ -279,6 +288,39 @@ static int await_ready(const struct ab_service *svc, const struct ab_round *r, p
 	return 0;
 }
 
+/* A server that changed its user (runuser, su, its own setuid) may not be
+ * able to write its latency log into the run directory: the shim says so
+ * once on its stderr and logs nothing. Then the round fails, naming the
+ * path and why, rather than the comparison later blaming a killed process:
+ * -1 after one line, else 0. */
+static int server_log_failed(const struct ab_round *r, const char *server_out, const char *log)
+{
+	FILE *f = fopen(server_out, "r");
+	if (!f)
+		return 0;
+	char line[1024], *why = NULL;
+	const char *prefix = strrchr(log, '/');
+	size_t plen = prefix ? (size_t)(prefix - log) : 0;
+	while (!why && fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, "cannot create log ");
+		if (at && plen && !strncmp(at + 18, log, plen))
+			why = at + 18;
+	}
+	fclose(f);
+	if (!why)
+		return 0;
+	why[strcspn(why, "\n")] = '\0';
+	struct stat st;
+	char owner[96] = "";
+	if (stat(r->dir, &st) == 0)
+		snprintf(owner, sizeof(owner), " (%s is uid %u's, mode %04o)", r->dir, (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 07777));
+	cli_err(stderr, "round %d %s: the server could not write its latency log: %s%s; a server that runs as "
+		"another user needs a run directory it can write: chown it to that user, or give -o a "
+		"directory it owns", r->round, r->side, why, owner);
+	return -1;
+}
+
 static void out_path(char *buf, size_t len, const struct ab_round *r, const char *what)
 {
 	snprintf(buf, len, "%s/%s-%d.%s.out", r->dir, r->side, r->round, what);
@@ -298,7 +340,7 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 		if (got_signal)
 			return -1;
 		if (rc != 0) {
-			fprintf(stderr, "syncshim ab: round %d %s: the setup failed (exit %d); its output: %s\n",
+			cli_err(stderr, "round %d %s: the setup failed (exit %d); its output: %s",
 				r->round, where, rc, setup_out);
 			return -1;
 		}
@@ -312,11 +354,11 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 		if (got_signal)
 			return -1;
 		if (died)
-			fprintf(stderr, "syncshim ab: round %d %s: the server exited (status %d) before %s "
-				"succeeded; its output: %s\n", r->round, where, status, svc->ready, server_out);
+			cli_err(stderr, "round %d %s: the server exited (status %d) before %s "
+				"succeeded; its output: %s", r->round, where, status, svc->ready, server_out);
 		else
-			fprintf(stderr, "syncshim ab: round %d %s: the readiness probe %s did not succeed in %.0f s; "
-				"the server's output: %s\n", r->round, where, svc->ready, svc->ready_timeout_s,
+			cli_err(stderr, "round %d %s: the readiness probe %s did not succeed in %.0f s; "
+				"the server's output: %s", r->round, where, svc->ready, svc->ready_timeout_s,
 				server_out);
 		return -1;
 	}
@@ -330,18 +372,20 @@ int ab_service_round(const struct ab_service *svc, const struct ab_round *r, cha
 	if (got_signal)
 		return -1;
 	if (lrc != 0) {
-		fprintf(stderr, "syncshim ab: round %d %s: the load failed (exit %d); its output: %s\n", r->round,
+		cli_err(stderr, "round %d %s: the load failed (exit %d); its output: %s", r->round,
 			where, lrc, load_out);
 		return -1;
 	}
 	if (died) {
-		fprintf(stderr, "syncshim ab: round %d %s: the server exited (status %d) during the load; "
-			"its output: %s\n", r->round, where, status, server_out);
+		cli_err(stderr, "round %d %s: the server exited (status %d) during the load; "
+			"its output: %s", r->round, where, status, server_out);
 		return -1;
 	}
+	if (log && server_log_failed(r, server_out, log) < 0)
+		return -1;
 	*figure = secs;
 	if (svc->metric && extract_metric(load_out, svc->metric, figure) < 0) {
-		fprintf(stderr, "syncshim ab: round %d %s: --metric '%s' matched no number in %s\n", r->round,
+		cli_err(stderr, "round %d %s: --metric '%s' matched no number in %s", r->round,
 			where, svc->metric, load_out);
 		return -1;
 	}

@@ -6,7 +6,7 @@
 
 struct ab_service {
 	const char *setup;      /* sh -c, before each server start; NULL for none */
-	const char *ready;      /* tcp:HOST:PORT, unix:PATH, file:PATH, cmd:CMD */
+	const char *ready;      /* tcp:HOST:PORT, unix:PATH, file:PATH, cmd:CMD, pgsql:PSQL-ARGS */
 	const char *load;       /* sh -c, without the shim */
 	const char *metric;     /* ERE over the load's output; NULL: its wall time */
 	double ready_timeout_s;
@@ -18,7 +18,7 @@ struct ab_round {
 	const char *dir;        /* the run directory */
 };
 
-/* 0 when the probe has one of the four shapes. */
+/* 0 when the probe has one of the five shapes. */
 int ab_probe_valid(const char *probe);
 /* One round of one side; 0 and the load's figure, or -1 after one line
  * naming the round and side (nothing left running either way). */

@@ -24,12 +24,13 @@
 #include "elfcheck.h"
 #include "policy.h"
 #include "syncshim_cli.h"
+#include "tool.h"
 
 static void ct_usage(FILE *to)
 {
 	char names[128];
 	fprintf(to,
-		"usage: syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut CUT] --scope GLOB [--scope GLOB]...\n"
+		"usage: syncshim crashtest [-n|--trials TRIALS] [-p|--policy POLICY | -c|--config FILE] [--cut CUT] --scope GLOB [--scope GLOB]...\n"
 		"           [--setup CMD] [--check CMD] [--keep DIR] [--names strict|ext4-ordered]\n"
 		"           [--writeback plain|adversarial[:P]] [--seed N]\n"
 		"           [--timeout SECONDS] [--json] -- CMD [ARGS]\n"
@@ -94,7 +95,7 @@ static int add_glob(struct ct_opts *o, const char *g)
 {
 	char cwd[PATH_MAX], why[256], *abs;
 	if (o->nglobs == CT_MAX_GLOBS) {
-		fprintf(stderr, "syncshim crashtest: at most %d --scope globs\n", CT_MAX_GLOBS);
+		cli_err(stderr, "at most %d --scope globs", CT_MAX_GLOBS);
 		return -1;
 	}
 	if (g[0] == '/')
@@ -104,7 +105,7 @@ static int add_glob(struct ct_opts *o, const char *g)
 	if (!abs)
 		return -1;
 	if (glob_check(abs, why, sizeof(why)) < 0 || strlen(abs) >= POLICY_GLOB_MAX) {
-		fprintf(stderr, "syncshim crashtest: --scope %s: %s\n", g, strlen(abs) >= POLICY_GLOB_MAX ?
+		cli_err(stderr, "--scope %s: %s", g, strlen(abs) >= POLICY_GLOB_MAX ?
 			"too long" : why);
 		free(abs);
 		return -1;
@@ -122,6 +123,8 @@ static const struct option long_opts[] = {
 	{ "seed", required_argument, NULL, O_SEED },       { "json", no_argument, NULL, O_JSON },
 	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "writeback", required_argument, NULL, O_WRITEBACK },
 	{ "help", no_argument, NULL, 'h' },
+	{ "trials", required_argument, NULL, 'n' },        { "policy", required_argument, NULL, 'p' },
+	{ "config", required_argument, NULL, 'c' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -145,10 +148,10 @@ static int take_opt(struct ct_opts *o, int c, const char *v)
 	case O_JSON: o->json = true; return 0;
 	case O_TIMEOUT: if (parse_u64(v, 86400, &n) < 0 || !n) goto bad; o->timeout_s = (unsigned)n; return 0;
 	case 'h': return 1;
-	default: return -1;
+	default: return -2; /* getopt's: the caller names it */
 	}
 bad:
-	fprintf(stderr, "syncshim crashtest: bad value '%s'\n", v);
+	cli_err(stderr, "bad value '%s'", v);
 	return -1;
 }
 
@@ -156,47 +159,43 @@ bad:
  * silently ran as passthrough, or recorded nothing, would prove nothing. */
 static int check_setup(const struct ct_opts *o)
 {
-	static struct policy p;
-	char err[POLICY_ERR_MAX], names[128], path[PATH_MAX], why[256];
+	char path[PATH_MAX], why[256];
 	if (o->policy && o->config) {
-		fprintf(stderr, "syncshim crashtest: -p and -c: give one\n");
+		cli_err(stderr, "-p and -c: give one");
 		return -1;
 	}
-	if (o->policy && sync_policy_parse(o->policy) < 0) {
-		fprintf(stderr, "syncshim crashtest: unknown policy '%s'; use one of: %s\n", o->policy,
-			sync_policy_names(names, sizeof(names)));
+	if (shim_settings_check(o->config, o->policy, NULL, NULL) < 0)
 		return -1;
-	}
-	if (o->config && policy_load_file(o->config, &p, err, sizeof(err)) < 0) {
-		fprintf(stderr, "syncshim crashtest: %s\n", err);
-		return -1;
-	}
 	if (find_in_path(o->cmd[0], path, sizeof(path)) < 0) {
-		fprintf(stderr, "syncshim crashtest: cannot run %s: %s\n", o->cmd[0], strerror(errno));
+		cli_err(stderr, "cannot run %s: %s", o->cmd[0], strerror(errno));
 		return -1;
 	}
 	if (elf_preload_check(path, why, sizeof(why)) == PRELOAD_NEVER) {
-		fprintf(stderr, "syncshim crashtest: %s is %s; the shim could record nothing in it\n", path, why);
+		cli_err(stderr, "%s is %s; the shim could record nothing in it", path, why);
 		return -1;
 	}
 	return 0;
 }
 
-/* 0 to go on, 1 after -h, -1 on a usage error. */
+/* 0 to go on, 1 after -h, -1 after one line for a usage error. */
 static int parse_args(int argc, char **argv, struct ct_opts *o)
 {
 	*o = (struct ct_opts){ .trials = 10, .cut_text = "random:50-500", .timeout_s = 60, .writeback_text = "plain",
 			       .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) };
 	parse_cut(o->cut_text, &o->cut);
 	optind = 1;
+	opterr = 0;
 	int c, r;
 	while ((c = getopt_long(argc, argv, "+n:p:c:h", long_opts, NULL)) != -1)
-		if ((r = take_opt(o, c, optarg)) != 0)
-			return r;
+		if ((r = take_opt(o, c, optarg)) != 0) {
+			if (r == -2)
+				cli_bad_option(argc, argv, stderr);
+			return r < 0 ? -1 : r;
+		}
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
 	if (optind >= argc || !o->nglobs) {
-		fprintf(stderr, "syncshim crashtest: %s\n", optind >= argc ? "no command" : "no --scope");
+		cli_err(stderr, "%s; syncshim crashtest -h says more", optind >= argc ? "no command" : "no --scope");
 		return -1;
 	}
 	o->cmd = argv + optind;
@@ -205,11 +204,13 @@ static int parse_args(int argc, char **argv, struct ct_opts *o)
 
 int cmd_crashtest(int argc, char **argv, FILE *out, FILE *err)
 {
+	(void)err;
 	static struct ct_opts o;
 	int r = parse_args(argc, argv, &o);
 	if (r != 0) {
-		ct_usage(r > 0 ? out : err);
-		return r > 0 ? 0 : 2;
+		if (r > 0)
+			ct_usage(out);
+		return r > 0 ? 0 : EXIT_USAGE;
 	}
 	r = ct_trials(&o);
 	for (size_t i = 0; i < o.nglobs; i++)

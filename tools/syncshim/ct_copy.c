@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "crashtest.h"
+#include "tool.h"
 
 static int mkdir_p(const char *dir)
 {
@@ -83,7 +84,7 @@ static int copy_file(const char *src, const char *dst)
 
 static int report(const char *what, const char *path)
 {
-	fprintf(stderr, "syncshim crashtest: %s %s: %s\n", what, path, strerror(errno));
+	cli_err(stderr, "%s %s: %s", what, path, strerror(errno));
 	return -1;
 }
 

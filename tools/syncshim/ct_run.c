@@ -26,6 +26,7 @@
 #include "crashtest.h"
 #include "syncshim_cli.h"
 #include "undolog.h"
+#include "tool.h"
 
 #define MS 1000000ull
 #define KILL_GRACE_NS (10000 * MS)  /* for processes to die after SIGKILL (D state, slow exit) */
@@ -146,7 +147,7 @@ static void child_exec_trial(const struct ct_opts *o, const char *store)
 	setenv("SYNCSHIM_CRASH_SCOPE", scope, 1);
 	execvp(o->cmd[0], o->cmd);
 	int e = errno;
-	fprintf(stderr, "syncshim crashtest: cannot run %s: %s\n", o->cmd[0], strerror(e));
+	cli_err(stderr, "cannot run %s: %s", o->cmd[0], strerror(e));
 	_exit(exec_failure_status(e));
 }
 

@@ -20,6 +20,7 @@
 
 #include "crashtest.h"
 #include "policy.h"
+#include "tool.h"
 
 /* The directory part of a glob before its first wildcard. */
 static void glob_dir(const char *glob, char *out, size_t len)
@@ -79,11 +80,11 @@ static int make_work(struct ct_scope *s)
 		s->work_dev = (uint64_t)got.st_dev;
 		s->work_ino = (uint64_t)got.st_ino;
 		if (have_want && got.st_dev != want.st_dev)
-			fprintf(stderr, "syncshim crashtest: warning: %s is on another file system than %s: files the "
-				"program replaces or unlinks cannot be kept for the rollback\n", s->work, s->dirs[0]);
+			cli_err(stderr, "warning: %s is on another file system than %s: files the "
+				"program replaces or unlinks cannot be kept for the rollback", s->work, s->dirs[0]);
 		return 0;
 	}
-	fprintf(stderr, "syncshim crashtest: cannot create a work directory beside %s or in %s: %s\n",
+	cli_err(stderr, "cannot create a work directory beside %s or in %s: %s",
 		s->dirs[0], cands[1], strerror(errno));
 	return -1;
 }
@@ -158,7 +159,7 @@ int ct_inventory(const struct ct_scope *s, struct ct_file **files, size_t *n)
 		ct_inventory_free(found, nfound);
 		*files = NULL;
 		*n = 0;
-		fprintf(stderr, "syncshim crashtest: out of memory listing the scope\n");
+		cli_err(stderr, "out of memory listing the scope");
 		return -1;
 	}
 	return 0;

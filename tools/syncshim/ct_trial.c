@@ -14,6 +14,7 @@
 
 #include "crashtest.h"
 #include "undolog.h"
+#include "tool.h"
 
 /* splitmix64: one seed, the same cut moments on every machine. */
 static uint64_t next_rand(uint64_t *s)
@@ -51,7 +52,7 @@ static int new_store(const struct ct_scope *sc, unsigned n, char *store, size_t 
 	ct_remove_tree(store);
 	int fd = mkdir(store, 0700) < 0 ? -1 : open(log, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, UNDO_MAGIC, 8) != 8 || close(fd) < 0) {
-		fprintf(stderr, "syncshim crashtest: cannot create %s: %s\n", log, strerror(errno));
+		cli_err(stderr, "cannot create %s: %s", log, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -74,9 +75,9 @@ static int initial_state(const struct ct_opts *o, const struct ct_scope *sc, uns
 	if (st == 0)
 		return 0;
 	if (timed_out)
-		fprintf(stderr, "syncshim crashtest: --setup took more than %u s (trial %u)\n", o->timeout_s, n);
+		cli_err(stderr, "--setup took more than %u s (trial %u)", o->timeout_s, n);
 	else
-		fprintf(stderr, "syncshim crashtest: --setup exited %d (trial %u)\n", st, n);
+		cli_err(stderr, "--setup exited %d (trial %u)", st, n);
 	return -1;
 }
 
@@ -191,7 +192,7 @@ static void keep_trial(const struct ct_opts *o, const struct ct_scope *sc, struc
 	snprintf(sub, sizeof(sub), "%s/report.txt", dst);
 	ct_report_trial_to(sub, o, t);
 	if (bad)
-		fprintf(stderr, "syncshim crashtest: trial %u kept in %s, but not all of it\n", t->n, dst);
+		cli_err(stderr, "trial %u kept in %s, but not all of it", t->n, dst);
 }
 
 static struct rb_inode *inodes_of(const struct ct_file *f, size_t n)

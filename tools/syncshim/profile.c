@@ -59,11 +59,12 @@ static void nap(void)
 static int usage(FILE *to, int rc)
 {
 	fprintf(to, "usage: syncshim %s\n"
-		    "  -o INI         write the proposed rules there (default: after the report)\n"
-		    "  -d DIR         keep the logs and outputs in DIR (default: a temp dir, removed)\n"
+		    "  -o, --out INI  write the proposed rules there (default: after the report)\n"
+		    "  -d, --dir DIR  keep the logs and outputs in DIR (default: a temp dir, removed)\n"
 		    "  --duration S   stop CMD after S seconds (default: when it exits)\n"
 		    "  --setup CMD    before the server starts (sh -c, without the shim)\n"
-		    "  --ready PROBE  the server is ready: tcp:HOST:PORT, unix:PATH, file:PATH, cmd:CMD\n"
+		    "  --ready PROBE  the server is ready: tcp:HOST:PORT, unix:PATH, file:PATH, cmd:CMD,\n"
+		    "                 pgsql:PSQL-ARGS (psql runs SELECT 1)\n"
 		    "  --load CMD     the load, without the shim; the server is stopped after it\n"
 		    "  --timeout S    for the probe (default 30)\n",
 		PROFILE_SYNOPSIS);
@@ -86,7 +87,7 @@ static int run_program(char **cmd, const char *config, const char *log, double d
 		if (shim_prepare_env(config, NULL, log, "calls") < 0)
 			_exit(127);
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "syncshim profile: cannot run %s: %s\n", cmd[0], strerror(errno));
+		cli_err(stderr, "cannot run %s: %s", cmd[0], strerror(errno));
 		_exit(exec_failure_status(errno));
 	}
 	setpgid(pid, pid);
@@ -180,11 +181,12 @@ static int parse(int argc, char **argv, struct profile_opts *o, FILE *out, FILE 
 		{ "setup", required_argument, NULL, O_SETUP },	   { "ready", required_argument, NULL, O_READY },
 		{ "load", required_argument, NULL, O_LOAD },	   { "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "duration", required_argument, NULL, O_DURATION }, { "help", no_argument, NULL, 'h' },
+		{ "out", required_argument, NULL, 'o' },	   { "dir", required_argument, NULL, 'd' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	optind = 0;
-	opterr = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->ini = optarg; break;
@@ -195,24 +197,26 @@ static int parse(int argc, char **argv, struct profile_opts *o, FILE *out, FILE 
 		case O_TIMEOUT: o->svc.ready_timeout_s = atof(optarg); break;
 		case O_DURATION: o->duration = atof(optarg); break;
 		case 'h': usage(out, 0); return -1;
-		default: return usage(err, EXIT_USAGE);
+		default: return cli_bad_option(argc, argv, err);
 		}
 	}
 	if (optind < argc && !strcmp(argv[optind], "--"))
 		optind++;
-	if (optind >= argc)
-		return usage(err, EXIT_USAGE);
+	if (optind >= argc) {
+		cli_err(err, "no command; syncshim profile -h says more");
+		return EXIT_USAGE;
+	}
 	o->service = o->svc.ready || o->svc.load || o->svc.setup;
 	if (o->service && (!o->svc.ready || !o->svc.load)) {
-		fprintf(err, "syncshim profile: a service needs both --ready PROBE and --load CMD\n");
+		cli_err(err, "a service needs both --ready PROBE and --load CMD");
 		return EXIT_USAGE;
 	}
 	if (o->service && o->duration > 0) {
-		fprintf(err, "syncshim profile: --duration is for a program; a service runs for its --load\n");
+		cli_err(err, "--duration is for a program; a service runs for its --load");
 		return EXIT_USAGE;
 	}
 	if ((o->svc.ready && ab_probe_valid(o->svc.ready) < 0) || o->svc.ready_timeout_s <= 0 || o->duration < 0) {
-		fprintf(err, "syncshim profile: bad --ready, --timeout or --duration\n");
+		cli_err(err, "bad --ready, --timeout or --duration");
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -227,19 +231,19 @@ static int make_run_dir(const char *keep, char *absdir, char *config, size_t len
 	if (keep) {
 		snprintf(dir, sizeof(dir), "%s", keep);
 		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			fprintf(err, "syncshim profile: cannot create %s: %s\n", dir, strerror(errno));
+			cli_err(err, "cannot create %s: %s", dir, strerror(errno));
 			return EXIT_INPUT;
 		}
 	} else {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(dir, sizeof(dir), "%s/syncshim-profile.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(dir)) {
-			fprintf(err, "syncshim profile: cannot create a temp dir: %s\n", strerror(errno));
+			cli_err(err, "cannot create a temp dir: %s", strerror(errno));
 			return EXIT_INPUT;
 		}
 	}
 	if (!realpath(dir, absdir)) {
-		fprintf(err, "syncshim profile: %s: %s\n", dir, strerror(errno));
+		cli_err(err, "%s: %s", dir, strerror(errno));
 		return EXIT_INPUT;
 	}
 	snprintf(config, len, "%s/profile.ini", absdir);
@@ -249,7 +253,7 @@ static int make_run_dir(const char *keep, char *absdir, char *config, size_t len
 	if (f && fclose(f) != 0)
 		ok = false;
 	if (!ok) {
-		fprintf(err, "syncshim profile: cannot write %s\n", config);
+		cli_err(err, "cannot write %s", config);
 		if (!keep)
 			remove_tree(absdir);
 		return EXIT_INPUT;
@@ -272,8 +276,8 @@ static int suggest_logs(const char *absdir, const char *ini, FILE *out, FILE *er
 	n = collect(absdir, args, n, MAX_LOGS + 4);
 	args[n] = NULL;
 	if (n == first) {
-		fprintf(err, "syncshim profile: no latency log in %s: the program touched no file the shim "
-			     "tracks, or could not be run under it\n", absdir);
+		cli_err(err, "no latency log in %s: the program touched no file the shim "
+			     "tracks, or could not be run under it", absdir);
 		rc = EXIT_INPUT;
 	} else {
 		fflush(out);
@@ -311,7 +315,7 @@ int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
 			rc = 1;
 	}
 	if (got_signal) {
-		fprintf(err, "syncshim profile: stopped by signal %d; everything it started is stopped\n", got_signal);
+		cli_err(err, "stopped by signal %d; everything it started is stopped", got_signal);
 		rc = 128 + got_signal;
 	}
 	if (!rc)
@@ -319,7 +323,7 @@ int cmd_profile(int argc, char **argv, FILE *out, FILE *err)
 	if (o.keep)
 		fprintf(out, "logs and outputs kept in %s\n", absdir);
 	else if (rc && !got_signal)
-		fprintf(err, "syncshim profile: outputs kept in %s\n", absdir); /* to see what went wrong */
+		cli_err(err, "outputs kept in %s", absdir); /* to see what went wrong */
 	else
 		remove_tree(absdir);
 	return rc;

@@ -5,6 +5,7 @@
  *   syncshim check FILE [PATH...]
  *   syncshim ab [-n ROUNDS] [-o DIR] A B -- CMD [ARGS]   (ab.c, abserve.c)
  *   syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut ...] --scope GLOB ... -- CMD [ARGS]
+ *   syncshim status [PID...]   (status.c)
  *
  * main() is the table commands[] (tool.h): one line per subcommand.
  */
@@ -94,7 +95,7 @@ static void warn_if_unreachable(const char *cmd)
 {
 	char path[PATH_MAX], why[256];
 	if (find_in_path(cmd, path, sizeof(path)) == 0 && elf_preload_check(path, why, sizeof(why)))
-		fprintf(stderr, "syncshim: warning: %s is %s\n", path, why);
+		cli_err(stderr, "warning: %s is %s", path, why);
 }
 
 /* The shim takes only absolute log paths (it cannot know the directory
@@ -110,9 +111,30 @@ static int absolute_log(const char *log, char *out, size_t len)
 		snprintf(out, len, "%s", log); /* too long: the check below says so */
 	policy_init_defaults(&p);
 	if (policy_apply_env(&p, &(struct policy_env){ .log = out }, err, sizeof(err)) < 0) {
-		fprintf(stderr, "syncshim: %s\n", err);
+		cli_err(stderr, "%s", err);
 		return -1;
 	}
+	return 0;
+}
+
+int shim_settings_check(const char *config, const char *policy, const char *log, const char *mode)
+{
+	char err[POLICY_ERR_MAX], names[128], abs_log[PATH_MAX];
+	static struct policy p;
+	if (config && policy_load_file(config, &p, err, sizeof(err)) < 0) {
+		cli_err(stderr, "%s; nothing was run", err);
+		return -1;
+	}
+	if (policy && sync_policy_parse(policy) < 0) {
+		cli_err(stderr, "unknown policy '%s'; use one of: %s", policy, sync_policy_names(names, sizeof(names)));
+		return -1;
+	}
+	if (mode && log_mode_parse(mode) < 0) {
+		cli_err(stderr, "unknown log mode '%s'; use summary or calls", mode);
+		return -1;
+	}
+	if (log && absolute_log(log, abs_log, sizeof(abs_log)) < 0)
+		return -1;
 	return 0;
 }
 
@@ -120,77 +142,76 @@ int shim_prepare_env(const char *config, const char *policy, const char *log, co
 {
 	char lib[PATH_MAX];
 	if (launcher_library_path(lib, sizeof(lib)) < 0) {
-		fprintf(stderr, "syncshim: cannot find libsyncshim.so next to this program or in ../lib/syncshim/; "
-			"set SYNCSHIM_LIB\n");
+		cli_err(stderr, "cannot find libsyncshim.so next to this program or in ../lib/syncshim/; "
+			"set SYNCSHIM_LIB");
 		return -1;
 	}
-	/* Validate here so a bad config says its one line once, not once per
-	 * process the command spawns; the command then runs as passthrough. */
-	char err[POLICY_ERR_MAX];
-	static struct policy p;
-	int bad = 0;
-	if (config && policy_load_file(config, &p, err, sizeof(err)) < 0) {
-		fprintf(stderr, "syncshim: %s; running as passthrough\n", err);
-		bad = 1;
-	} else if (policy && sync_policy_parse(policy) < 0) {
-		char names[128];
-		fprintf(stderr, "syncshim: unknown policy '%s'; use one of: %s; running as passthrough\n", policy,
-			sync_policy_names(names, sizeof(names)));
-		bad = 1;
-	}
-	if (mode && log_mode_parse(mode) < 0) {
-		fprintf(stderr, "syncshim: unknown log mode '%s'; use summary or calls\n", mode);
+	/* A person is watching: a typo stops here, before anything runs
+	 * (only a bare LD_PRELOAD, in a service, falls back to passthrough). */
+	if (shim_settings_check(config, policy, log, mode) < 0)
 		return -1;
-	}
 	unsetenv("SYNCSHIM_CONFIG");
 	unsetenv("SYNCSHIM_POLICY");
-	if (bad) {
-		setenv("SYNCSHIM_POLICY", "passthrough", 1);
-	} else {
-		char abs[PATH_MAX];
-		if (config && realpath(config, abs))
-			setenv("SYNCSHIM_CONFIG", abs, 1);
-		if (policy)
-			setenv("SYNCSHIM_POLICY", policy, 1);
-	}
+	char abs[PATH_MAX];
+	if (config && realpath(config, abs))
+		setenv("SYNCSHIM_CONFIG", abs, 1);
+	if (policy)
+		setenv("SYNCSHIM_POLICY", policy, 1);
 	char abs_log[PATH_MAX];
-	if (log && absolute_log(log, abs_log, sizeof(abs_log)) < 0)
-		return -1;
-	if (log)
+	if (log && absolute_log(log, abs_log, sizeof(abs_log)) == 0)
 		setenv("SYNCSHIM_LOG", abs_log, 1);
 	if (mode)
 		setenv("SYNCSHIM_LOG_MODE", mode, 1);
 	return add_preload(lib);
 }
 
+static int run_usage(FILE *to)
+{
+	char names[128];
+	fprintf(to, "usage: syncshim %s\n"
+		    "  runs CMD with the shim preloaded\n"
+		    "  -c, --config FILE  the rules (shim.ini syntax; checked first, as syncshim check does)\n"
+		    "  -p, --policy NAME  one policy for every file: %s\n"
+		    "  -o, --log LOG      the latency log (%%p: the pid)\n"
+		    "  -m, --mode MODE    the log's detail: summary | calls\n"
+		    "  a typo in any of them is one line and exit 2, and CMD does not run\n",
+		RUN_SYNOPSIS, sync_policy_names(names, sizeof(names)));
+	return 0;
+}
+
 static int cmd_run(int argc, char **argv, FILE *out, FILE *err)
 {
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' }, { "policy", required_argument, NULL, 'p' },
+		{ "log", required_argument, NULL, 'o' },    { "mode", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+	};
 	const char *config = NULL, *policy = NULL, *log = NULL, *mode = NULL;
 	int c;
-	if (cli_wants_help(argc, argv)) {
-		fprintf(out, "usage: syncshim %s\n", RUN_SYNOPSIS);
-		return 0;
-	}
-	while ((c = getopt(argc, argv, "+c:p:o:m:h")) != -1) {
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:p:o:m:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;
 		case 'p': policy = optarg; break;
 		case 'o': log = optarg; break;
 		case 'm': mode = optarg; break;
-		case 'h': fprintf(out, "usage: syncshim %s\n", RUN_SYNOPSIS); return 0;
-		default: fprintf(err, "usage: syncshim %s\n", RUN_SYNOPSIS); return EXIT_USAGE;
+		case 'h': return run_usage(out);
+		default: return cli_bad_option(argc, argv, err);
 		}
 	}
+	if (optind < argc && !strcmp(argv[optind], "--"))
+		optind++;
 	if (optind >= argc) {
-		fprintf(err, "usage: syncshim %s\n", RUN_SYNOPSIS);
+		cli_err(err, "no command; syncshim run -h says more");
 		return EXIT_USAGE;
 	}
 	if (shim_prepare_env(config, policy, log, mode) < 0)
-		return 1;
+		return EXIT_USAGE;
 	warn_if_unreachable(argv[optind]);
 	execvp(argv[optind], argv + optind);
 	int e = errno;
-	fprintf(stderr, "syncshim: cannot run %s: %s\n", argv[optind], strerror(e));
+	cli_err(stderr, "cannot run %s: %s", argv[optind], strerror(e));
 	return exec_failure_status(e);
 }
 
@@ -232,14 +253,18 @@ static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
 			     "  what each call does to it (the decision table's row)\n", CHECK_SYNOPSIS);
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "--"))
+		argv++, argc--;
+	else if (argc >= 2 && argv[1][0] == '-' && argv[1][1])
+		return cli_bad_option(argc, argv, err);
 	if (argc < 2) {
-		fprintf(err, "usage: syncshim %s\n", CHECK_SYNOPSIS);
+		cli_err(err, "no ini file given; syncshim check -h says more");
 		return EXIT_USAGE;
 	}
 	static struct policy p;
 	char msg[POLICY_ERR_MAX];
 	if (policy_load_file(argv[1], &p, msg, sizeof(msg)) < 0) {
-		fprintf(err, "syncshim: %s\n", msg);
+		cli_err(err, "%s", msg);
 		return EXIT_INPUT;
 	}
 	fprintf(out, "%s: ok, %d rule%s, default policy %s, live counters %s\n", argv[1], p.nrules,
@@ -250,11 +275,12 @@ static int cmd_check(int argc, char **argv, FILE *out, FILE *err)
 }
 
 static const struct tool_cmd commands[] = {
-	{ "run", cmd_run, RUN_SYNOPSIS },
-	{ "check", cmd_check, CHECK_SYNOPSIS },
-	{ "ab", cmd_ab, AB_SYNOPSIS },
-	{ "profile", cmd_profile, PROFILE_SYNOPSIS },
-	{ "crashtest", cmd_crashtest, CRASHTEST_SYNOPSIS },
+	{ "run", cmd_run, RUN_SYNOPSIS, "run a program with the shim preloaded, under a policy or an ini" },
+	{ "check", cmd_check, CHECK_SYNOPSIS, "check an ini; say which rule each PATH falls under and what it does" },
+	{ "ab", cmd_ab, AB_SYNOPSIS, "the same workload (or service) under two policies, A B A B; one verdict" },
+	{ "profile", cmd_profile, PROFILE_SYNOPSIS, "run a program or service once and propose the rules for its files" },
+	{ "crashtest", cmd_crashtest, CRASHTEST_SYNOPSIS, "cut a program's power again and again; check what survives" },
+	{ "status", cmd_status, STATUS_SYNOPSIS, "which running processes are under syncshim: rules, files, data at risk" },
 };
 
 static const struct tool syncshim_tool = {

@@ -75,9 +75,18 @@ struct live_where {
 	uid_t uid;             /* the reader's real user id */
 	bool all_users;        /* root: every TMP/syncshim-N and RUN_USER/N/syncshim owned by N */
 	bool keep_stale;       /* never remove stale files */
+	/* Also every process with the shim loaded (PROC/PID/maps) whose TMP is
+	 * not ours, in a mount namespace of its own (systemd's PrivateTmp):
+	 * its directories read through PROC/PID/root. On unless dir is set. */
+	bool other_namespaces;
+	const char *proc;      /* "/proc" */
 };
 
 void live_where_init(struct live_where *w, const char *dir_option);
+
+/* Whether process pid has the shim mapped (PROC/PID/maps names
+ * libsyncshim.so); false when it cannot be read (gone, another user's). */
+bool live_pid_shimmed(const char *proc, pid_t pid);
 
 /* Reads every *.live file of every directory. Never blocks: FIFOs,
  * devices and symlinks are refused, each copy is retried a bounded number

@@ -38,6 +38,23 @@ void live_where_init(struct live_where *w, const char *dir_option)
 	w->run_user = "/run/user";
 	w->uid = getuid();
 	w->all_users = geteuid() == 0;
+	w->other_namespaces = !w->dir;
+	w->proc = "/proc";
+}
+
+bool live_pid_shimmed(const char *proc, pid_t pid)
+{
+	char path[512], line[4096];
+	if (snprintf(path, sizeof(path), "%s/%d/maps", proc, (int)pid) >= (int)sizeof(path))
+		return false;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libsyncshim.so") != NULL;
+	fclose(f);
+	return found;
 }
 
 static void note(struct live_snapshot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -256,6 +273,79 @@ static int add_all_users(const struct live_where *w, struct live_snapshot *s, st
 	return rc;
 }
 
+/* VAR's value in PROC/PID/environ into out; false if unset or unreadable. */
+static bool environ_of(const char *proc, const char *pid, const char *var, char *out, size_t len)
+{
+	char path[512], buf[65536];
+	if (snprintf(path, sizeof(path), "%s/%s/environ", proc, pid) >= (int)sizeof(path))
+		return false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	size_t vlen = strlen(var);
+	for (char *e = buf; e < buf + n; e += strlen(e) + 1)
+		if (!strncmp(e, var, vlen) && e[vlen] == '=' && e[vlen + 1] == '/') {
+			snprintf(out, len, "%s", e + vlen + 1);
+			return true;
+		}
+	return false;
+}
+
+/* One process with the shim in a mount namespace of its own: the places
+ * it publishes in (LIVEFORMAT.md, Where) seen through PROC/PID/root. */
+static int add_namespace_of(const struct live_where *w, struct live_snapshot *s, struct seen *seen,
+			    const char *pid, uid_t uid)
+{
+	char root[512], path[4096], val[2048];
+	if (snprintf(root, sizeof(root), "%s/%s/root", w->proc, pid) >= (int)sizeof(root))
+		return 0;
+	int rc = 0;
+	if (environ_of(w->proc, pid, "SYNCSHIM_LIVE_DIR", val, sizeof(val)) &&
+	    snprintf(path, sizeof(path), "%s%s", root, val) < (int)sizeof(path))
+		rc = add_dir(w, s, seen, path, (long)uid);
+	if (rc == 0 && environ_of(w->proc, pid, "XDG_RUNTIME_DIR", val, sizeof(val)) &&
+	    snprintf(path, sizeof(path), "%s%s/syncshim", root, val) < (int)sizeof(path))
+		rc = add_dir(w, s, seen, path, (long)uid);
+	if (rc == 0 && snprintf(path, sizeof(path), "%s%s/syncshim-%u", root, w->tmp, (unsigned)uid) < (int)sizeof(path))
+		rc = add_dir(w, s, seen, path, (long)uid);
+	if (rc == 0 && snprintf(path, sizeof(path), "%s%s/%u/syncshim", root, w->run_user, (unsigned)uid) <
+			       (int)sizeof(path))
+		rc = add_dir(w, s, seen, path, (long)uid);
+	return rc;
+}
+
+/* Every process with the shim loaded whose TMP is not ours. */
+static int add_other_namespaces(const struct live_where *w, struct live_snapshot *s, struct seen *seen)
+{
+	struct stat ours, theirs, owner;
+	if (stat(w->tmp, &ours) != 0)
+		return 0;
+	DIR *d = opendir(w->proc);
+	if (!d)
+		return 0;
+	int rc = 0;
+	char path[4096];
+	for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+		long pid = uid_of(e->d_name); /* digits only */
+		if (pid <= 0 || snprintf(path, sizeof(path), "%s/%s/root%s", w->proc, e->d_name, w->tmp) >= (int)sizeof(path))
+			continue;
+		if (stat(path, &theirs) != 0 || (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", w->proc, e->d_name);
+		if (stat(path, &owner) != 0 || (!w->all_users && owner.st_uid != w->uid) ||
+		    !live_pid_shimmed(w->proc, (pid_t)pid))
+			continue;
+		rc = add_namespace_of(w, s, seen, e->d_name, owner.st_uid);
+	}
+	closedir(d);
+	return rc;
+}
+
 static int by_pid(const void *a, const void *b)
 {
 	const struct live_proc *x = a, *y = b;
@@ -280,6 +370,8 @@ int live_scan(const struct live_where *w, struct live_snapshot *s)
 			rc = add_dir(w, s, &seen, path, (long)w->uid);
 		if (rc == 0 && w->all_users)
 			rc = add_all_users(w, s, &seen);
+		if (rc == 0 && w->other_namespaces && w->proc)
+			rc = add_other_namespaces(w, s, &seen);
 	}
 	if (s->nprocs)
 		qsort(s->procs, s->nprocs, sizeof(*s->procs), by_pid);

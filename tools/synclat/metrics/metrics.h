@@ -21,12 +21,13 @@ unsigned metrics_le_bucket(unsigned k);
 /* One exposition of a snapshot; -1 when out of memory (nothing written). */
 int metrics_write(FILE *out, const struct live_snapshot *s);
 
-/* --listen ADDR: serves GET /metrics over HTTP, one connection at a time,
- * until SIGTERM or SIGINT; 0, or EXIT_USAGE when it cannot listen. */
+/* --listen ADDR: serves GET /metrics over HTTP, every client with its own
+ * deadline (slow or idle ones never block a scraper), until SIGTERM or
+ * SIGINT; 0, or EXIT_USAGE when it cannot listen. */
 int metrics_serve(const char *addr, const struct live_where *w, FILE *out, FILE *err);
 
-/* "synclat metrics ARGS" (argv[0] is "metrics"): 0 ok, 1 usage error,
- * 2 the output file could not be written. */
+/* "synclat metrics ARGS" (argv[0] is "metrics"): 0 ok, 2 a usage error or
+ * the output file could not be written. */
 int metrics_main(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

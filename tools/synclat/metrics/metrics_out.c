@@ -28,14 +28,14 @@ static const char metrics_usage[] =
 	"  -o, --out FILE   replace FILE atomically (mode 0644) instead of writing to standard output\n"
 	"                   (for node_exporter: a FILE.prom in its textfile collector's directory)\n"
 	"  -l, --listen HOST:PORT   serve GET /metrics over HTTP for Prometheus to scrape, until\n"
-	"                   SIGTERM (e.g. 127.0.0.1:9464; one connection at a time, bounded)\n"
+	"                   SIGTERM (e.g. 127.0.0.1:9464; slow or idle clients never block a scrape)\n"
 	"  --dir DIR        read DIR alone (default: $SYNCSHIM_LIVE_DIR, else\n"
 	"                   $XDG_RUNTIME_DIR/syncshim and /tmp/syncshim-UID; root: every user's)\n";
 
 static int usage(FILE *err, const char *why)
 {
 	if (why)
-		fprintf(err, "synclat metrics: %s\n", why);
+		cli_err(err, "%s", why);
 	fputs(metrics_usage, err);
 	return EXIT_USAGE;
 }
@@ -86,16 +86,16 @@ static int write_atomic(const char *path, const struct live_snapshot *s, FILE *e
 		return usage(err, "--out: name too long");
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(err, "synclat metrics: %s: cannot create a file beside it: %s\n", path, strerror(errno));
+		cli_err(err, "%s: cannot create a file beside it: %s", path, strerror(errno));
 		return EXIT_INPUT;
 	}
 	if (fill_temp(fd, s) != 0 || rename(tmp, path) != 0) {
-		fprintf(err, "synclat metrics: %s: cannot write: %s\n", path, strerror(errno));
+		cli_err(err, "%s: cannot write: %s", path, strerror(errno));
 		unlink(tmp);
 		return EXIT_INPUT;
 	}
 	if (sync_dir_of(path) != 0)
-		fprintf(err, "synclat metrics: warning: %s: written, but its directory could not be synced: %s\n",
+		cli_err(err, "warning: %s: written, but its directory could not be synced: %s",
 			path, strerror(errno));
 	return 0;
 }
@@ -139,14 +139,14 @@ int metrics_main(int argc, char **argv, FILE *out, FILE *err)
 		return metrics_serve(listen_at, &w, out, err);
 	struct live_snapshot s;
 	if (live_scan(&w, &s) != 0) {
-		fputs("synclat metrics: out of memory\n", err);
+		cli_err(err, "out of memory");
 		live_snapshot_free(&s);
 		return EXIT_INPUT;
 	}
 	if (path) {
 		rc = write_atomic(path, &s, err);
 	} else if (metrics_write(out, &s) != 0 || fflush(out) != 0) {
-		fprintf(err, "synclat metrics: cannot write: %s\n", strerror(errno));
+		cli_err(err, "cannot write: %s", strerror(errno));
 		rc = EXIT_INPUT;
 	}
 	live_snapshot_free(&s);

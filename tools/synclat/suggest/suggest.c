@@ -305,7 +305,7 @@ static int add_log(struct profile *p, const struct lr_log *log, FILE *err)
 			file_record(by_file[fi], log, order[i]);
 	}
 	if (rc)
-		fprintf(err, "synclat suggest: out of memory\n");
+		cli_err(err, "out of memory");
 	free(seen);
 	free(order);
 	free(by_file);
@@ -331,9 +331,11 @@ static bool numeric_component(const char *s, size_t n)
 	return n && hex == n && digits && (digits == n || n >= 8);
 }
 
+/* A name's byte as the glob's literal: glob characters escaped, and ';'
+ * too (after a space the ini would read it as the start of a comment). */
 static size_t put_literal(char *out, size_t o, char c)
 {
-	if (c == '*' || c == '?' || c == '[' || c == '\\')
+	if (c == '*' || c == '?' || c == '[' || c == '\\' || c == ';')
 		out[o++] = '\\';
 	out[o++] = c;
 	return o;
@@ -610,8 +612,16 @@ static struct sgroup *make_groups(struct profile *p, size_t *ngroups, double sec
 
 /* ---- output ---------------------------------------------------------------- */
 
-/* A comment of any length as "; " lines of at most about 92 characters. */
-static void comment(FILE *out, const char *text)
+bool suggest_ini_safe(const char *pattern)
+{
+	size_t n = strlen(pattern);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)pattern[i] < 0x20 || pattern[i] == 0x7f)
+			return false;
+	return n && n <= GLOB_MAX && pattern[n - 1] != ' ';
+}
+
+void suggest_comment(FILE *out, const char *text)
 {
 	const char *s = text;
 	while (*s) {
@@ -621,16 +631,42 @@ static void comment(FILE *out, const char *text)
 			while (n > 40 && s[n] != ' ')
 				n--;
 		}
-		fprintf(out, "; %.*s\n", (int)n, s);
+		fputs("; ", out);
+		for (size_t i = 0; i < n; i++) /* a newline would end the comment and start a line of rules */
+			fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], out);
+		fputc('\n', out);
 		s += n;
 		while (*s == ' ')
 			s++;
 	}
 }
 
+void suggest_write_rule(FILE *out, const char *name, const char *pattern, int policy, unsigned delay_ms,
+			const char *reason)
+{
+	fprintf(out, "\n");
+	suggest_comment(out, reason);
+	fprintf(out, "[rule %s]\npath = %s\nsync = %s\n", name, pattern, sync_policy_name((enum sync_policy)policy));
+	if (policy == SYNC_DEFER)
+		fprintf(out, "max_delay_ms = %u\n", delay_ms);
+}
+
+static void comment(FILE *out, const char *text)
+{
+	suggest_comment(out, text);
+}
+
+/* A group its rule can name: a policy, a glob the shim takes, and one the
+ * ini can hold exactly. */
 static bool rule_fits(const struct sgroup *g)
 {
-	return g->policy >= 0 && strlen(g->pattern) <= GLOB_MAX && g->pattern[0] == '/';
+	return g->policy >= 0 && strlen(g->pattern) <= GLOB_MAX && g->pattern[0] == '/' && suggest_ini_safe(g->pattern);
+}
+
+/* A group left out only because no ini value can name it exactly. */
+static bool rule_unwritable(const struct sgroup *g)
+{
+	return g->policy >= 0 && !suggest_ini_safe(g->pattern);
 }
 
 /* A rule is written for a relaxed group, a file renamed into place (to
@@ -648,19 +684,17 @@ static void write_ini(FILE *out, const struct profile *p, const struct sgroup *g
 	fprintf(out, "; syncshim rules proposed by synclat suggest from %zu log%s of a %.1f s run of\n", p->nlogs,
 		p->nlogs == 1 ? "" : "s", secs);
 	snprintf(buf, sizeof(buf), "%s", p->cmdline ? p->cmdline : "?");
-	for (char *c = buf; *c; c++)
-		if (*c == '\n' || *c == '\r')
-			*c = ' ';
 	comment(out, buf);
 	fprintf(out, "; Read the reasons before you use them: a defer rule trades a bounded loss window\n"
 		     "; for latency. Check with `syncshim check FILE PATH...`; measure with\n"
 		     "; `syncshim ab passthrough FILE ... -- SERVER`.\n\n");
 	fprintf(out, "[shim]\n; Every file no rule names keeps its syncs.\npolicy = passthrough\n");
 	int rules = 0;
-	size_t rare = 0;
+	size_t rare = 0, unwritable = 0;
 	for (size_t k = 0; k < n; k++) {
 		if (!rule_written(&g[k])) {
 			rare += rule_fits(&g[k]);
+			unwritable += rule_unwritable(&g[k]);
 			continue;
 		}
 		if (rules == MAX_RULES) {
@@ -670,15 +704,14 @@ static void write_ini(FILE *out, const struct profile *p, const struct sgroup *g
 		}
 		if (g[k].policy == SYNC_PASSTHROUGH && rules >= MAX_RULES - 8)
 			continue;
-		fprintf(out, "\n");
 		snprintf(buf, sizeof(buf), "%zu file%s: %s", g[k].nfiles, g[k].nfiles == 1 ? "" : "s", g[k].reason);
-		comment(out, buf);
-		fprintf(out, "[rule %s]\npath = %s\nsync = %s\n", g[k].name, g[k].pattern,
-			sync_policy_name((enum sync_policy)g[k].policy));
-		if (g[k].policy == SYNC_DEFER)
-			fprintf(out, "max_delay_ms = %u\n", g[k].delay_ms);
+		suggest_write_rule(out, g[k].name, g[k].pattern, g[k].policy, g[k].delay_ms, buf);
 		rules++;
 	}
+	if (unwritable)
+		fprintf(out, "\n; %zu group%s of files whose names hold a control character (or end in a space) "
+			     "left out:\n; no ini value names them exactly, so they keep the default, passthrough "
+			     "(synclat suggest\n; lists them).\n", unwritable, unwritable == 1 ? "" : "s");
 	if (rare)
 		fprintf(out, "\n; %zu more group%s of files synced rarely keep the default, passthrough\n"
 			     "; (synclat suggest lists them).\n", rare, rare == 1 ? "" : "s");
@@ -805,7 +838,7 @@ static int verify(const char *text, const struct profile *p, const struct sgroup
 	static struct policy pol;
 	char why[POLICY_ERR_MAX];
 	if (policy_load_string(text, "proposal", &pol, why, sizeof(why)) < 0) {
-		fprintf(err, "synclat suggest: the proposed ini does not load (a bug): %s\n", why);
+		cli_err(err, "the proposed ini does not load (a bug): %s", why);
 		return -1;
 	}
 	size_t off = 0;
@@ -854,17 +887,17 @@ static int read_logs(struct lr_log *logs, char **paths, size_t n, bool salvage, 
 	for (size_t i = 0; i < n; i++) {
 		struct lr_error e;
 		if (lr_read_file(paths[i], &logs[i], &e) < 0 && !(salvage && lr_salvage(&logs[i], &e))) {
-			fprintf(err, "synclat: %s\n", e.msg);
+			cli_err(err, "%s", e.msg);
 			return EXIT_INPUT;
 		}
 		if (logs[i].log_mode != LOG_CALLS) {
-			fprintf(err, "synclat suggest: %s has no call records (log_mode = %s); profile with log_mode = "
-				     "calls (syncshim profile does)\n", logs[i].path, report_mode_name(logs[i].log_mode));
+			cli_err(err, "%s has no call records (log_mode = %s); profile with log_mode = "
+				     "calls (syncshim profile does)", logs[i].path, report_mode_name(logs[i].log_mode));
 			return EXIT_INPUT;
 		}
 		if (logs[i].minor < 2)
-			fprintf(err, "synclat suggest: %s is a log of format 1.%u: it does not say which files were "
-				     "opened O_SYNC/O_DSYNC or renamed; profile with this version's shim\n",
+			cli_err(err, "%s is a log of format 1.%u: it does not say which files were "
+				     "opened O_SYNC/O_DSYNC or renamed; profile with this version's shim",
 				logs[i].path, logs[i].minor);
 		if (add_log(p, &logs[i], err) < 0)
 			return EXIT_INPUT;
@@ -901,7 +934,7 @@ static int write_text(const char *path, const char *text, FILE *out, FILE *err)
 	if (f && fclose(f) != 0)
 		ok = false;
 	if (!ok) {
-		fprintf(err, "synclat suggest: cannot write %s: %s\n", path, strerror(errno));
+		cli_err(err, "cannot write %s: %s", path, strerror(errno));
 		return EXIT_INPUT;
 	}
 	fprintf(out, "\nproposed rules written to %s\n", path);
@@ -925,14 +958,12 @@ int suggest_main(int argc, char **argv, FILE *out, FILE *err)
 		case 'o': ini = optarg; break;
 		case 'S': salvage = true; break;
 		case 'h': return usage(out, 0);
-		default:
-			fprintf(err, "synclat suggest: unknown option '%s'\n", argv[optind - 1]);
-			return usage(err, EXIT_USAGE);
+		default: return cli_bad_option(argc, argv, err);
 		}
 	}
 	if (optind >= argc) {
-		fprintf(err, "synclat suggest: no log given\n");
-		return usage(err, EXIT_USAGE);
+		cli_err(err, "no log given; %s -h says more", cli_name());
+		return EXIT_USAGE;
 	}
 	size_t nlogs = (size_t)(argc - optind), ng = 0;
 	struct lr_log *logs = calloc(nlogs, sizeof(*logs));
@@ -942,7 +973,7 @@ int suggest_main(int argc, char **argv, FILE *out, FILE *err)
 	int rc = logs ? read_logs(logs, argv + optind, nlogs, salvage, &p, err) : EXIT_INPUT;
 	double secs = p.end_wall > p.start_wall ? (double)(p.end_wall - p.start_wall) / 1e9 : 0;
 	if (!rc && (!(g = make_groups(&p, &ng, secs)) || !(text = proposal(&p, g, ng, secs)))) {
-		fprintf(err, "synclat suggest: out of memory\n");
+		cli_err(err, "out of memory");
 		rc = EXIT_INPUT;
 	}
 	if (!rc) {

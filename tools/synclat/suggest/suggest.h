@@ -10,11 +10,12 @@
 #ifndef SYNCSHIM_SUGGEST_H
 #define SYNCSHIM_SUGGEST_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* "synclat suggest [-o INI] [--salvage] LOG..." (argv[0] is "suggest"):
  * the report on out, the ini on -o's file (or on out after the report);
- * 0 ok, 1 usage, 2 a log that cannot be read or an ini that cannot be
+ * 0 ok, 2 a usage error, a log that cannot be read or an ini that cannot be
  * written. */
 int suggest_main(int argc, char **argv, FILE *out, FILE *err);
 
@@ -22,5 +23,20 @@ int suggest_main(int argc, char **argv, FILE *out, FILE *err);
  * each run of 8 or more hex digits with a digit in it, becomes '*', and
  * glob characters are escaped (db-12.log -> db-*.log). */
 void suggest_pattern(const char *path, char *out, size_t len);
+
+/* Whether a glob can be written after "path = " so that the ini parser
+ * reads back exactly it: no control character (a newline would end the
+ * value and start a line of its own, a rule key), no space at its end
+ * (trimmed), and short enough for "path = GLOB" to fit an ini line. A ';' in a name is escaped by suggest_pattern. Proposed
+ * rules come only from rule syntax: a group whose glob is not safe is left
+ * out, with a note. */
+bool suggest_ini_safe(const char *pattern);
+/* text as "; " comment lines of about 92 characters, control bytes as '?'. */
+void suggest_comment(FILE *out, const char *text);
+/* One proposed rule: a blank line, the reason as a comment, [rule NAME],
+ * path, sync (a sync_policy), and max_delay_ms for defer. pattern must be
+ * suggest_ini_safe. */
+void suggest_write_rule(FILE *out, const char *name, const char *pattern, int policy, unsigned delay_ms,
+			const char *reason);
 
 #endif

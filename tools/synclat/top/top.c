@@ -30,7 +30,7 @@ static const char top_usage[] =
 static int usage(FILE *err, const char *why)
 {
 	if (why)
-		fprintf(err, "synclat top: %s\n", why);
+		cli_err(err, "%s", why);
 	fputs(top_usage, err);
 	return EXIT_USAGE;
 }
@@ -119,7 +119,7 @@ static int top_once(const struct top_cfg *c, FILE *out, FILE *err)
 	int rc = 0;
 	memset(&v, 0, sizeof(v));
 	if (live_scan(&c->where, &s) != 0 || top_view_build(&v, &s, &c->o) != 0) {
-		fputs("synclat top: out of memory\n", err);
+		cli_err(err, "out of memory");
 		rc = EXIT_INPUT;
 	} else if (c->json) {
 		top_print_json(out, &s, &v, &c->o);

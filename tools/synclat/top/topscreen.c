@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "term.h"
+#include "tool.h"
 
 struct screen {
 	struct top_cfg *c;
@@ -232,9 +233,9 @@ int top_interactive(struct top_cfg *c, FILE *err)
 	memset(&sc, 0, sizeof(sc));
 	sc.c = c;
 	if (term_enter(&sc.t, STDIN_FILENO, STDOUT_FILENO) != 0) {
-		fprintf(err, "synclat top: %s: the interactive view needs a terminal; use --once or --json\n",
+		cli_err(err, "%s: the interactive view needs a terminal; use --once or --json",
 			strerror(errno));
-		return 1;
+		return EXIT_USAGE;
 	}
 	uint64_t delay = (uint64_t)(c->delay_s * 1000), next = 0;
 	int rc = 0;
@@ -261,7 +262,7 @@ int top_interactive(struct top_cfg *c, FILE *err)
 	top_view_free(&sc.v);
 	live_snapshot_free(&sc.s);
 	if (rc)
-		fprintf(err, "synclat top: cannot write to the terminal\n");
+		cli_err(err, "cannot write to the terminal");
 	term_reraise();
 	return rc;
 }
