@@ -210,6 +210,11 @@ Test(trust, temp_files_get_no_error_the_disk_did_not_give)
 		      "the app got %lld failed fsync/close and stderr told %d failed deferred syncs, but beneath the "
 		      "shim %d sync or close failed: %s\nstderr (first lines):\n%.2000s",
 		      app, told, beneath, r.out, r.err);
+	/* and each was synced through a descriptor of its own: the file
+	 * system's sync is for a file no descriptor or name leads to */
+	cr_assert_eq(h_count(&log, "syncfs", 0), 0,
+		     "a temporary file's deferred sync went to its whole file system: no descriptor of it was found "
+		     "while its closer waited");
 }
 
 /* A closed file whose deferred sync is owed loses every way to it behind
