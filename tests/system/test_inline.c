@@ -68,6 +68,18 @@ Test(inline_trap, inline_fsyncs_follow_the_policy_in_every_shape)
  * resets a blocked or ignored forced SIGSYS to its default: exit 159).
  * Each must run to its end with every inline fsync seen (fdatasync(2)
  * reaches the kernel, never fsync(2)) and every record written. */
+/* stderr without ASan's own first-line warning about swapcontext (the
+ * sanitizer's, not the shim's: make asan). */
+static const char *without_asan_context_warning(const char *err)
+{
+	if (!h_ctx.asan || strncmp(err, "==", 2) != 0)
+		return err;
+	const char *nl = strchr(err, '\n');
+	bool warning = strstr(err, "ASan doesn't fully support makecontext/swapcontext") != NULL &&
+		       (!nl || strstr(err, "ASan doesn't fully support makecontext/swapcontext") < nl);
+	return warning ? (nl ? nl + 1 : "") : err;
+}
+
 Test(inline_trap, no_way_of_blocking_or_ignoring_sigsys_kills_the_host)
 {
 #if !defined(__x86_64__)
@@ -87,7 +99,7 @@ Test(inline_trap, no_way_of_blocking_or_ignoring_sigsys_kills_the_host)
 		struct h_result r = h_run(&c);
 		cr_assert_eq(r.sig, 0, "%s: the host was killed by signal %d\n%s", modes[m], r.sig, r.err);
 		h_assert_ok(r, h_fmt("inline_calls %s under trap", modes[m]));
-		cr_assert_eq(r.err[0], 0, "%s: %s", modes[m], r.err);
+		cr_assert_eq(without_asan_context_warning(r.err)[0], 0, "%s: %s", modes[m], r.err);
 		long fs = h_strace_count(&c, "fsync"), fds = h_strace_count(&c, "fdatasync");
 		cr_assert_eq(fs, 0, "%s: fsync(2) calls %ld: an inline fsync went unseen", modes[m], fs);
 		cr_assert_eq(fds, N, "%s: fdatasync(2) calls %ld, want %d", modes[m], fds, N);
