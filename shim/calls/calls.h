@@ -26,8 +26,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/select.h>
+#include <ucontext.h>
 #include <spawn.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
@@ -204,6 +207,30 @@
 				   void (*)(void), void *), fb_enosys_int)  \
 	X(long, syscall, (long, ...), fb_syscall)                                                                \
 	X(int, sigaction, (int, const struct sigaction *, struct sigaction *), fb_enosys_int)                    \
+	X(int, __sigaction, (int, const struct sigaction *, struct sigaction *), fb_enosys_int)                  \
+	X(sighandler_t, signal, (int, sighandler_t), fb_enosys_ptr)                                              \
+	X(sighandler_t, bsd_signal, (int, sighandler_t), fb_enosys_ptr)                                          \
+	X(sighandler_t, ssignal, (int, sighandler_t), fb_enosys_ptr)                                             \
+	X(sighandler_t, sysv_signal, (int, sighandler_t), fb_enosys_ptr)                                         \
+	X(sighandler_t, __sysv_signal, (int, sighandler_t), fb_enosys_ptr)                                       \
+	X(sighandler_t, sigset, (int, sighandler_t), fb_enosys_ptr)                                              \
+	X(int, sigignore, (int), fb_enosys_int)                                                                  \
+	X(int, sighold, (int), fb_enosys_int)                                                                    \
+	X(int, sigblock, (int), fb_enosys_int)                                                                   \
+	X(int, sigsetmask, (int), fb_enosys_int)                                                                 \
+	X(int, __sigpause, (int, int), fb_enosys_int)                                                            \
+	X(int, sigsuspend, (const sigset_t *), fb_enosys_int)                                                    \
+	X(int, __sigsuspend, (const sigset_t *), fb_enosys_int)                                                  \
+	X(int, ppoll, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *), fb_enosys_int)       \
+	X(int, __ppoll_chk, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t),        \
+	  fb_enosys_int)                                                                                         \
+	X(int, pselect, (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *),          \
+	  fb_enosys_int)                                                                                         \
+	X(int, epoll_pwait, (int, struct epoll_event *, int, int, const sigset_t *), fb_enosys_int)              \
+	X(int, epoll_pwait2, (int, struct epoll_event *, int, const struct timespec *, const sigset_t *),        \
+	  fb_enosys_int)                                                                                         \
+	X(int, setcontext, (const ucontext_t *), fb_enosys_int)                                                  \
+	X(int, swapcontext, (ucontext_t *, const ucontext_t *), fb_enosys_int)                                   \
 	X(int, sigprocmask, (int, const sigset_t *, sigset_t *), fb_sigprocmask)                                 \
 	X(int, pthread_sigmask, (int, const sigset_t *, sigset_t *), fb_pthread_sigmask)
 

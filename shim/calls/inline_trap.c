@@ -20,12 +20,13 @@
  *   It is turned on for the main thread at load, for each thread
  *   pthread_create starts (before the app's start routine, lifecycle.c),
  *   and for a fork child (init.c's atfork child).
- * - The kernel forces the SIGSYS: a thread that blocks SIGSYS has the
- *   action reset to the default and dies. So while trapping is on,
- *   sigprocmask and pthread_sigmask (and an inline rt_sigprocmask, which
- *   arrives here) never add SIGSYS to a mask, and sigaction(SIGSYS) keeps
- *   the app's handler aside and calls it for every SIGSYS that is not a
- *   dispatch (a seccomp trap, a kill).
+ * - The kernel forces the SIGSYS: a thread that blocks or ignores SIGSYS
+ *   has the action reset to the default and dies. So while trapping is
+ *   on no call blocks or ignores it (inline_sigsys.c: the masks lose it,
+ *   the app's disposition is kept aside here and called for every
+ *   SIGSYS that is not a dispatch: a seccomp trap, a kill), and a thread
+ *   or process that starts with it blocked has it unblocked before
+ *   dispatch is turned on.
  * - Some calls cannot be carried out from inside a handler: clone, clone3,
  *   fork and vfork (the child would start in the handler's frame, on
  *   another stack for a thread) and rt_sigreturn. For those the handler
@@ -96,8 +97,24 @@ static int find_main_text(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-static int dispatch_on(void)
+/* SIGSYS unblocked in this thread (a mask from pthread_attr_setsigmask_np,
+ * or inherited across exec), by a plain system call: this runs before a
+ * sanitizer's per-thread state exists, and the shim's text never traps. */
+__attribute__((no_sanitize("address", "thread"))) static void unblock_sigsys(void)
 {
+	uint64_t set = 1ull << (SIGSYS - 1);
+	long ret;
+	register long size __asm__("r10") = sizeof(set);
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"((long)SYS_rt_sigprocmask), "D"((long)SIG_UNBLOCK), "S"(&set), "d"(0L), "r"(size)
+			 : "rcx", "r11", "memory");
+	(void)ret;
+}
+
+__attribute__((no_sanitize("address", "thread"))) static int dispatch_on(void)
+{
+	unblock_sigsys(); /* before: a trapped call with SIGSYS blocked kills the process */
 	return prctl(PR_SET_SYSCALL_USER_DISPATCH, DISPATCH_INCLUSIVE_ON, text_lo, text_hi - text_lo, 0);
 }
 
@@ -127,6 +144,14 @@ static bool run_natively(long nr)
 	default:
 		return false;
 	}
+}
+
+void inline_trap_app_action(const struct sigaction *act, struct sigaction *old)
+{
+	if (old)
+		*old = app_sigsys;
+	if (act)
+		app_sigsys = *act;
 }
 
 static void call_app_sigsys(int sig, siginfo_t *si, void *uc)
@@ -172,18 +197,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *ucv)
 		return;
 	}
 	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9] };
-	sigset_t stripped;
-	bool mask_call = (nr == SYS_rt_sigprocmask && a[1] && a[0] != SIG_UNBLOCK) || nr == SYS_rt_sigsuspend;
-	int set_arg = nr == SYS_rt_sigsuspend ? 0 : 1;
-	if (mask_call && a[set_arg]) {
-		/* Never block SIGSYS (see the top): the kernel reads the set
-		 * from the app's memory, so hand it a stripped copy. */
-		size_t n = (size_t)a[nr == SYS_rt_sigsuspend ? 1 : 3];
-		memset(&stripped, 0, sizeof(stripped));
-		memcpy(&stripped, (void *)a[set_arg], n < sizeof(stripped) ? n : sizeof(stripped));
-		sigdelset(&stripped, SIGSYS);
-		a[set_arg] = (long)&stripped;
-	}
+	/* syscall() keeps SIGSYS out of any mask the call installs, and keeps
+	 * an rt_sigaction(SIGSYS) aside (inline_sigsys.c). */
 	long r = syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	g[REG_RAX] = r == -1 ? -errno : r;
 	if (nr == SYS_rt_sigprocmask && r == 0) {
@@ -243,59 +258,3 @@ void inline_trap_start(const struct policy *p)
 }
 
 #endif
-
-/* ---- the signal calls, while trapping is on ------------------------------ */
-
-#ifdef SYNCSHIM_TSAN
-/*
- * ThreadSanitizer build only. libtsan's own start (Initialize, run from
- * the shim's TSan module constructor) installs its signal handlers with
- * sigaction, which resolves to these wrappers before the starting thread
- * can run instrumented code (it faults in __tsan_func_entry). So here they
- * are left uninstrumented and reach libc without libc_resolve (which is
- * instrumented) while the shim's table is still empty.
- */
-#include <dlfcn.h>
-#define SIGNAL_CALL_ATTR __attribute__((no_sanitize("thread")))
-SIGNAL_CALL_ATTR static void *signal_call_real(int id, const char *name)
-{
-	void *p = atomic_load_explicit(&libc_table[id], memory_order_acquire);
-	return p ? p : dlsym(RTLD_NEXT, name);
-}
-#define SIGNAL_LIBC(name) ((libc_##name##_fn)signal_call_real(LIBC_ID_##name, #name))
-#else
-#define SIGNAL_CALL_ATTR
-#define SIGNAL_LIBC(name) LIBC(name)
-#endif
-
-SIGNAL_CALL_ATTR static const sigset_t *without_sigsys(const sigset_t *set, sigset_t *copy)
-{
-	if (!set || !inline_trap_active() || !sigismember(set, SIGSYS))
-		return set;
-	*copy = *set;
-	sigdelset(copy, SIGSYS);
-	return copy;
-}
-
-SIGNAL_CALL_ATTR SHIM_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
-{
-	sigset_t copy;
-	return SIGNAL_LIBC(sigprocmask)(how, how == SIG_UNBLOCK ? set : without_sigsys(set, &copy), old);
-}
-
-SIGNAL_CALL_ATTR SHIM_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
-{
-	sigset_t copy;
-	return SIGNAL_LIBC(pthread_sigmask)(how, how == SIG_UNBLOCK ? set : without_sigsys(set, &copy), old);
-}
-
-SIGNAL_CALL_ATTR SHIM_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	if (sig != SIGSYS || !inline_trap_active())
-		return SIGNAL_LIBC(sigaction)(sig, act, old);
-	if (old)
-		*old = app_sigsys;
-	if (act)
-		app_sigsys = *act;
-	return 0;
-}

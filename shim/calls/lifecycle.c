@@ -12,6 +12,11 @@
  *   - quick_exit: the barrier is an at_quick_exit handler registered at
  *     load, so it runs after every handler the app registers (they run in
  *     reverse order), and their syncs are covered too.
+ *   - syscall(SYS_exit_group) and syscall(SYS_exit) of the app's last
+ *     thread (syscall.c, lifecycle_raw_thread_exit): the kernel alone
+ *     would end the process then, but the shim's own threads keep it (see
+ *     below), so the barrier runs and the process ends with the status the
+ *     kernel would have given it.
  *   - the last app thread ending after main called pthread_exit. glibc
  *     ends the process with exit(0) when its count of threads reaches 0,
  *     but the shim's own threads (log, live counters, config watcher,
@@ -149,6 +154,35 @@ static void thread_end(void *v)
 		 * thread runs first, as it would before glibc's exit(0). */
 		pthread_setspecific(end_key, (void *)(uintptr_t)THREAD_END_LAST);
 	}
+}
+
+/* The status a process whose threads all ended by SYS_exit leaves with:
+ * its main thread's (0 when it left through pthread_exit). */
+static _Atomic int main_thread_status;
+
+/*
+ * A thread's raw SYS_exit skips its key destructors: what thread_end
+ * does is done here (its start block, its latency-log slot, its count).
+ * When it is the app's last thread, the kernel would now end the process
+ * (the shim's threads do not count for the app): the barrier, then
+ * exit_group, through _exit.
+ */
+void lifecycle_raw_thread_exit(int status)
+{
+	if (gettid() == getpid())
+		atomic_store(&main_thread_status, status);
+	uintptr_t bits = end_key_ok ? (uintptr_t)pthread_getspecific(end_key) : 0;
+	if (end_key_ok)
+		pthread_setspecific(end_key, NULL);
+	if (my_start) {
+		shim_free(my_start);
+		my_start = NULL;
+	}
+	if (bits & THREAD_END_LOG)
+		log_thread_ended();
+	if ((bits & THREAD_END_APP) && atomic_fetch_sub(&app_threads, 1) == 1 &&
+	    atomic_load_explicit(&shim.ready, memory_order_acquire) && !atomic_load(&shim_exit_begun))
+		_exit(atomic_load(&main_thread_status));
 }
 
 void thread_end_watch(unsigned bit)

@@ -20,5 +20,9 @@ void lifecycle_atfork_child(void);
 /* This thread's end must run fn's part (log.c's slot): bit in the key. */
 #define THREAD_END_LOG 2u
 void thread_end_watch(unsigned bit);
+/* syscall(SYS_exit, status) is about to end the calling thread behind
+ * libc, so its end is seen here instead; when it is the app's last
+ * thread, the process ends through the barrier and does not return. */
+void lifecycle_raw_thread_exit(int status);
 
 #endif

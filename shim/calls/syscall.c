@@ -4,7 +4,11 @@
  * A program that calls syscall(SYS_fsync, fd) gets what fsync(fd) would
  * give it under its rule: the sync numbers go through the same wrappers,
  * with syscall()'s conventions (-1 and errno), which are the wrappers'
- * own. io_uring's three calls go to uring.c, which looks at the ring's
+ * own. The ends of a process and exec (exit_group, exit, execve,
+ * execveat) are barriers as _exit and execve are: they go through those
+ * wrappers (exec.c), and a thread's raw exit through lifecycle.c, so the
+ * pending deferred syncs are made and their errors told first. io_uring's
+ * three calls go to uring.c, which looks at the ring's
  * new entries before the kernel does, and io_submit (libaio's way in) to
  * aio.c. Every other number costs one
  * switch: no lock, no allocation, errno untouched, the six argument
@@ -27,6 +31,8 @@
 #include <unistd.h>
 
 #include "held.h"
+#include "inline_trap.h"
+#include "lifecycle.h"
 #include "order.h"
 #include "position.h"
 #include "shim.h"
@@ -49,6 +55,37 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 	case SYS_sync:
 		sync();
 		return 0;
+	case SYS_exit_group:
+		if (shim_bypass()) /* the shim's own (libc.c's stand-ins) */
+			break;
+		_exit((int)a1);
+	case SYS_exit:
+		if (!shim_bypass())
+			lifecycle_raw_thread_exit((int)a1);
+		break;
+	case SYS_execve:
+		if (shim_bypass())
+			break;
+		return execve((const char *)a1, (char *const *)a2, (char *const *)a3);
+	case SYS_execveat:
+		if (shim_bypass())
+			break;
+		return execveat((int)a1, (const char *)a2, (char *const *)a3, (char *const *)a4, (int)a5);
+	/* While inline_syscalls = trap is on, none of these may block or
+	 * ignore SIGSYS (inline_sigsys.c); otherwise passed on. */
+	case SYS_rt_sigaction:
+	case SYS_rt_sigprocmask:
+	case SYS_rt_sigsuspend:
+	case SYS_ppoll:
+	case SYS_pselect6:
+	case SYS_epoll_pwait:
+	case SYS_epoll_pwait2: {
+		struct sigsys_scratch scratch;
+		long a[6] = { a1, a2, a3, a4, a5, a6 }, r;
+		if (inline_trap_signal_call(nr, a, &scratch, &r))
+			return r;
+		return LIBC(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	}
 	case SYS_io_uring_setup:
 		return uring_sys_setup(a1, a2);
 	case SYS_io_uring_enter:
@@ -124,8 +161,9 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 		pos_forget((int)a3);
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	default:
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+		break;
 	}
+	return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 }
 
 #if defined(__x86_64__)
@@ -155,10 +193,19 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 	 SYSCALL_IN_WORD(w, SYS_preadv) | SYSCALL_IN_WORD(w, SYS_fstat) | SYSCALL_IN_WORD(w, SYS_setuid) | \
 	 SYSCALL_IN_WORD(w, SYS_setgid) | SYSCALL_IN_WORD(w, SYS_setreuid) | SYSCALL_IN_WORD(w, SYS_setregid) | \
 	 SYSCALL_IN_WORD(w, SYS_setresuid) | SYSCALL_IN_WORD(w, SYS_setresgid) | SYSCALL_IN_WORD(w, SYS_setgroups) | \
-	 SYSCALL_IN_WORD(w, SYS_setfsuid) | SYSCALL_IN_WORD(w, SYS_setfsgid) | SYSCALL_IN_WORD(w, SYS_capset))
+	 SYSCALL_IN_WORD(w, SYS_setfsuid) | SYSCALL_IN_WORD(w, SYS_setfsgid) | SYSCALL_IN_WORD(w, SYS_capset) | \
+	 SYSCALL_IN_WORD(w, SYS_exit) | SYSCALL_IN_WORD(w, SYS_exit_group) | \
+	 SYSCALL_IN_WORD(w, SYS_execve) | SYSCALL_IN_WORD(w, SYS_execveat) | \
+	 SYSCALL_IN_WORD(w, SYS_rt_sigaction) | SYSCALL_IN_WORD(w, SYS_rt_sigprocmask) | \
+	 SYSCALL_IN_WORD(w, SYS_rt_sigsuspend) | SYSCALL_IN_WORD(w, SYS_ppoll) | \
+	 SYSCALL_IN_WORD(w, SYS_pselect6) | SYSCALL_IN_WORD(w, SYS_epoll_pwait) | \
+	 SYSCALL_IN_WORD(w, SYS_epoll_pwait2))
 _Static_assert(SYS_fsync < 512 && SYS_fdatasync < 512 && SYS_sync_file_range < 512 && SYS_msync < 512 &&
 		       SYS_syncfs < 512 && SYS_sync < 512 && SYS_io_uring_setup < 512 &&
-		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512,
+		       SYS_io_uring_enter < 512 && SYS_io_uring_register < 512 && SYS_io_submit < 512 &&
+		       SYS_exit < 512 && SYS_exit_group < 512 && SYS_execve < 512 && SYS_execveat < 512 &&
+		       SYS_rt_sigaction < 512 && SYS_rt_sigprocmask < 512 && SYS_rt_sigsuspend < 512 &&
+		       SYS_ppoll < 512 && SYS_pselect6 < 512 && SYS_epoll_pwait < 512 && SYS_epoll_pwait2 < 512,
 	       "syscall_handled_map covers numbers below 512");
 
 extern const uint64_t syscall_handled_map[8];

@@ -15,7 +15,7 @@
  * app closed its last one while syncs were owed; the last app descriptor
  * that asked for a sync; any app descriptor of the file (a scan of the
  * slots: a file renamed or unlinked while open is reached that way); or
- * the file opened again by name. Whichever it
+ * the file opened again by name, else its file system (syncfs). Whichever it
  * is, it is leased (lease_fd) while the sync runs: close(), close_range()
  * and dup2() of that number wait for the lease, so the number cannot come
  * to mean another file mid-sync, and it is checked against the file's
@@ -470,22 +470,61 @@ struct by_name {
 	bool full;
 };
 
-/* Open by name, check it is the file, sync, close: the sync's errno, 0,
- * or -1 when the name no longer leads to the file. */
+static int open_here(const char *path, int flags, bool isolated)
+{
+	return isolated ? LIBC(open)(path, flags | O_NOCTTY | O_CLOEXEC) : shimfd_open(path, flags | O_NOCTTY, OWN_TEMP);
+}
+
+static void close_here(int fd, bool isolated)
+{
+	if (isolated && fd >= 0)
+		LIBC(close)(fd);
+	else
+		shimfd_close(fd);
+}
+
+/*
+ * No descriptor and no name leads to the file any more (renamed or
+ * unlinked behind the shim's back once its last descriptor was gone):
+ * the file system that holds it is synced instead, through the nearest
+ * directory of its old name that is on its device. That is a real sync
+ * of what the app was told is durable (of nothing, if the file is gone),
+ * and its result is the disk's: the shim never makes up an error for a
+ * file it can no longer name. -1 when no such directory is left.
+ */
+static int sync_file_system_here(const struct shim_file *f, bool isolated)
+{
+	char dir[PATH_MAX];
+	size_t len = strlen(f->path);
+	if (len >= sizeof(dir))
+		return -1;
+	memcpy(dir, f->path, len + 1);
+	for (char *slash; (slash = strrchr(dir, '/'));) {
+		slash[slash == dir] = '\0'; /* the root keeps its slash */
+		int fd = open_here(dir, O_RDONLY | O_DIRECTORY, isolated), err = -1;
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == f->dev)
+			err = LIBC(syncfs)(fd) < 0 ? errno : 0;
+		close_here(fd, isolated);
+		if (err >= 0 || slash == dir)
+			return err;
+	}
+	return -1;
+}
+
+/* Open by name, check it is the file, sync, close: the sync's errno or 0;
+ * when the name no longer leads to the file, its file system's sync. -1:
+ * not even that could be made. */
 static int sync_by_name_here(const struct shim_file *f, bool full, bool isolated)
 {
-	int fd = isolated ? LIBC(open)(f->path, O_RDONLY | O_NOCTTY | O_CLOEXEC)
-			  : shimfd_open(f->path, O_RDONLY | O_NOCTTY, OWN_TEMP);
+	int fd = open_here(f->path, O_RDONLY, isolated);
 	int err = -1;
 	if (fd >= 0 && is_file(fd, f)) {
 		int r = full ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
 		err = r < 0 ? errno : 0;
 	}
-	if (isolated && fd >= 0)
-		LIBC(close)(fd);
-	else
-		shimfd_close(fd);
-	return err;
+	close_here(fd, isolated);
+	return err >= 0 ? err : sync_file_system_here(f, isolated);
 }
 
 static int sync_by_name_child(void *arg)
@@ -508,7 +547,8 @@ static int sync_call(struct shim_file *f, struct sync_fd s, bool full)
 }
 
 /* The real sync a leader makes, told to the observers; 0, its errno,
- * EIO (no way to the file), or NOT_DONE. */
+ * EIO (no way to the file, not even a directory of its file system),
+ * or NOT_DONE. */
 static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full)
 {
 	int err;
@@ -522,7 +562,7 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full)
 		err = sync_call(f, s, full);
 		reached = err >= 0;
 		if (err < 0)
-			err = own >= 0 ? NOT_DONE : EIO; /* by name, and the name is not the file: as above */
+			err = own >= 0 ? NOT_DONE : EIO; /* neither its name nor its file system: as above */
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}
@@ -1047,41 +1087,71 @@ int flusher_before_publish_file(int dirfd, const char *path, int at_flags, struc
 	return err;
 }
 
+/* Syncs still owed, or held writes still to apply (held.c): the file
+ * needs a descriptor once the app's are gone. */
+static bool needs_descriptor(struct shim_file *f)
+{
+	return flusher_owes(f) || held_count(&f->hold);
+}
+
+/* mu held, fd the app's descriptor of f it is closing: while it needs one
+ * the file keeps a descriptor of the shim's own. False when none can be
+ * made (at the bound or out of descriptors): the closer syncs it itself.
+ * *early: past half the bound, its sync is hurried. */
+static bool keep_private_locked(struct shim_file *f, int fd, bool *early)
+{
+	if (!needs_descriptor(f) || atomic_load(&f->fl.priv_fd) >= 0)
+		return true;
+	int cap = privs_cap(), held = atomic_fetch_add(&privs_held, 1); /* a place reserved */
+	privs_change_begin();
+	int d = held < cap ? shimfd_dup(fd, OWN_FILE, f) : -1;
+	if (d >= 0) {
+		fd_inherit_kernel_owes(fd, d);
+		atomic_store(&f->fl.priv_fd, d);
+		*early = (held >= cap / 2 && workers_force(f)) || *early;
+	} else {
+		atomic_fetch_sub(&privs_held, 1);
+	}
+	privs_change_end();
+	return d >= 0;
+}
+
+/*
+ * The private descriptor is made before fd is marked closing: from then
+ * on no sync may borrow fd, and one led while this closer waits for a
+ * lease on it must still find a way to the file other than its name (an
+ * unlinked temporary file has none, and a name that is not the file is
+ * an error the disk never gave). Where none can be made, fd is not
+ * marked until the closer has synced through it itself.
+ */
 void flusher_before_close(struct shim_file *f, int fd)
 {
 	struct knobs k;
 	knobs_of(f, &k);
 	if (k.act[CALL_CLOSE] == ACT_BARRIER && flusher_owes(f))
 		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
+	bool early = false;
 	shim_enter();
 	lock_fl(f);
+	if (!keep_private_locked(f, fd, &early)) {
+		unlock_fl(f);
+		shim_leave();
+		/* at the bound or out of descriptors: make it durable now */
+		sync_until(f, fd, false, atomic_load(&f->fl.req_seq), true);
+		shim_enter();
+		lock_fl(f);
+	}
 	fd_mark_closing(fd); /* no new lease on it */
 	while (f->fl.in_flight && f->fl.lease_fd == fd)
 		wait_locked(f);
 	int r = fd;
 	atomic_compare_exchange_strong(&f->fl.req_fd, &r, -1);
-	bool inline_sync = false, early = false;
-	/* Syncs still owed, or held writes still to apply (held.c): the shim
-	 * keeps a descriptor of its own for them. */
-	if ((flusher_owes(f) || held_count(&f->hold)) && atomic_load(&f->fl.priv_fd) < 0) {
-		int cap = privs_cap(), held = atomic_fetch_add(&privs_held, 1); /* a place reserved */
-		privs_change_begin();
-		int d = held < cap ? shimfd_dup(fd, OWN_FILE, f) : -1;
-		if (d >= 0) {
-			fd_inherit_kernel_owes(fd, d);
-			atomic_store(&f->fl.priv_fd, d);
-			early = held >= cap / 2 && workers_force(f);
-		} else {
-			atomic_fetch_sub(&privs_held, 1);
-			inline_sync = true; /* at the bound or out of descriptors: make it durable now */
-		}
-		privs_change_end();
-	}
+	bool kept = keep_private_locked(f, fd, &early); /* owed again while this closer waited */
 	unlock_fl(f);
 	shim_leave();
 	if (early)
 		workers_schedule(f, true);
-	if (inline_sync)
+	if (!kept)
 		sync_until(f, fd, true, atomic_load(&f->fl.req_seq), true);
 }
 
@@ -1093,7 +1163,7 @@ void flusher_vacate(struct shim_file *f, int fd)
 		wait_locked(f);
 	if (atomic_load(&f->fl.priv_fd) == fd) {
 		privs_change_begin();
-		int d = flusher_owes(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
+		int d = needs_descriptor(f) ? shimfd_dup(fd, OWN_FILE, f) : -1;
 		priv_take(f);
 		if (d >= 0) {
 			fd_inherit_kernel_owes(fd, d);

@@ -475,11 +475,14 @@ static bool worker_round(uint64_t *idle_since)
 	if (!heap_root && now - *idle_since > WORKER_IDLE_NS && !atomic_load(&ready_stack) &&
 	    !atomic_load(&poke_stack))
 		return false;
-	uint64_t wait = next == UINT64_MAX ? WORKER_IDLE_NS : next - now;
-	struct timespec ts = { (time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull) };
+	/* Until the deadline itself (CLOCK_MONOTONIC, absolute): a thread
+	 * preempted between reading the clock and going to sleep must not
+	 * sleep its whole wait on top of that. */
+	uint64_t until = next == UINT64_MAX ? now + WORKER_IDLE_NS : next;
+	struct timespec ts = { (time_t)(until / 1000000000ull), (long)(until % 1000000000ull) };
 	nidle++;
 	pthread_mutex_unlock(&sched_mu);
-	syscall(SYS_futex, &sched_wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+	syscall(SYS_futex, &sched_wake, FUTEX_WAIT_BITSET_PRIVATE, seen, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
 	pthread_mutex_lock(&sched_mu);
 	nidle--;
 	return true;

@@ -27,6 +27,13 @@
  *             writes 4 KiB of the pattern to it and fsyncs it, returns
  *   dup2_std  opens DIR/data, writes and fsyncs 4 KiB, dup2s it onto 2
  *             and returns (stderr is now the app's data file)
+ *   sys_exit_group  syscall(SYS_exit_group, STATUS)
+ *   sys_exit  syscall(SYS_exit, STATUS): main is the only thread
+ *   sys_exit_threads  starts THREADS threads that each append to
+ *             DIR/t.N.def and fsync it, then end by syscall(SYS_exit, 0);
+ *             main ends first, by syscall(SYS_exit, STATUS) (the
+ *             process's status, as the kernel keeps the main thread's)
+ *   sys_execve, sys_execveat  execs /bin/true through syscall()
  * The closed_std and dup2_std modes print nothing (stdout may be gone).
  */
 #include <errno.h>
@@ -39,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "progs.h"
@@ -86,6 +94,26 @@ static void *thread_writer(void *arg)
 	if (append_synced(name, 4) < 0)
 		atomic_fetch_add(&failures, 1);
 	return NULL;
+}
+
+static void *raw_exiting_writer(void *arg)
+{
+	thread_writer(arg);
+	syscall(SYS_exit, 0);
+	return NULL;
+}
+
+extern char **environ;
+
+static void raw_exec(bool at)
+{
+	char *argv[] = { "true", NULL };
+	if (at)
+		syscall(SYS_execveat, AT_FDCWD, "/bin/true", argv, environ, 0);
+	else
+		syscall(SYS_execve, "/bin/true", argv, environ);
+	printf("endings: exec failed: %s\n", strerror(errno));
+	exit(1);
 }
 
 static void on_usr1(int sig)
@@ -185,6 +213,24 @@ int main(int argc, char **argv)
 				atomic_fetch_add(&failures, 1);
 		report();
 		pthread_exit(NULL);
+	}
+	if (!strcmp(mode, "sys_exit_group") || !strcmp(mode, "sys_exit")) {
+		report();
+		syscall(!strcmp(mode, "sys_exit") ? SYS_exit : SYS_exit_group, status);
+		return 1;
+	}
+	if (!strcmp(mode, "sys_exit_threads")) {
+		pthread_t th;
+		for (long i = 0; i < threads; i++)
+			if (pthread_create(&th, NULL, raw_exiting_writer, (void *)i) != 0)
+				atomic_fetch_add(&failures, 1);
+		report();
+		syscall(SYS_exit, status);
+		return 1;
+	}
+	if (!strcmp(mode, "sys_execve") || !strcmp(mode, "sys_execveat")) {
+		report();
+		raw_exec(!strcmp(mode, "sys_execveat"));
 	}
 	if (!strcmp(mode, "sig_exit")) {
 		report();

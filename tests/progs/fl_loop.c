@@ -30,9 +30,13 @@
  * Output, one line on stdout at the end (all times CLOCK_MONOTONIC ns):
  *   fl_loop: pid=P tid=T iters=N syncs=K first_t0=NS last_sync_t0=NS
  *            last_sync_t1=NS last_write_t1=NS loop_end=NS end_t=NS
- *            getfl=0xFLAGS flushed=0|1
+ *            getfl=0xFLAGS flushed=0|1 run_delay=NS
+ * run_delay: how long the process's threads (the shim's included) waited
+ * for a CPU while runnable, summed (/proc/self/task/T/schedstat): a test
+ * judges the flusher's promptness against when it could run.
  *   fl_loop: ok
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +54,28 @@ static void sleep_ns(uint64_t ns)
 	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
 	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR)
 		;
+}
+
+/* Run-queue waits of every thread of the process so far, summed (ns). */
+static unsigned long long run_delay_ns(void)
+{
+	unsigned long long sum = 0;
+	DIR *d = opendir("/proc/self/task");
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char path[300];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
+		FILE *f = fopen(path, "r");
+		unsigned long long run, wait;
+		if (f && fscanf(f, "%llu %llu", &run, &wait) == 2)
+			sum += wait;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
 }
 
 static void usage(void)
@@ -147,11 +173,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("fl_loop: pid=%ld tid=%ld iters=%ld syncs=%ld first_t0=%llu last_sync_t0=%llu "
-	       "last_sync_t1=%llu last_write_t1=%llu loop_end=%llu end_t=%llu getfl=0x%x flushed=%d\n",
+	       "last_sync_t1=%llu last_write_t1=%llu loop_end=%llu end_t=%llu getfl=0x%x flushed=%d run_delay=%llu\n",
 	       (long)getpid(), (long)syscall(SYS_gettid), i, syncs, (unsigned long long)first_t0,
 	       (unsigned long long)last_sync_t0, (unsigned long long)last_sync_t1,
 	       (unsigned long long)last_write_t1, (unsigned long long)loop_end, (unsigned long long)now_ns(),
-	       (unsigned)getfl, flushed);
+	       (unsigned)getfl, flushed, run_delay_ns());
 	printf("fl_loop: ok\n");
 	free(buf);
 	return 0;

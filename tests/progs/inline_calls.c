@@ -18,6 +18,30 @@
  *   sigsys    the program's own SIGSYS handler, which must get a raised
  *             SIGSYS once
  *   badfd     an inline fsync of a closed number: -EBADF, errno untouched
+ * and the ways a program blocks or ignores SIGSYS (issue 28, 6: each
+ * killed its host, exit 159, before the shim met it):
+ *   attrmask      a thread started with every signal blocked
+ *                 (pthread_attr_setsigmask_np)
+ *   signal_ign, sysv_signal_ign, sigignore, raw_sigaction_ign,
+ *   inline_sigaction_ign   SIGSYS ignored through signal(),
+ *                 sysv_signal(), sigignore(), syscall(SYS_rt_sigaction)
+ *                 and an inline rt_sigaction; a raised SIGSYS is then
+ *                 ignored, and the disposition reads back as SIG_IGN
+ *   sigset_hold, sighold, sigblock, sigsetmask, raw_sigmask
+ *                 SIGSYS blocked through sigset(SIG_HOLD), sighold(),
+ *                 sigblock(), sigsetmask() and
+ *                 syscall(SYS_rt_sigprocmask)
+ *   handler_mask, raw_handler_mask   the appends made by a SIGUSR1
+ *                 handler whose sa_mask holds every signal (sigaction,
+ *                 an inline rt_sigaction)
+ *   sigsuspend, ppoll, pselect, epoll_pwait, epoll_pwait2   the appends
+ *                 made by a SIGUSR1 handler run while the call waits with
+ *                 every other signal blocked
+ *   swapcontext   the appends made in a context whose mask holds every
+ *                 signal
+ *   signalfd      every signal blocked, SIGUSR1 read from a signalfd
+ *   execmask      (not trapped itself) execs "plain" with SIGSYS
+ *                 blocked and ignored
  *   cost      (a benchmark, FILE unused) N inline getppid calls, printing
  *             the nanoseconds one takes, wall and the thread's CPU time:
  *             what one trapped call costs
@@ -37,7 +61,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/select.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -95,6 +123,168 @@ static void on_sigsys(int sig)
 	sigsys_seen++;
 }
 
+/* rt_sigaction's struct on x86_64. */
+struct kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	unsigned long mask;
+};
+
+static void on_usr1_appends(int sig)
+{
+	(void)sig;
+	appends(NULL);
+}
+
+static void full_mask_but(sigset_t *set, int but)
+{
+	sigfillset(set);
+	if (but)
+		sigdelset(set, but);
+}
+
+/* SIGUSR1's handler appends; SIGUSR1 is blocked and made pending; then
+ * the mode's wait runs with every other signal blocked. */
+static int wait_mode(const char *mode)
+{
+	struct sigaction sa = { .sa_handler = on_usr1_appends };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigset_t usr1, wait;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
+	raise(SIGUSR1);
+	full_mask_but(&wait, SIGUSR1);
+	int r = -1;
+	if (strcmp(mode, "sigsuspend") == 0) {
+		r = sigsuspend(&wait);
+	} else if (strcmp(mode, "ppoll") == 0) {
+		r = ppoll(NULL, 0, NULL, &wait);
+	} else if (strcmp(mode, "pselect") == 0) {
+		r = pselect(0, NULL, NULL, NULL, NULL, &wait);
+	} else {
+		int ep = epoll_create1(0);
+		struct epoll_event ev;
+		r = strcmp(mode, "epoll_pwait") == 0 ? epoll_pwait(ep, &ev, 1, -1, &wait)
+						     : epoll_pwait2(ep, &ev, 1, NULL, &wait);
+	}
+	if (r != -1 || errno != EINTR) {
+		fprintf(stderr, "inline_calls: %s returned %d (%s), want EINTR\n", mode, r, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+static ucontext_t main_ctx, masked_ctx;
+
+static void in_masked_context(void)
+{
+	appends(NULL);
+}
+
+/* The legacy calls are the point here: programs still make them. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#pragma GCC diagnostic ignored "-Wcpp"
+
+static int ignored_mode(const char *mode)
+{
+	if (strcmp(mode, "signal_ign") == 0) {
+		signal(SIGSYS, SIG_IGN);
+	} else if (strcmp(mode, "sysv_signal_ign") == 0) {
+		sysv_signal(SIGSYS, SIG_IGN);
+	} else if (strcmp(mode, "sigignore") == 0) {
+		sigignore(SIGSYS);
+	} else {
+		struct kernel_sigaction k = { .handler = SIG_IGN };
+		long r = strcmp(mode, "raw_sigaction_ign") == 0
+				 ? syscall(SYS_rt_sigaction, SIGSYS, &k, NULL, sizeof(k.mask))
+				 : inline_call(SYS_rt_sigaction, SIGSYS, (long)&k, 0, sizeof(k.mask));
+		if (r != 0)
+			die("rt_sigaction", r < 0 ? r : -EIO);
+	}
+	appends(NULL);
+	raise(SIGSYS); /* ignored, as asked */
+	struct sigaction now;
+	sigaction(SIGSYS, NULL, &now);
+	if (now.sa_handler != SIG_IGN) {
+		fprintf(stderr, "inline_calls: %s: SIGSYS does not read back as ignored\n", mode);
+		return 1;
+	}
+	return 0;
+}
+
+static int blocked_mode(const char *mode)
+{
+	if (strcmp(mode, "sigset_hold") == 0) {
+		sigset(SIGSYS, SIG_HOLD);
+	} else if (strcmp(mode, "sighold") == 0) {
+		sighold(SIGSYS);
+	} else if (strcmp(mode, "sigblock") == 0) {
+		sigblock(1 << (SIGSYS - 1));
+	} else if (strcmp(mode, "sigsetmask") == 0) {
+		sigsetmask(~0);
+	} else {
+		unsigned long all = ~0ul;
+		if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof(all)) != 0)
+			die("rt_sigprocmask", -errno);
+	}
+	appends(NULL);
+	return 0;
+}
+
+static int handler_mask_mode(bool raw)
+{
+	struct sigaction sa = { .sa_handler = on_usr1_appends };
+	full_mask_but(&sa.sa_mask, 0);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (raw) { /* the kernel's copy (with glibc's restorer), its mask made full inline */
+		struct kernel_sigaction k;
+		long r = inline_call(SYS_rt_sigaction, SIGUSR1, 0, (long)&k, sizeof(k.mask));
+		k.mask = ~0ul;
+		if (r == 0)
+			r = inline_call(SYS_rt_sigaction, SIGUSR1, (long)&k, 0, sizeof(k.mask));
+		if (r != 0)
+			die("rt_sigaction", r);
+	}
+	raise(SIGUSR1);
+	return 0;
+}
+
+static int signalfd_mode(void)
+{
+	sigset_t all, usr1;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	int sfd = signalfd(-1, &usr1, 0);
+	raise(SIGUSR1);
+	struct signalfd_siginfo si;
+	if (sfd < 0 || read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si) || si.ssi_signo != SIGUSR1) {
+		fprintf(stderr, "inline_calls: SIGUSR1 was not read from the signalfd\n");
+		return 1;
+	}
+	appends(NULL);
+	return 0;
+}
+
+/* Dispatch off for this thread (prctl through libc is not trapped), then
+ * SIGSYS blocked and ignored by untrapped inline calls; exec "plain". */
+static int execmask_mode(const char *self)
+{
+	prctl(PR_SET_SYSCALL_USER_DISPATCH, 0, 0, 0, 0);
+	unsigned long sigsys = 1ul << (SIGSYS - 1);
+	struct kernel_sigaction ign = { .handler = SIG_IGN };
+	if (inline_call(SYS_rt_sigprocmask, SIG_BLOCK, (long)&sigsys, 0, sizeof(sigsys)) != 0 ||
+	    inline_call(SYS_rt_sigaction, SIGSYS, (long)&ign, 0, sizeof(ign.mask)) != 0)
+		return 1;
+	char n[16];
+	snprintf(n, sizeof(n), "%d", count);
+	execl(self, self, "plain", file, n, (char *)NULL);
+	return 1;
+}
 static double ns_between(const struct timespec *a, const struct timespec *b)
 {
 	return (double)(b->tv_sec - a->tv_sec) * 1e9 + (double)(b->tv_nsec - a->tv_nsec);
@@ -223,6 +413,39 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		appends(NULL);
+	} else if (strcmp(mode, "attrmask") == 0) {
+		pthread_attr_t attr;
+		sigset_t all;
+		pthread_t t;
+		sigfillset(&all);
+		pthread_attr_init(&attr);
+		pthread_attr_setsigmask_np(&attr, &all);
+		if (pthread_create(&t, &attr, appends, NULL) != 0 || pthread_join(t, NULL) != 0)
+			return 1;
+	} else if (strstr(mode, "_ign") || strcmp(mode, "sigignore") == 0) {
+		return ignored_mode(mode);
+	} else if (strcmp(mode, "sigset_hold") == 0 || strcmp(mode, "sighold") == 0 || strcmp(mode, "sigblock") == 0 ||
+		   strcmp(mode, "sigsetmask") == 0 || strcmp(mode, "raw_sigmask") == 0) {
+		return blocked_mode(mode);
+	} else if (strcmp(mode, "handler_mask") == 0 || strcmp(mode, "raw_handler_mask") == 0) {
+		return handler_mask_mode(strcmp(mode, "raw_handler_mask") == 0);
+	} else if (strcmp(mode, "sigsuspend") == 0 || strcmp(mode, "ppoll") == 0 || strcmp(mode, "pselect") == 0 ||
+		   strncmp(mode, "epoll_pwait", 11) == 0) {
+		return wait_mode(mode);
+	} else if (strcmp(mode, "swapcontext") == 0) {
+		static char stack[256 * 1024];
+		getcontext(&masked_ctx);
+		masked_ctx.uc_stack.ss_sp = stack;
+		masked_ctx.uc_stack.ss_size = sizeof(stack);
+		masked_ctx.uc_link = &main_ctx;
+		sigfillset(&masked_ctx.uc_sigmask);
+		makecontext(&masked_ctx, in_masked_context, 0);
+		if (swapcontext(&main_ctx, &masked_ctx) != 0)
+			return 1;
+	} else if (strcmp(mode, "signalfd") == 0) {
+		return signalfd_mode();
+	} else if (strcmp(mode, "execmask") == 0) {
+		return execmask_mode(argv[0]);
 	} else {
 		fprintf(stderr, "inline_calls: unknown mode %s\n", mode);
 		return 2;

@@ -35,9 +35,10 @@
  *       (HOLD.reached); main dup2s DIR/y.pass onto 41, makes HOLD, joins
  *       the thread, then writes and fsyncs 41.
  *       "dup2resolve: reached=R fdatasync=E fsync=E kernel_ino=K pass_ino=I"
- *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S]
+ *   trustb unlinked -d DIR [-t THREADS] [-n COUNT] [-S] [-k SYNCS]
  *       each thread COUNT x: open DIR/u.K (-S: all DIR/u.0), unlink it,
- *       write + fsync, close.
+ *       SYNCS x (write 4 KiB + fsync) (default 1), close: a temporary
+ *       file as sqlite and MariaDB make them.
  *       "unlinked: failed=F calls=N first_errno=E"
  *   trustb msyncmoved -d DIR
  *       DIR/m.dat mapped shared, written through the mapping, renamed,
@@ -46,6 +47,12 @@
  *   trustb forkpriv -f FILE
  *       FILE written, fsynced (deferred), closed; fork: the child counts
  *       its descriptors of FILE's inode. "forkpriv: child_fds=N"
+ *   trustb privlost -d DIR [-S]
+ *       DIR/sub/a.dat written, fsynced (deferred), closed (the shim keeps a
+ *       descriptor of its own); then, behind the shim's back (syscall()),
+ *       DIR/sub renamed to DIR/moved (-S: a.dat unlinked instead) and the
+ *       shim's descriptor closed, so no descriptor and no name leads to
+ *       the file; then syncshim_flush(). "privlost: closed=N"
  *   trustb emfile -d DIR -L LIMIT -c CLOSES
  *       RLIMIT_NOFILE LIMIT; CLOSES files written, fsynced and closed (each
  *       owes a deferred sync); then as many opendir, epoll_create,
@@ -112,7 +119,7 @@
 #include "progs.h"
 
 static const char *file, *dir, *logpath;
-static int nthreads = 16, count = 200, skip_dup2, limit = 16, closes = 4, shared_path;
+static int nthreads = 16, count = 200, skip_dup2, limit = 16, closes = 4, shared_path, syncs_per_file = 1;
 
 static void die(const char *what)
 {
@@ -451,10 +458,21 @@ static int do_mapstale(int remap)
 
 static atomic_int failed, first_errno;
 
+static void note_failure(int r, int e)
+{
+	atomic_fetch_add(&calls, 1);
+	if (!r)
+		return;
+	atomic_fetch_add(&failed, 1);
+	int none = 0;
+	atomic_compare_exchange_strong(&first_errno, &none, e);
+}
+
 static void *unlinked_worker(void *arg)
 {
 	int k = (int)(long)arg;
-	char p[4096], buf[512];
+	char p[4096];
+	static char buf[4096];
 	snprintf(p, sizeof(p), "%s/u.%d", dir, shared_path ? 0 : k);
 	memset(buf, 'u', sizeof(buf));
 	for (int i = 0; i < count; i++) {
@@ -462,19 +480,14 @@ static void *unlinked_worker(void *arg)
 		if (fd < 0)
 			die("open");
 		unlink(p);
-		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
-			die("write");
-		int rs[2] = { fsync(fd), 0 };
-		int es = errno;
-		rs[1] = close(fd);
-		int ec = errno;
-		atomic_fetch_add(&calls, 2);
-		for (int j = 0; j < 2; j++)
-			if (rs[j]) {
-				atomic_fetch_add(&failed, 1);
-				int none = 0;
-				atomic_compare_exchange_strong(&first_errno, &none, j ? ec : es);
-			}
+		for (int s = 0; s < syncs_per_file; s++) {
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				die("write");
+			int r = fsync(fd);
+			note_failure(r, errno);
+		}
+		int r = close(fd);
+		note_failure(r, errno);
 	}
 	return NULL;
 }
@@ -560,6 +573,41 @@ static int do_forkpriv(void)
 	}
 	int ws;
 	waitpid(pid, &ws, 0);
+	return 0;
+}
+
+/* ---- privlost ------------------------------------------------------------ */
+
+static int do_privlost(void)
+{
+	char sub[2048], p[4096], moved[4096];
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(p, sizeof(p), "%s/a.dat", sub);
+	snprintf(moved, sizeof(moved), "%s/moved", dir);
+	if (mkdir(sub, 0755) != 0)
+		die("mkdir");
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die("open");
+	struct stat st;
+	fstat(fd, &st);
+	if (write(fd, "p", 1) != 1 || fsync(fd) != 0 || close(fd) != 0)
+		die("write+fsync+close");
+	/* Raw, as another process would (a rename or unlink through libc
+	 * waits for the ordered domain's acknowledged syncs). */
+	if (shared_path ? syscall(SYS_unlink, p) != 0 : syscall(SYS_rename, sub, moved) != 0)
+		die("unlink or rename");
+	int closed = 0;
+	for (int n = 3; n < 1024; n++) {
+		struct stat ns;
+		if (fstat(n, &ns) == 0 && ns.st_dev == st.st_dev && ns.st_ino == st.st_ino &&
+		    syscall(SYS_close, n) == 0)
+			closed++;
+	}
+	void (*flush)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "syncshim_flush");
+	if (flush)
+		flush();
+	printf("privlost: closed=%d\n", closed);
 	return 0;
 }
 
@@ -866,6 +914,7 @@ int main(int argc, char **argv)
 		{ 'f', OPT_STR, .p = &file }, { 'd', OPT_STR, .p = &dir },	  { 'l', OPT_STR, .p = &logpath },
 		{ 't', OPT_INT, .p = &nthreads }, { 'n', OPT_INT, .p = &count }, { 'x', OPT_FLAG, .p = &skip_dup2 },
 		{ 'L', OPT_INT, .p = &limit }, { 'S', OPT_FLAG, .p = &shared_path },	  { 'c', OPT_INT, .p = &closes },
+		{ 'k', OPT_INT, .p = &syncs_per_file },
 	};
 	optind = 2;
 	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
@@ -891,6 +940,8 @@ int main(int argc, char **argv)
 		return do_msyncmoved();
 	if (!strcmp(cmd, "forkpriv") && file)
 		return do_forkpriv();
+	if (!strcmp(cmd, "privlost") && dir)
+		return do_privlost();
 	if (!strcmp(cmd, "emfile") && dir)
 		return do_emfile();
 	if (!strcmp(cmd, "closelease") && file)

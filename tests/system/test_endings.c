@@ -150,6 +150,51 @@ Test(endings, pthread_exit_from_main_ends_with_the_last_app_thread)
 	cr_assert(said, "%s", r.err);
 }
 
+/* ---- issue 28, 5: exit and exec through syscall() ------------------------------- */
+
+/* syscall(SYS_exit_group), syscall(SYS_exit) of the app's last thread,
+ * syscall(SYS_execve) and syscall(SYS_execveat) are barriers as exit and
+ * execve are: the deferred syncs owed (30 s away) are made beneath the
+ * shim before the process goes, a failed one is said on stderr, and an
+ * exit keeps its status (74 for a 0 under unreported_errors = exit).
+ * Before, exit_group and the execs left them unmade (no real sync, no
+ * word of the error), and SYS_exit left the process running forever on
+ * the shim's threads. */
+Test(endings, exits_and_execs_through_syscall_are_barriers)
+{
+	static const struct {
+		const char *mode;
+		int status, want; /* want: the exit status, -1 for an exec (/bin/true's) */
+	} runs[] = {
+		{ "sys_exit_group", 3, 3 }, { "sys_exit", 3, 3 }, { "sys_exit_threads", 3, 3 },
+		{ "sys_execve", 3, -1 },    { "sys_execveat", 3, -1 },
+	};
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		const char *mode = runs[i].mode;
+		bool threads = !strcmp(mode, "sys_exit_threads");
+		struct h_cmd c;
+		endings_cmd(&c, "warn", false);
+		c.timeout_s = 20;
+		struct h_result r = run_endings(&c, mode, runs[i].status);
+		cr_assert(!r.timed_out, "%s: the process never ended", mode);
+		cr_assert(h_has(r.out, "endings: calls ok"), "%s: %s", mode, r.out);
+		cr_assert_eq(r.code, runs[i].want < 0 ? 0 : runs[i].want, "%s: exit %d\n%s", mode, r.code, r.err);
+		cr_assert_gt(real_syncs_of(&c, "b.def"), 0, "%s: b.def's deferred syncs were never made", mode);
+		for (int t = 0; threads && t < 4; t++)
+			cr_assert_gt(real_syncs_of(&c, h_fmt("t.%d.def", t)), 0, "%s: t.%d.def's syncs never made", mode, t);
+
+		endings_cmd(&c, "exit", true);
+		c.timeout_s = 20;
+		r = run_endings(&c, mode, 0);
+		cr_assert(!r.timed_out, "%s: the process never ended", mode);
+		cr_assert(h_has(r.err, failed_line("b.def")), "%s: the deferred sync's error was never told:\n%s", mode,
+			  r.err);
+		if (runs[i].want >= 0)
+			cr_assert_eq(r.code, 74, "%s(0), an unreported error, unreported_errors = exit: exit %d\n%s", mode,
+				     r.code, r.err);
+	}
+}
+
 /* ---- 6: _exit from a handler inside a shim section ------------------------------- */
 
 /* The handler runs inside the group sync the shim leads for a.grp (a

@@ -140,9 +140,13 @@ Test(services, failures_name_the_round_and_side)
 	cr_expect_eq(r.code, 1);
 	cr_expect(h_has(r.err, "round 1 A: --metric '([0-9]+) tps' matched no number"), "%s", r.err);
 
-	/* the load runs without the shim; the server with it */
+	/* the load runs without the shim; the server with it. Each round's
+	 * server replaces srv.env whole (a rename): the readiness file stays
+	 * from round 1, so a later round's server can be stopped before it
+	 * wrote, and a truncated file read as "no shim" (seen under load). */
 	char *env_up = h_path("env-up");
-	r = ab(h_fmt("echo \"$LD_PRELOAD\" > %s/srv.env; touch %s; exec sleep 60", h_ctx.dir, env_up),
+	r = ab(h_fmt("echo \"$LD_PRELOAD\" > %s/srv.env.$$ && mv %s/srv.env.$$ %s/srv.env; touch %s; exec sleep 60",
+		     h_ctx.dir, h_ctx.dir, h_ctx.dir, env_up),
 	       h_fmt("file:%s", env_up),
 	       h_fmt("echo \"[$LD_PRELOAD]\" > %s/load.env; echo 7 ops", h_ctx.dir), "([0-9]+) ops");
 	cr_expect_eq(r.code, 0, "%s%s", r.out, r.err);

@@ -162,6 +162,92 @@ Test(trust, unlinked_open_files_get_no_spurious_eio)
 	cr_assert_str_empty(r.err, "stderr:\n%s", r.err);
 }
 
+/* Issue 28, 1: no invented errors. A failing call beneath the shim (the
+ * recording layer: the syncs and closes the kernel really answered). */
+static bool real_call_failed(const struct h_rec *r, const void *arg)
+{
+	(void)arg;
+	bool sync_or_close = !strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync") || !strcmp(r->op, "syncfs") ||
+			     !strcmp(r->op, "close");
+	return sync_or_close && r->ret < 0;
+}
+
+static bool real_sync_made(const struct h_rec *r, const void *arg)
+{
+	(void)arg;
+	return (!strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync") || !strcmp(r->op, "syncfs")) && r->ret == 0;
+}
+
+/* Temporary files as sqlite and MariaDB make them: four threads each
+ * open a file, unlink it, write 4 KiB and fsync four times, close. A
+ * deferred sync led while the app closes the file (its descriptor marked
+ * closing, the closer waiting for a sync that borrowed it) once found no
+ * descriptor and tried the name, which an unlinked file no longer has:
+ * an EIO for a fsync or close, or a "deferred sync ... failed" line, on a
+ * healthy disk. The rule: every error the app is given, or told of on
+ * stderr, is one the kernel gave beneath the shim. */
+Test(trust, temp_files_get_no_error_the_disk_did_not_give)
+{
+	char *d = h_path("tmp");
+	cr_assert_eq(mkdir(d, 0755), 0);
+	struct h_cmd c;
+	tr_cmd(&c, H_SHIM_REC, NULL);
+	h_env(&c, "SYNCSHIM_POLICY=defer");
+	h_env(&c, "RECLAYER_OPS=fsync,fdatasync,syncfs,close");
+	h_args(&c, h_prog("trustb"), "unlinked", "-d", d, "-t", "4", "-k", "4", "-n", h_ctx.asan ? "500" : "2000",
+	       NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "trustb unlinked");
+	struct h_log log = h_log_load(&c);
+	int beneath = h_count_if(&log, real_call_failed, NULL);
+	int told = 0;
+	for (const char *p = r.err; (p = strstr(p, "deferred sync of")); p++)
+		told++;
+	long long app = h_num_after(r.out, "failed=", -1);
+	cr_assert_gt(h_num_after(r.out, "calls=", 0), 0, "%s", r.out);
+	cr_assert_gt(h_count_if(&log, real_sync_made, NULL), 0, "the recording layer saw no real sync");
+	cr_assert_leq(app + told, beneath,
+		      "the app got %lld failed fsync/close and stderr told %d failed deferred syncs, but beneath the "
+		      "shim %d sync or close failed: %s\nstderr (first lines):\n%.2000s",
+		      app, told, beneath, r.out, r.err);
+	/* and each was synced through a descriptor of its own: the file
+	 * system's sync is for a file no descriptor or name leads to */
+	cr_assert_eq(h_count(&log, "syncfs", 0), 0,
+		     "a temporary file's deferred sync went to its whole file system: no descriptor of it was found "
+		     "while its closer waited");
+}
+
+/* A closed file whose deferred sync is owed loses every way to it behind
+ * the shim's back: its directory renamed (or the file unlinked) and the
+ * shim's own descriptor closed, by raw system calls as another process
+ * would. The sync owed is still made, on the file system that holds it
+ * (a syncfs beneath the shim), and no error is made up: before, the
+ * flusher's reopen by name failed and stderr said the deferred sync had
+ * failed with EIO. */
+Test(trust, file_with_no_descriptor_or_name_left_gets_no_made_up_error)
+{
+	for (int unlinked = 0; unlinked < 2; unlinked++) {
+		char *d = h_path(unlinked ? "gone" : "moved");
+		cr_assert_eq(mkdir(d, 0755), 0);
+		char *ini = tr_ini(unlinked ? "gone.ini" : "moved.ini",
+				   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/**\nsync = defer\n"
+					 "max_delay_ms = 60000\n", d));
+		struct h_cmd c;
+		tr_cmd(&c, H_SHIM_REC, ini);
+		h_args(&c, h_prog("trustb"), "privlost", "-d", d, unlinked ? "-S" : NULL, NULL);
+		struct h_result r = h_run(&c);
+		h_assert_ok(r, "trustb privlost");
+		cr_assert(h_has(r.out, "privlost: closed=1"), "the shim kept no descriptor of its own to lose: %s", r.out);
+		cr_assert(!strstr(r.err, "deferred sync of"),
+			  "%s: a deferred sync reported failed that no call beneath the shim failed:\n%s",
+			  unlinked ? "unlinked" : "moved", r.err);
+		struct h_log log = h_log_load(&c);
+		cr_assert_eq(h_count_if(&log, real_call_failed, NULL), 0, "a real sync failed on a healthy disk");
+		cr_assert_geq(h_count(&log, "syncfs", 0), 1, "%s: the owed sync was never made (no syncfs beneath)",
+			      unlinked ? "unlinked" : "moved");
+	}
+}
+
 /* ---- 12: msync of a mapping whose file was renamed or unlinked ------------- */
 
 Test(trust, msync_of_moved_file_is_synced_through_its_descriptor)

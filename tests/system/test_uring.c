@@ -565,10 +565,14 @@ Test(uring, crashtest_ring_writer_passthrough_loses_no_acknowledged_record)
 	cr_assert_geq(n, 5, "%d of 10 trials acknowledged anything:\n%s", n, r.out);
 }
 
-/* defer: what is lost was acknowledged within max_delay_ms (and the one
- * real sync that makes it durable, and the scheduling of a busy machine:
- * 250 ms, where the cuts come 300 ms and more after the start) before the
- * cut; something survives, something is lost (the window is exercised). */
+/* defer: what is lost was acknowledged within max_delay_ms before the
+ * cut, or, once overdue, while a flusher thread was at work on it
+ * (running, waiting for a CPU or the disk, or in the real sync: the
+ * launcher looks at /proc just before the kill). How long a loaded
+ * machine makes that take is the machine's, so it is judged against when
+ * the flusher could run, not against the clock; a flusher asleep past
+ * the deadline is the shim's. The slack is the timer's wake-up.
+ * Something survives, something is lost (the window is exercised). */
 Test(uring, crashtest_ring_writer_defer_loses_only_its_window)
 {
 	char *ini = h_path("defer.ini");
@@ -586,9 +590,13 @@ Test(uring, crashtest_ring_writer_defer_loses_only_its_window)
 		if (h_num_after(t, "lost=", 0) == 0)
 			continue;
 		lost++;
-		const char *o = strstr(t, "lost_oldest_ms=");
+		const char *o = strstr(t, "lost_oldest_ms="), *at = strstr(t, "\"flushers_at_cut\":");
 		double oldest = o ? atof(o + strlen("lost_oldest_ms=")) : -1;
-		cr_expect(oldest >= 0 && oldest <= 50 + 250, "lost a record acknowledged %.1f ms before the cut: %s",
+		const char *busy = at ? strstr(at, "\"busy\":") : NULL;
+		cr_expect(oldest >= 0, "no age for the lost records: %s", t);
+		cr_expect(oldest <= 50 + 5 || (busy && atoi(busy + strlen("\"busy\":")) > 0),
+			  "lost a record acknowledged %.1f ms before the cut (deadline 50 ms) while no flusher thread "
+			  "was at work: %s",
 			  oldest, t);
 		cr_expect(h_has(t, "torn_bytes=0"), "%s", t);
 	}

@@ -90,6 +90,15 @@ struct ct_run {
 	int status;                  /* exit status if it ran to completion, else -1 */
 	int signal;                  /* the signal that ended it, if not the cut's */
 	bool stray;                  /* a process of it outlived the kill (still running) */
+	/* The shim's flusher threads (syncshim-flush) of the program's first
+	 * process at the cut, as /proc had them just before the kill: how
+	 * many, how many were at work (running or waiting for a CPU or the
+	 * disk, in fsync or fdatasync, or blocked behind a lock or another
+	 * thread's sync; ct_run.c), how many inside fsync or fdatasync. A
+	 * window is judged against these: an acknowledged sync overdue at the
+	 * cut with every flusher asleep in its own timed wait is the shim's
+	 * lateness, not the machine's. */
+	int flushers, flushers_busy, flushers_syncing;
 };
 
 /* Runs cmd under the shim in crash-test mode with the store, cut as asked. */

@@ -257,6 +257,11 @@ void ct_json_trial(const struct ct_trial *t, bool first)
 	       t->run.timed_out ? "true" : "false", ms);
 	jnum_or_null("cut_ms", t->run.cut ? ms : -1);
 	jnum_or_null("first_record_ms", t->run.origin_ns ? (double)(t->run.origin_ns - t->run.start_ns) / 1e6 : -1);
+	if (t->run.cut)
+		printf(",\"flushers_at_cut\":{\"threads\":%d,\"busy\":%d,\"syncing\":%d}", t->run.flushers,
+		       t->run.flushers_busy, t->run.flushers_syncing);
+	else
+		printf(",\"flushers_at_cut\":null");
 	printf(",\"exit_status\":%d,\"planned_ms\":%llu", t->run.status, (unsigned long long)t->planned_ms);
 	printf(",\"log_records\":%zu,\"log_bytes\":%llu", t->log_records, (unsigned long long)t->log_bytes);
 	printf(",\"records\":%u,\"bytes\":%llu,\"kept_bytes\":%llu,\"writeback_seed\":%llu", t->rolled ? t->rb.records : 0,

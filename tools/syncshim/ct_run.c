@@ -204,6 +204,66 @@ static bool await_cut(const struct ct_opts *o, pid_t pid, int pidfd, const char 
 	return exited;
 }
 
+/* A /proc file's first line, "" if it cannot be read. */
+static void read_line(const char *path, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Whether a flusher thread was at work, from its state in
+ * /proc/PID/task/TID/stat (after the name's closing parenthesis) and the
+ * system call it was in (TID/syscall: the number, then the arguments in
+ * hex): running or waiting for a CPU (R), for the disk (D), inside a real
+ * sync, or blocked in a futex wait with no timeout (a lock, or another
+ * thread's sync it waits for: held up by someone else). Asleep: a timed
+ * wait, the flusher's own wait for its next deadline. */
+static bool flusher_at_work(char state, const char *syscall_line, bool *syncing)
+{
+	unsigned long v[5] = { 0 };
+	long nr = syscall_line[0] >= '0' && syscall_line[0] <= '9' ? strtol(syscall_line, NULL, 10) : -1;
+	*syncing = nr == SYS_fsync || nr == SYS_fdatasync;
+	bool untimed_futex = nr == SYS_futex && sscanf(syscall_line, "%*d %lx %lx %lx %lx", &v[0], &v[1], &v[2], &v[3]) == 4 &&
+			     v[3] == 0;
+	return *syncing || state == 'R' || state == 'D' || untimed_futex;
+}
+
+/* What pid's flusher threads were doing (struct ct_run). No freeze: a
+ * thread may move on while the next is read, which only ever moves one
+ * from asleep to at work on its way to a sync, or back once it synced. */
+static void note_flushers(pid_t pid, struct ct_run *r)
+{
+	char dir[64], path[64 + 256 + 16], line[512];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, e->d_name);
+		read_line(path, line, sizeof(line));
+		if (strncmp(line, "syncshim-flush", 14) != 0)
+			continue;
+		r->flushers++;
+		snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+		read_line(path, line, sizeof(line));
+		const char *paren = strrchr(line, ')');
+		char state = paren && paren[1] == ' ' ? paren[2] : '?';
+		snprintf(path, sizeof(path), "%s/%s/syscall", dir, e->d_name);
+		read_line(path, line, sizeof(line));
+		bool syncing;
+		r->flushers_busy += flusher_at_work(state, line, &syncing);
+		r->flushers_syncing += syncing;
+	}
+	if (d)
+		closedir(d);
+}
+
 int ct_run_trial(const struct ct_opts *o, const char *store, uint64_t cut_ms, struct ct_run *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -219,6 +279,8 @@ int ct_run_trial(const struct ct_opts *o, const char *store, uint64_t cut_ms, st
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	bool exited = await_cut(o, pid, pidfd, store, cut_ms, r);
 	r->cut = !exited;
+	if (r->cut)
+		note_flushers(pid, r);
 	int st = 0;
 	r->stray = !kill_tree(pid, pid, &st); /* the cut: the whole group at once */
 	if (pidfd >= 0)
