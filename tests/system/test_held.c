@@ -244,6 +244,54 @@ Test(held, writes_behind_a_held_one_keep_their_order)
 	cr_assert_eq(byte_at(&run, "A", 4096), 'X');
 }
 
+/* A write with nothing of its own to wait for, behind a held write of
+ * its file, is held behind it too: it neither passes it nor waits for it
+ * (the overwrite of A's own promised bytes is held; the forward write
+ * after it needs nothing but its place in the line). */
+static const char *const forward_behind_held[] = { "a:A", "s:A", "p:A:0:Q", "p:A:8192:X", NULL };
+
+Test(held, a_forward_write_behind_a_held_one_is_held_not_waited_for)
+{
+	struct run run = held_run(forward_behind_held);
+	unsigned long long a = ino_of(&run, "A");
+	const struct h_rec *sa = sync_after(&run, a, (unsigned long long)step_field(&run, 1, "t0"));
+	cr_assert_not_null(sa, "A's acknowledged sync was never made real");
+	const struct h_rec *q = nth_write(&run, a, 1), *x = nth_write(&run, a, 2);
+	cr_assert_eq(q->off, 0);
+	cr_assert_eq(x->off, 8192, "the forward write passed the held one");
+	cr_assert_geq(x->t0, q->t1);
+	cr_assert_lt((unsigned long long)step_field(&run, 3, "t1"), sa->t1,
+		     "the forward write waited for the held one's sync: not held behind it");
+	cr_assert_eq(byte_at(&run, "A", 0), 'Q');
+	cr_assert_eq(byte_at(&run, "A", 8192), 'X');
+}
+
+/*
+ * A real sync of a file covers no request that promises a write of it
+ * still held. A is acknowledged; a write of A is held behind .scratch's
+ * slow sync (order = file: its own writes wait for nothing, so nothing
+ * syncs A early), and A is acknowledged again. C's write, with two files
+ * to wait for, has A synced up to what it can cover; counted as covering
+ * the second acknowledgement, C's write would pass the held one.
+ */
+static const char *const sync_covers_held[] = { "a:A",         "s:A", "a:.scratch", "s:.scratch",
+						"p:A:4096:Z", "s:A", "p:C:0:Y",    NULL };
+
+Test(held, a_sync_does_not_cover_a_request_whose_write_is_still_held)
+{
+	struct run run = held_run(sync_covers_held);
+	unsigned long long a = ino_of(&run, "A"), c = ino_of(&run, "C");
+	const struct h_rec *z = nth_write(&run, a, 1);
+	cr_assert_not_null(z);
+	cr_assert_eq(z->off, 4096);
+	const struct h_rec *sa = sync_after(&run, a, z->t1);
+	cr_assert_not_null(sa, "no real sync of A after its held write reached the kernel");
+	const struct h_rec *y = nth_write(&run, c, 0);
+	cr_assert_geq(y->t0, sa->t1, "C's write (t0=%llu) reached the kernel before A's held write was durable (t1=%llu)",
+		      y->t0, sa->t1);
+	cr_assert_eq(byte_at(&run, "C", 0), 'Y');
+}
+
 /*
  * Reading what it wrote. Each read of A runs while A's write is held (B's
  * sync is slow); it must return the held bytes. Positioned reads lay them
