@@ -764,6 +764,7 @@ static void *applier_main(void *arg)
 		bool moved = false;
 		if (atomic_load(&held_files)) {
 			idle_since = trace_now();
+			TEST_HOLD("applier_pass"); /* the exit applies what is held without this thread */
 			pthread_mutex_lock(&apply_mu);
 			am_applier = true;
 			moved = apply_pass();

@@ -390,6 +390,20 @@ Test(held, exit_applies_what_is_held)
 	cr_assert_eq(byte_at(&run, "A", 0), 'Z', "the held write was lost at exit");
 }
 
+/* The same with the applier thread stopped before it could apply
+ * anything (a test hold): the exit applies the held write itself. */
+Test(held, exit_applies_what_is_held_without_the_applier_thread)
+{
+	char *hold = h_path("hold");
+	const char *env[] = { SLOW_SYNC, "SYNCSHIM_TEST_HOLD_AT=applier_pass", h_fmt("SYNCSHIM_TEST_HOLD_FILE=%s", hold),
+			      NULL };
+	struct run run = held_run_env(env, after_other, false);
+	cr_assert_geq(held_count(&run), 1);
+	cr_assert(access(h_fmt("%s.reached", hold), F_OK) == 0 && access(h_fmt("%s.left", hold), F_OK) != 0,
+		  "the applier thread was not stopped before its pass");
+	cr_assert_eq(byte_at(&run, "A", 0), 'Z', "the held write was lost at exit");
+}
+
 /*
  * A held write that fails when applied (the device is full): the file's
  * sticky error, reported by its next fsync, never invented for another
