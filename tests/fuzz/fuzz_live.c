@@ -497,7 +497,7 @@ static char *render(int what, const struct live_snapshot *s, const struct top_vi
 	else if (what == 1)
 		top_print_json(f, s, v, o);
 	else
-		die_unless(metrics_write(f, s) == 0, "metrics_write");
+		die_unless(metrics_write(f, s, false) == 0 && metrics_write(f, s, true) == 0, "metrics_write");
 	die_unless(fclose(f) == 0, "memstream");
 	return text;
 }

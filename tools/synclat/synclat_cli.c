@@ -323,7 +323,7 @@ static const struct tool_cmd commands[] = {
 	  "two runs side by side: gain and price (data at risk), tables and plots" },
 	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]",
 	  "the running processes under the shim, live, like top" },
-	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--dir DIR]",
+	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--per-file] [--dir DIR]",
 	  "the live counters for Prometheus: a file, or an HTTP endpoint" },
 	{ "suggest", suggest_main, "suggest [-o INI] [--salvage] LOG...",
 	  "propose rules from a run's call records (what syncshim profile uses)" },
