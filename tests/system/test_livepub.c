@@ -488,3 +488,42 @@ Test(livepub, a_refused_reload_is_counted_and_the_rules_stay)
 	cr_assert_str_eq(h.default_policy, "defer");
 	cr_assert(h_has(r.err, "keeping the previous policy"), "%s", r.err);
 }
+
+/*
+ * A server that rewrites its command line into a title (redis-server,
+ * PostgreSQL; perl's $0 here) is still named by the command it was
+ * started with, in the live file and in the log: the title is set by
+ * the time the shim first publishes or logs.
+ */
+Test(livepub, the_command_as_started_not_the_title_set_later)
+{
+	char *dir = live_dir(), *file = h_path("p.dat"), *fifo = h_path("go"), *log = h_path("p.log");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	struct h_cmd c;
+	live_cmd(&c, dir, "defer");
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, "perl", "-e",
+	       "$0 = 'rewritten title' . (' ' x 80); open(my $f, '>>', $ARGV[0]) or die; syswrite($f, 'x'); "
+	       "open(my $g, '<', $ARGV[1]) or die; my $l = <$g>;", /* $f open: the file stays in the live file */
+	       file, fifo, NULL);
+	pid_t pid = h_spawn(&c);
+	char *live = h_fmt("%s/%d.live", dir, (int)pid);
+	static struct snap s;
+	bool seen = wait_entry(live, file, &s, one_write_or_more, 1);
+	char *title = h_read_file(h_fmt("/proc/%d/cmdline", (int)pid));
+	int w = open(fifo, O_WRONLY);
+	if (w >= 0) {
+		cr_expect_eq(write(w, "\n", 1), 1);
+		close(w);
+	}
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "perl");
+	cr_assert(seen, "no live entry for %s", file);
+	cr_assert(h_has(title, "rewritten title"), "perl did not set its title: '%s'", title);
+	cr_assert(!strncmp(s.h.cmdline, "perl -e $0 = 'rewritten title'", 30), "live cmdline: '%s'", s.h.cmdline);
+	struct h_cmd rep;
+	h_cmd_init(&rep, H_PLAIN);
+	h_args(&rep, h_fmt("%s/synclat", h_ctx.build), "report", log, NULL);
+	struct h_result r = h_run(&rep);
+	h_assert_ok(r, "synclat report");
+	cr_assert(h_has(r.out, "command : perl -e $0 = 'rewritten title'"), "%s", r.out);
+}
