@@ -31,8 +31,9 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itests/harness
 # shim statically; liburing's header); no server, no daemon. `make deps`
 # (from `make test`) installs the rest.
 DEMO_PKGS := libinih-dev libjemalloc-dev liburing-dev
-BUILD_PKGS := $(DEMO_PKGS) libcriterion-dev strace libfuse3-dev fuse3 pkg-config libaio-dev
-# ... and python3 for the durability oracle's generator and checker (tests/oracle/).
+BUILD_PKGS := $(DEMO_PKGS) libcriterion-dev strace libfuse3-dev fuse3 pkg-config libaio-dev libseccomp-dev
+# ... and python3 for the durability oracle's generator and checker (tests/oracle/),
+# libseccomp for a unit's SystemCallFilter= by hand (tests/progs/seccomp_run.c).
 BUILD_PKGS += python3
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/system/test_install.c, make deb, make demo-activemq), and
@@ -203,6 +204,7 @@ $(B)/examples/%: examples/%.c
 
 # A test program's own libraries: PROG_LIBS_<name> (most need none).
 PROG_LIBS_uring_ops := -luring -laio
+PROG_LIBS_seccomp_run := -lseccomp
 $(B)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -MF $@.d -o $@ $< -lm $(PROG_LIBS_$*)
@@ -439,14 +441,15 @@ MAN5 := docs/man/syncshim.ini.5
 # drop-in with its rule file (examples/systemd/README.md).
 DOC_FILES := README.md shim.ini
 SYSTEMD_EXAMPLES := examples/systemd/README.md examples/systemd/activemq.ini \
-	examples/systemd/activemq.service.d/syncshim.conf
+	examples/systemd/activemq.service.d/syncshim.conf examples/systemd/redis.ini \
+	examples/systemd/redis-server.service.d/syncshim.conf
 INSTALLED := $(SHIMDIR)/libsyncshim.so $(BINDIR)/syncshim $(BINDIR)/synclat \
 	$(MAN1:docs/man/%=$(MANDIR)/man1/%) $(MAN5:docs/man/%=$(MANDIR)/man5/%) \
 	$(DOC_FILES:%=$(DOCDIR)/%) $(SYSTEMD_EXAMPLES:examples/%=$(DOCDIR)/examples/%)
 
 install: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d
+	  $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d $(DESTDIR)$(DOCDIR)/examples/systemd/redis-server.service.d
 	install -m 0644 $(B)/libsyncshim.so $(DESTDIR)$(SHIMDIR)/libsyncshim.so
 	install -m 0755 $(B)/syncshim $(B)/synclat $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
@@ -460,6 +463,7 @@ install: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
 uninstall:
 	rm -f $(INSTALLED:%=$(DESTDIR)%) $(DESTDIR)$(PREFIX)/lib/libsyncshim.so $(DESTDIR)$(PREFIX)/share/syncshim/shim.ini
 	-rmdir $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d \
+	  $(DESTDIR)$(DOCDIR)/examples/systemd/redis-server.service.d \
 	  $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) \
 	  $(DESTDIR)$(PREFIX)/share/syncshim 2>/dev/null
 
