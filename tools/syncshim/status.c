@@ -137,10 +137,18 @@ static void print_rules(FILE *out, const struct live_proc *p)
 
 static void print_one(FILE *out, pid_t pid, const struct live_snapshot *s)
 {
-	char cmd[256];
-	cmdline_of(pid, cmd, sizeof(cmd));
-	fprintf(out, "%d %s: under syncshim\n", (int)pid, cmd);
+	/* the command as it was started (the live counters keep it), not a
+	 * title the server set since (redis-server pads its with spaces) */
+	char cmd[256], label[128];
 	const struct live_proc *p = live_of(s, pid);
+	if (p && !p->busy && p->h.cmdline[0])
+		snprintf(cmd, sizeof(cmd), "%s", p->h.cmdline);
+	else
+		cmdline_of(pid, cmd, sizeof(cmd));
+	command_label(label, sizeof(label), cmd, 100);
+	fprintf(out, "%d ", (int)pid);
+	put_clean(out, label);
+	fputs(": under syncshim\n", out);
 	if (!p) {
 		fprintf(out, "  no live counters found: live = off in its ini, or its live directory is not one "
 			     "this user may read (synclat top --dir DIR, as that user)\n");
