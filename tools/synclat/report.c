@@ -131,6 +131,24 @@ static void fmt_thousands(char *buf, size_t len, double v)
 	buf[o] = '\0';
 }
 
+void fmt_figure(char *buf, size_t len, double v)
+{
+	double a = fabs(v);
+	if (a >= 1000) {
+		char t[48];
+		fmt_thousands(t, sizeof(t), a);
+		snprintf(buf, len, "%s%s", v < 0 ? "-" : "", t);
+	} else if (a >= 100) {
+		snprintf(buf, len, "%.0f", v);
+	} else if (a >= 10) {
+		snprintf(buf, len, "%.1f", v);
+	} else if (a >= 0.01 || a == 0) {
+		snprintf(buf, len, "%.3f", v);
+	} else {
+		snprintf(buf, len, "%.6f", v);
+	}
+}
+
 void fmt_ratio(char *buf, size_t len, double r)
 {
 	char t[32];

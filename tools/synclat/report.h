@@ -99,6 +99,9 @@ void fmt_bytes(char *buf, size_t len, uint64_t b);
 /* Ratios: "1/500" (below 0.1), "0.25x", "1.00x", "38.2x", "10,700x", "-"
  * when undefined: never an exponent. */
 void fmt_ratio(char *buf, size_t len, double ratio);
+/* A load's own figure in plain digits: "42,918", "451", "12.5", "0.264"
+ * (never an exponent). */
+void fmt_figure(char *buf, size_t len, double v);
 /* B's latency against A's, in words: "10,700x faster", "2.10x slower",
  * "about the same"; "-" when either is unknown. */
 void fmt_speedup(char *buf, size_t len, double a_ns, double b_ns);
