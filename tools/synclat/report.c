@@ -1195,7 +1195,9 @@ static void cmp_side_head(FILE *out, const char *side, const struct run *r)
 	if (r->nlogs > 2)
 		fprintf(out, " and %zu more logs", r->nlogs - 2);
 	fputs("; ", out);
-	put_clean(out, r->logs[0]->cmdline);
+	char command[112];
+	command_label(command, sizeof(command), r->logs[0]->cmdline, 100); /* its first words */
+	put_clean(out, command);
 	fprintf(out, "; ran %.3f s; dropped %" PRIu64 "%s\n", r->duration_s,
 		r->drops, (r->warnings & LRW_NO_TRAILER) ? "; no trailer (process ended abruptly?)" : "");
 }
