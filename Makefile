@@ -45,7 +45,12 @@ INSTALL_PKGS := mandoc lintian dpkg-dev man-db systemd activemq sqlite3 libeatmy
 # checks synclat metrics, tmux drives synclat top; Prometheus scrapes
 # synclat metrics --listen, curl asks its API, ss (iproute2) finds free ports.
 LIVE_PKGS := prometheus tmux curl iproute2
-BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs zookeeper
+BENCH_PKGS := eatmydata libactivemq-java fio python3 postgresql xfsprogs btrfs-progs zookeeper qemu-utils
+# ... and the services the services section and the power-cut campaigns run
+# (tools/scripts/bench.sh, crash_campaign.sh): ActiveMQ's broker, MariaDB
+# with sysbench, Redis, sqlite3, RocksDB's tools, and javac for the JMS
+# and ZooKeeper clients (examples/activemq/, examples/zookeeper/).
+BENCH_PKGS += activemq mariadb-server sysbench redis-server redis-tools sqlite3 rocksdb-tools openjdk-17-jdk-headless
 
 # $(call apt_install,PACKAGES): installs those of PACKAGES not installed yet.
 define apt_install
@@ -412,7 +417,7 @@ oracle-test: $(ORACLE_RUNNER) $(B)/tests/lib/reclayer.so $(B)/libsyncshim.so $(B
 # Opt-in, long (CAMPAIGN_TRIALS trials per row, default 20); CAMPAIGN_PROGRAMS
 # picks programs. Not part of `make test`.
 CAMPAIGN_PROGRAMS ?=
-crash-campaign: deps all
+crash-campaign: bench-deps all
 	tools/scripts/crash_campaign.sh $(B) $(CAMPAIGN_PROGRAMS)
 
 # Mutation run: each one-line mutation of tests/mutations/mutations.txt
@@ -525,7 +530,7 @@ demo-activemq: deps all
 # Benchmarks: ratios against a baseline run side by side (docs/PERFORMANCE.md;
 # every run so far: docs/bench-log.md).
 # The window section records real syncs with the tests' recording layer.
-bench: bench-deps all $(B)/tests/lib/reclayer.so
+bench: bench-deps all $(B)/tests/lib/reclayer.so $(B)/tests/progs/uring_ops $(B)/tests/progs/inline_calls
 	tools/scripts/bench.sh $(B) $(SECTIONS)
 
 # ---- fuzzing (see tests/fuzz/) ------------------------------------------

@@ -175,7 +175,9 @@
 
 /*
  * liburing's exported entry points (liburing.so.2), interposed so a ring's
- * new entries are seen before they are published (shim/calls/uring.c). Not
+ * new entries are seen before they are published (the submit family) or
+ * before the kernel reads them (the raw calls, io_uring_enter and its
+ * kin, which liburing makes by inline system calls) (shim/calls/uring.c). Not
  * libc's: resolved lazily, each time until found (liburing may be loaded
  * late, by dlopen), never through the table above. Their prototypes come
  * from <liburing.h>, in uring.c only.
@@ -184,6 +186,11 @@
 	X(int, io_uring_queue_init, (unsigned, struct io_uring *, unsigned), 0)                                  \
 	X(int, io_uring_queue_init_params, (unsigned, struct io_uring *, struct io_uring_params *), 0)           \
 	X(void, io_uring_queue_exit, (struct io_uring *), 0)                                                     \
+	X(int, io_uring_queue_mmap, (int, struct io_uring_params *, struct io_uring *), 0)                       \
+	X(int, io_uring_setup, (unsigned, struct io_uring_params *), 0)                                          \
+	X(int, io_uring_enter, (unsigned, unsigned, unsigned, unsigned, sigset_t *), 0)                          \
+	X(int, io_uring_enter2, (unsigned, unsigned, unsigned, unsigned, sigset_t *, size_t), 0)                 \
+	X(int, io_uring_register, (unsigned, unsigned, const void *, unsigned), 0)                               \
 	X(int, io_uring_submit, (struct io_uring *), 0)                                                          \
 	X(int, io_uring_submit_and_wait, (struct io_uring *, unsigned), 0)                                       \
 	X(int, io_uring_submit_and_wait_timeout, (struct io_uring *, struct io_uring_cqe **, unsigned,           \

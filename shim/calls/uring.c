@@ -4,7 +4,8 @@
  * A ring's entries never pass through libc, but they pass through the
  * calls that hand them to the kernel: liburing's exported submit family
  * (the entries are not even published yet) and io_uring_enter through
- * libc's syscall() (published, not yet consumed: the kernel reads a
+ * libc's syscall() or liburing's raw exports io_uring_enter and
+ * io_uring_enter2 (published, not yet consumed: the kernel reads a
  * non-polled ring only inside io_uring_enter). There, each new entry, the
  * ones between the SQ ring's kernel head (or the last one looked at) and
  * the app's tail, is looked at once and made what the file's rule says:
@@ -31,9 +32,10 @@
  * RESULT, Linux 6.10). On an older kernel the entry goes to the kernel
  * unchanged and the error waits for the descriptor's next libc call.
  *
- * Rings are learned from io_uring_setup through syscall() and its mmaps
- * (the SQ ring and the SQE array at their offsets on the ring's
- * descriptor), or from liburing's struct io_uring at the first submit.
+ * Rings are learned from io_uring_setup (through syscall() or liburing's
+ * export) and its mmaps (the SQ ring and the SQE array at their offsets
+ * on the ring's descriptor), or from liburing's struct io_uring, once
+ * io_uring_queue_mmap has filled it or at the first submit.
  * Registered files are kept with their (dev, inode) so an IOSQE_FIXED_FILE
  * entry maps to a descriptor only while that descriptor still names the
  * file that was registered.
@@ -744,49 +746,69 @@ static void ring_scan(struct ring *r, unsigned to, unsigned published, bool may_
 	r->seen_set = true;
 }
 
-/* ---- io_uring through libc's syscall() ------------------------------------- */
+/* ---- the raw calls: libc's syscall() and liburing's raw exports ------------- */
 
-long uring_sys_setup(long entries, long params)
+/*
+ * A ring was set up on fd (fd >= 0) with params p: the shim learns it, to
+ * find its entries once it is mapped (libc's mmap at the ring's offsets,
+ * or io_uring_queue_mmap). sqpoll_warn: say at once that a polling ring's
+ * entries will not be seen (the caller is a raw program; one that may yet
+ * drive the ring through liburing's submit is judged by check_unseen
+ * instead).
+ */
+static void ring_set_up(int fd, const struct io_uring_params *p, bool sqpoll_warn)
 {
-	long fd = LIBC(syscall)(SYS_io_uring_setup, entries, params);
-	if (fd >= 0)
-		pos_stop(); /* its reads and writes at -1 move positions unseen */
-	if (fd < 0 || shim_bypass() || !params)
-		return fd;
+	pos_stop(); /* its reads and writes at -1 move positions unseen */
+	if (shim_bypass() || !p)
+		return;
 	int e = errno;
-	const struct io_uring_params *p = (const struct io_uring_params *)params;
 	if (p->flags & IORING_SETUP_NO_MMAP) {
-		shim_say("io_uring ring (fd %ld) set up with IORING_SETUP_NO_MMAP: the shim cannot read its "
+		shim_say("io_uring ring (fd %d) set up with IORING_SETUP_NO_MMAP: the shim cannot read its "
 			 "entries; its syncs and writes follow no policy",
 			 fd);
 	} else {
-		struct ring *r = ring_add((int)fd, p->flags);
+		struct ring *r = ring_add(fd, p->flags);
 		if (r) {
 			r->sq_off = p->sq_off;
 			r->have_off = true;
-			if (p->flags & IORING_SETUP_SQPOLL)
+			if (sqpoll_warn && (p->flags & IORING_SETUP_SQPOLL))
 				ring_warn(r, "a polling ring (IORING_SETUP_SQPOLL) driven without liburing: "
 					     "the kernel takes its entries as they are published");
 		}
 	}
 	errno = e;
+}
+
+/* io_uring_enter is about to hand fd's published entries to the kernel:
+ * the new ones are looked at first (the kernel reads a non-polled ring's
+ * entries only inside the call). */
+static void ring_before_enter(int fd, long to_submit, unsigned flags)
+{
+	if (shim_bypass() || to_submit <= 0 || (flags & IORING_ENTER_REGISTERED_RING))
+		return;
+	struct ring *r = ring_of(fd);
+	if (!r || !__atomic_load_n(&r->khead, __ATOMIC_ACQUIRE) || !ring_claim(r))
+		return;
+	int e = errno;
+	if (!(r->setup_flags & IORING_SETUP_SQPOLL)) {
+		unsigned tail = atomic_load_explicit((_Atomic unsigned *)r->ktail, memory_order_acquire);
+		ring_scan(r, tail, tail, true);
+	}
+	ring_release(r);
+	errno = e;
+}
+
+long uring_sys_setup(long entries, long params)
+{
+	long fd = LIBC(syscall)(SYS_io_uring_setup, entries, params);
+	if (fd >= 0)
+		ring_set_up((int)fd, (const struct io_uring_params *)params, true);
 	return fd;
 }
 
 long uring_sys_enter(long fd, long to_submit, long min_complete, long flags, long arg, long argsz)
 {
-	if (!shim_bypass() && to_submit > 0 && !(flags & IORING_ENTER_REGISTERED_RING)) {
-		struct ring *r = ring_of((int)fd);
-		if (r && r->khead && ring_claim(r)) {
-			int e = errno;
-			if (!(r->setup_flags & IORING_SETUP_SQPOLL)) {
-				unsigned tail = atomic_load_explicit((_Atomic unsigned *)r->ktail, memory_order_acquire);
-				ring_scan(r, tail, tail, true);
-			}
-			ring_release(r);
-			errno = e;
-		}
-	}
+	ring_before_enter((int)fd, to_submit, (unsigned)flags);
 	return LIBC(syscall)(SYS_io_uring_enter, fd, to_submit, min_complete, flags, arg, argsz);
 }
 
@@ -836,24 +858,25 @@ static void files_unknown(struct ring *r)
 		r->files_unknown = true;
 }
 
-long uring_sys_register(long fd, long opcode, long arg, long nr)
+/* io_uring_register on fd succeeded with ret: the registered files it
+ * changed, told to the ring's table. */
+static void ring_registered(int fd, unsigned opcode, const void *arg, unsigned nr, long ret)
 {
-	long ret = LIBC(syscall)(SYS_io_uring_register, fd, opcode, arg, nr);
 	if (ret < 0 || shim_bypass())
-		return ret;
-	struct ring *r = ring_of((int)fd);
+		return;
+	struct ring *r = ring_of(fd);
 	if (!r)
-		return ret;
+		return;
 	int e = errno;
 	switch (opcode) {
 	case IORING_REGISTER_FILES:
-		files_set(r, 0, (const int *)arg, (unsigned)nr, true);
+		files_set(r, 0, (const int *)arg, nr, true);
 		break;
 	case IORING_UNREGISTER_FILES:
 		files_set(r, 0, NULL, 0, true);
 		break;
 	case IORING_REGISTER_FILES_UPDATE: {
-		const struct io_uring_files_update *u = (const void *)arg;
+		const struct io_uring_files_update *u = arg;
 		files_set(r, u->offset, (const int *)(uintptr_t)u->fds, (unsigned)ret, false);
 		break;
 	}
@@ -865,6 +888,12 @@ long uring_sys_register(long fd, long opcode, long arg, long nr)
 		break;
 	}
 	errno = e;
+}
+
+long uring_sys_register(long fd, long opcode, long arg, long nr)
+{
+	long ret = LIBC(syscall)(SYS_io_uring_register, fd, opcode, arg, nr);
+	ring_registered((int)fd, (unsigned)opcode, (const void *)arg, (unsigned)nr, ret);
 	return ret;
 }
 
@@ -968,6 +997,49 @@ static int lib_ring_made(struct io_uring *ring, int ret)
 		errno = e;
 	}
 	return ret;
+}
+
+/*
+ * liburing's raw exports (liburing 2.3 and later): each makes its own
+ * system call, inline, where the shim cannot see it, so they are wrapped
+ * as syscall()'s io_uring numbers are (same conventions as liburing's:
+ * -errno, errno untouched). io_uring_queue_mmap maps a ring set up by
+ * the app with liburing's own inline mmaps and fills its struct io_uring,
+ * from which the shim learns the ring (liburing's io_uring_queue_init*
+ * call it too).
+ */
+SHIM_API int io_uring_setup(unsigned entries, struct io_uring_params *p)
+{
+	int fd = LIB_CALL(io_uring_setup, entries, p);
+	if (fd >= 0)
+		ring_set_up(fd, p, false); /* may yet be driven by liburing's submit (io_uring_queue_mmap) */
+	return fd;
+}
+
+SHIM_API int io_uring_enter(unsigned fd, unsigned to_submit, unsigned min_complete, unsigned flags, sigset_t *sig)
+{
+	ring_before_enter((int)fd, to_submit, flags);
+	return LIB_CALL(io_uring_enter, fd, to_submit, min_complete, flags, sig);
+}
+
+SHIM_API int io_uring_enter2(unsigned fd, unsigned to_submit, unsigned min_complete, unsigned flags, sigset_t *sig,
+			     size_t sz)
+{
+	ring_before_enter((int)fd, to_submit, flags);
+	return LIB_CALL(io_uring_enter2, fd, to_submit, min_complete, flags, sig, sz);
+}
+
+SHIM_API int io_uring_register(unsigned fd, unsigned opcode, const void *arg, unsigned nr_args)
+{
+	int ret = LIB_CALL(io_uring_register, fd, opcode, arg, nr_args);
+	ring_registered((int)fd, opcode, arg, nr_args, ret);
+	return ret;
+}
+
+SHIM_API int io_uring_queue_mmap(int fd, struct io_uring_params *p, struct io_uring *ring)
+{
+	int ret = LIB_CALL(io_uring_queue_mmap, fd, p, ring);
+	return lib_ring_made(ring, ret);
 }
 
 SHIM_API int io_uring_queue_init_params(unsigned entries, struct io_uring *ring, struct io_uring_params *p)

@@ -19,18 +19,29 @@
  *             SIGSYS once
  *   badfd     an inline fsync of a closed number: -EBADF, errno untouched
  *   cost      (a benchmark, FILE unused) N inline getppid calls, printing
- *             the nanoseconds one takes: what one trapped call costs
+ *             the nanoseconds one takes, wall and the thread's CPU time:
+ *             what one trapped call costs
+ *   cost-sud-empty, cost-sud-libc
+ *             the same loop under a syscall user dispatch of the program's
+ *             own (Linux 6.16's inclusive mode on its text, no shim): the
+ *             SIGSYS handler only sets the result (the signal's delivery
+ *             and return alone), or makes the call through libc's
+ *             syscall() (delivery and the call): what the shim's own
+ *             handler adds is the shim's trap minus the latter
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static long inline_call(long nr, long a, long b, long c, long d)
@@ -83,6 +94,70 @@ static void on_sigsys(int sig)
 	(void)sig;
 	sigsys_seen++;
 }
+
+static double ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) * 1e9 + (double)(b->tv_nsec - a->tv_nsec);
+}
+
+/* N inline getppid calls: wall and this thread's CPU time per call. */
+static void cost_loop(void)
+{
+	struct timespec a, b, ca, cb;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ca);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < count; i++)
+		inline_call(SYS_getppid, 0, 0, 0, 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cb);
+	double n = count > 0 ? count : 1;
+	printf("result: calls=%d ns_per_call=%.1f cpu_ns_per_call=%.1f\n", count, ns_between(&a, &b) / n,
+	       ns_between(&ca, &cb) / n);
+}
+
+#if defined(__x86_64__)
+extern char __executable_start[], etext[]; /* this program's text, from the linker */
+static bool dispatch_makes_call;
+
+static void on_dispatch(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	greg_t *g = ((ucontext_t *)ucv)->uc_mcontext.gregs;
+	int saved = errno;
+	long r = 0;
+	if (dispatch_makes_call) { /* libc's text is outside the range: not trapped again */
+		r = syscall(si->si_syscall, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]);
+		if (r == -1)
+			r = -errno;
+	}
+	g[REG_RAX] = r;
+	errno = saved;
+}
+
+static int cost_own_dispatch(bool make_call)
+{
+	dispatch_makes_call = make_call;
+	struct sigaction sa = { .sa_sigaction = on_dispatch, .sa_flags = SA_SIGINFO };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, NULL) != 0 ||
+	    prctl(59 /* PR_SET_SYSCALL_USER_DISPATCH */, 2 /* PR_SYS_DISPATCH_INCLUSIVE_ON */,
+		  (unsigned long)__executable_start, (unsigned long)(etext - __executable_start), 0) != 0) {
+		fprintf(stderr, "inline_calls: no inclusive syscall user dispatch here: %s\n", strerror(errno));
+		printf("result: failed=1\n");
+		return 1;
+	}
+	cost_loop();
+	prctl(59, 0 /* PR_SYS_DISPATCH_OFF */, 0, 0, 0);
+	return 0;
+}
+#else
+static int cost_own_dispatch(bool make_call)
+{
+	(void)make_call;
+	printf("result: failed=1\n");
+	return 1;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -137,13 +212,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	} else if (strcmp(mode, "cost") == 0) {
-		struct timespec a, b;
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		for (int i = 0; i < count; i++)
-			inline_call(SYS_getppid, 0, 0, 0, 0);
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
-		printf("result: calls=%d ns_per_call=%.1f\n", count, ns / (count > 0 ? count : 1));
+		cost_loop();
+	} else if (strcmp(mode, "cost-sud-empty") == 0 || strcmp(mode, "cost-sud-libc") == 0) {
+		return cost_own_dispatch(strcmp(mode, "cost-sud-libc") == 0);
 	} else if (strcmp(mode, "badfd") == 0) {
 		errno = 1234;
 		long r = inline_call(SYS_fsync, 999, 0, 0, 0);

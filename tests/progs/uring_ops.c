@@ -13,6 +13,13 @@
  *   uring_ops raw FILE N [datasync]
  *       the same, the ring set up, mapped and entered by hand through
  *       libc's syscall() and mmap (no liburing).
+ *   uring_ops lib FILE N [datasync] [ownmap] [enter2] [fixed]
+ *       the same rounds through liburing's raw exports, which make their
+ *       own inline system calls: io_uring_setup(), the ring mapped by
+ *       io_uring_queue_mmap() (with "ownmap", by libc's mmap), entries
+ *       published by hand and entered with io_uring_enter() (with
+ *       "enter2", io_uring_enter2()); with "fixed", the file registered
+ *       with io_uring_register() and named by its index.
  *   uring_ops rename DIR
  *       write DIR/tmp, FSYNC it, RENAMEAT it to DIR/final: one linked
  *       chain; prints each completion.
@@ -231,6 +238,29 @@ struct raw_ring {
 	struct io_uring_cqe *cqes;
 };
 
+/* The ring's pointers, mapped with libc's mmap from p's offsets. */
+static void raw_map(struct raw_ring *rr, const struct io_uring_params *p)
+{
+	size_t sq_len = p->sq_off.array + p->sq_entries * sizeof(unsigned);
+	size_t cq_len = p->cq_off.cqes + p->cq_entries * sizeof(struct io_uring_cqe);
+	unsigned char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, rr->fd,
+				 IORING_OFF_SQ_RING);
+	unsigned char *cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, rr->fd,
+				 IORING_OFF_CQ_RING);
+	rr->sqes = mmap(NULL, p->sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_POPULATE, rr->fd, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || rr->sqes == MAP_FAILED)
+		die("mmap ring", errno);
+	rr->sq_head = (unsigned *)(sq + p->sq_off.head);
+	rr->sq_tail = (unsigned *)(sq + p->sq_off.tail);
+	rr->sq_mask = (unsigned *)(sq + p->sq_off.ring_mask);
+	rr->sq_array = (unsigned *)(sq + p->sq_off.array);
+	rr->cq_head = (unsigned *)(cq + p->cq_off.head);
+	rr->cq_tail = (unsigned *)(cq + p->cq_off.tail);
+	rr->cq_mask = (unsigned *)(cq + p->cq_off.ring_mask);
+	rr->cqes = (struct io_uring_cqe *)(cq + p->cq_off.cqes);
+}
+
 static void raw_setup(struct raw_ring *rr)
 {
 	struct io_uring_params p;
@@ -238,25 +268,26 @@ static void raw_setup(struct raw_ring *rr)
 	rr->fd = (int)syscall(SYS_io_uring_setup, 8, &p);
 	if (rr->fd < 0)
 		die("io_uring_setup", errno);
-	size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
-	size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	unsigned char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, rr->fd,
-				 IORING_OFF_SQ_RING);
-	unsigned char *cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, rr->fd,
-				 IORING_OFF_CQ_RING);
-	rr->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_POPULATE, rr->fd, IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || rr->sqes == MAP_FAILED)
-		die("mmap ring", errno);
-	rr->sq_head = (unsigned *)(sq + p.sq_off.head);
-	rr->sq_tail = (unsigned *)(sq + p.sq_off.tail);
-	rr->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
-	rr->sq_array = (unsigned *)(sq + p.sq_off.array);
-	rr->cq_head = (unsigned *)(cq + p.cq_off.head);
-	rr->cq_tail = (unsigned *)(cq + p.cq_off.tail);
-	rr->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
-	rr->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	raw_map(rr, &p);
 }
+
+/* The ring's pointers, from the struct io_uring_queue_mmap filled. */
+static void raw_from_liburing(struct raw_ring *rr, const struct io_uring *ring)
+{
+	rr->fd = ring->ring_fd;
+	rr->sq_head = ring->sq.khead;
+	rr->sq_tail = ring->sq.ktail;
+	rr->sq_mask = ring->sq.kring_mask;
+	rr->sq_array = ring->sq.array;
+	rr->sqes = ring->sq.sqes;
+	rr->cq_head = ring->cq.khead;
+	rr->cq_tail = ring->cq.ktail;
+	rr->cq_mask = ring->cq.kring_mask;
+	rr->cqes = ring->cq.cqes;
+}
+
+/* How a round's entries are handed to the kernel. */
+enum raw_enter { ENTER_SYSCALL, ENTER_LIB, ENTER_LIB2 };
 
 static struct io_uring_sqe *raw_push(struct raw_ring *rr, unsigned *tail)
 {
@@ -268,32 +299,45 @@ static struct io_uring_sqe *raw_push(struct raw_ring *rr, unsigned *tail)
 	return s;
 }
 
-static int cmd_raw(const char *path, int rounds, bool datasync)
+/* rounds of WRITE linked to FSYNC on a mapped ring, entered as how says;
+ * target is the descriptor, or the registered index with fixed. */
+static int raw_rounds(const struct raw_ring *ring, const char *what, enum raw_enter how, int target, bool fixed,
+		      int rounds, bool datasync)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0)
-		die(path, errno);
-	struct raw_ring rr;
-	raw_setup(&rr);
+	struct raw_ring rr = *ring;
 	for (int i = 0; i < rounds; i++) {
 		unsigned tail = *rr.sq_tail;
 		struct io_uring_sqe *w = raw_push(&rr, &tail);
 		w->opcode = IORING_OP_WRITE;
-		w->fd = fd;
+		w->fd = target;
 		w->addr = (unsigned long)block;
 		w->len = BLOCK;
 		w->off = (unsigned long long)i * BLOCK;
-		w->flags = IOSQE_IO_LINK;
+		w->flags = IOSQE_IO_LINK | (fixed ? IOSQE_FIXED_FILE : 0);
 		w->user_data = 0;
 		struct io_uring_sqe *s = raw_push(&rr, &tail);
 		s->opcode = IORING_OP_FSYNC;
-		s->fd = fd;
+		s->fd = target;
+		s->flags = fixed ? IOSQE_FIXED_FILE : 0;
 		s->fsync_flags = datasync ? IORING_FSYNC_DATASYNC : 0;
 		s->user_data = 1;
 		__atomic_store_n(rr.sq_tail, tail, __ATOMIC_RELEASE);
-		long r = syscall(SYS_io_uring_enter, rr.fd, 2, 2, IORING_ENTER_GETEVENTS, NULL, 0);
+		long r;
+		switch (how) { /* liburing's raw calls return -errno, syscall() -1 and errno */
+		case ENTER_LIB:
+			r = io_uring_enter((unsigned)rr.fd, 2, 2, IORING_ENTER_GETEVENTS, NULL);
+			break;
+		case ENTER_LIB2:
+			r = io_uring_enter2((unsigned)rr.fd, 2, 2, IORING_ENTER_GETEVENTS, NULL, 8);
+			break;
+		default:
+			r = syscall(SYS_io_uring_enter, rr.fd, 2, 2, IORING_ENTER_GETEVENTS, NULL, 0);
+			if (r < 0)
+				r = -errno;
+			break;
+		}
 		if (r != 2)
-			die("io_uring_enter", r < 0 ? errno : EIO);
+			die("io_uring_enter", r < 0 ? (int)-r : EIO);
 		unsigned head = *rr.cq_head;
 		for (int n = 0; n < 2; n++, head++) {
 			if (head == __atomic_load_n(rr.cq_tail, __ATOMIC_ACQUIRE))
@@ -301,16 +345,60 @@ static int cmd_raw(const char *path, int rounds, bool datasync)
 			struct io_uring_cqe *c = &rr.cqes[head & *rr.cq_mask];
 			int want = c->user_data == 0 ? BLOCK : 0;
 			if (c->res != want) {
-				printf("raw: round %d: user_data %llu: res %d, want %d\n", i,
+				printf("%s: round %d: user_data %llu: res %d, want %d\n", what, i,
 				       (unsigned long long)c->user_data, c->res, want);
 				return 1;
 			}
 		}
 		__atomic_store_n(rr.cq_head, head, __ATOMIC_RELEASE);
 	}
-	close(fd);
-	printf("raw: ok %d\n", rounds);
+	printf("%s: ok %d\n", what, rounds);
 	return 0;
+}
+
+static int cmd_raw(const char *path, int rounds, bool datasync)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die(path, errno);
+	struct raw_ring rr;
+	raw_setup(&rr);
+	int bad = raw_rounds(&rr, "raw", ENTER_SYSCALL, fd, false, rounds, datasync);
+	close(fd);
+	return bad;
+}
+
+/* liburing's raw exports only: no submit call of liburing's is made. */
+static int cmd_lib(const char *path, int rounds, bool datasync, bool ownmap, bool enter2, bool fixed)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die(path, errno);
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	int rfd = io_uring_setup(8, &p);
+	if (rfd < 0)
+		die("io_uring_setup", -rfd);
+	struct raw_ring rr;
+	struct io_uring ring;
+	if (ownmap) {
+		rr.fd = rfd;
+		raw_map(&rr, &p);
+	} else {
+		memset(&ring, 0, sizeof(ring));
+		int r = io_uring_queue_mmap(rfd, &p, &ring);
+		if (r < 0)
+			die("io_uring_queue_mmap", -r);
+		raw_from_liburing(&rr, &ring);
+	}
+	if (fixed) {
+		int r = io_uring_register((unsigned)rfd, IORING_REGISTER_FILES, &fd, 1);
+		if (r < 0)
+			die("io_uring_register", -r);
+	}
+	int bad = raw_rounds(&rr, "lib", enter2 ? ENTER_LIB2 : ENTER_LIB, fixed ? 0 : fd, fixed, rounds, datasync);
+	close(fd);
+	return bad;
 }
 
 static int cmd_rename(const char *dir)
@@ -540,7 +628,7 @@ static int cmd_aio(const char *path, int rounds, bool datasync)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: uring_ops chain|raw|aio|rename|fsyncs|race|sys|wal|gettid ARGS\n");
+		fprintf(stderr, "usage: uring_ops chain|raw|lib|aio|rename|fsyncs|race|sys|wal|gettid ARGS\n");
 		return 2;
 	}
 	memset(block, 'u', sizeof(block));
@@ -554,6 +642,9 @@ int main(int argc, char **argv)
 				: cmd_wal(argv[2], argv[3], atoi(argv[4]), argc > 5 ? (unsigned)atoi(argv[5]) : 256);
 	if (strcmp(cmd, "raw") == 0)
 		return cmd_raw(argv[2], n, has(argc, argv, 4, "datasync"));
+	if (strcmp(cmd, "lib") == 0)
+		return cmd_lib(argv[2], n, has(argc, argv, 4, "datasync"), has(argc, argv, 4, "ownmap"),
+			       has(argc, argv, 4, "enter2"), has(argc, argv, 4, "fixed"));
 	if (strcmp(cmd, "aio") == 0)
 		return cmd_aio(argv[2], n, has(argc, argv, 4, "datasync"));
 	if (strcmp(cmd, "rename") == 0)

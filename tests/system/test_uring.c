@@ -286,6 +286,50 @@ Test(uring, fdatasync_sets_the_datasync_flag_and_passthrough_leaves_it)
 	}
 }
 
+/* liburing's raw exports make their own inline system calls (liburing
+ * 2.3 on x86_64): a program that drives its ring with io_uring_setup,
+ * io_uring_queue_mmap (or libc's mmap), io_uring_register and
+ * io_uring_enter or io_uring_enter2 alone, and no submit call, is seen
+ * through the exports. From the kernel's record: under defer every ring
+ * FSYNC was submitted as a NOP and the ring's workers synced nothing
+ * (the flusher did); under fdatasync every FSYNC reached the kernel and
+ * each of the ring's syncs of the file was a datasync; passthrough leaves
+ * the app's full syncs. */
+Test(uring, liburing_raw_exports_follow_the_policy)
+{
+	tr_need(true);
+	char *file = h_path("lib.dat");
+	const char *const variants[][6] = {
+		{ "lib", file, ROUNDS_S, NULL },
+		{ "lib", file, ROUNDS_S, "enter2", NULL },
+		{ "lib", file, ROUNDS_S, "ownmap", NULL },
+		{ "lib", file, ROUNDS_S, "fixed", NULL },
+	};
+	for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+		const char *how = variants[v][3] ? variants[v][3] : "";
+		struct tr_counts n = traced_run("defer", file, variants[v], NULL);
+		char *what = h_fmt("defer, lib %s: %s", how, tr_show(&n));
+		cr_assert_eq(n.fsync, 0, "%s", what);
+		cr_assert_eq(n.nop, ROUNDS, "%s", what);
+		cr_assert_eq(n.write, ROUNDS, "%s", what);
+		cr_assert_eq(n.ring_syncs, 0, "%s", what);
+		cr_assert(n.other_syncs >= 1 && n.other_syncs <= 3, "%s: the flusher's syncs", what);
+		cr_assert_eq(h_size(file), ROUNDS * 4096LL, "%s", what);
+
+		n = traced_run("fdatasync", file, variants[v], NULL);
+		what = h_fmt("fdatasync, lib %s: %s", how, tr_show(&n));
+		cr_assert_eq(n.fsync, ROUNDS, "%s", what);
+		cr_assert_eq(n.ring_syncs, ROUNDS, "%s", what);
+		cr_assert_eq(n.ring_datasyncs, ROUNDS, "%s", what);
+
+		n = traced_run("passthrough", file, variants[v], NULL);
+		what = h_fmt("passthrough, lib %s: %s", how, tr_show(&n));
+		cr_assert_eq(n.fsync, ROUNDS, "%s", what);
+		cr_assert_eq(n.ring_syncs, ROUNDS, "%s", what);
+		cr_assert_eq(n.ring_datasyncs, 0, "%s", what);
+	}
+}
+
 /* A deferred sync that failed (injected beneath the shim) reaches the app
  * through its next ring FSYNC's completion, once; the file's other
  * descriptor reports it once through libc. */

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# bench.sh BUILD_DIR [SECTION...] - the benchmarks behind BENCHMARKS.md.
+# bench.sh BUILD_DIR [SECTION...] - the benchmarks behind docs/PERFORMANCE.md
+# (and the history in docs/bench-log.md).
 #
 # Every number is a ratio against a baseline run side by side in the same
 # invocation: configurations are interleaved round by round (A B C A B C
 # ...) so drift on a shared machine hits all of them, and each cell is the
 # median over the rounds. Sections: overhead syncwrites group latency
 # writeback kahadb pgbench exec window manyfiles agreement crashtest syscall uring
-# ordered (default: all). ROUNDS
+# qemu ordered services (default: all). ROUNDS
 # overrides the rounds of every section (ordered: ORDER_SECONDS, ORDER_REDIS_N, ORDER_PG_SECONDS,
-# ORDER_SQLITE_ROWS). Other knobs, for trials:
+# ORDER_SQLITE_ROWS; syscall: SYSCALL_LOOPS, TRAP_LOOPS; uring: FIO_SIZE; qemu:
+# QEMU_COUNT; services: SVC_SECONDS, SVC_SQLITE_ROWS, SVC_REDIS_N, SVC_LOG_SECONDS,
+# SVC_SERVICES (default "activemq mariadb postgres sqlite redis log"), SVC_BASELINE (another
+# build directory, e.g. main's: its defer runs side by side as the baseline)). Other knobs, for trials:
 # ROUNDS_OVERHEAD, WB_SECONDS, WB_RATE, GROUP_FS (default "tmp ext4 xfs
 # btrfs"), GROUP_SECONDS, GROUP_FS_SIZE (each loop image, default 1G),
 # PG_SECONDS (each pgbench run, default 10), EXEC_COUNT (spawns per run,
@@ -26,7 +30,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: bench.sh BUILD_DIR [SECTION...]}" && pwd)
 shift
-SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window manyfiles agreement crashtest syscall uring ordered}
+SECTIONS=${*:-overhead syncwrites group latency writeback kahadb pgbench exec window manyfiles agreement crashtest syscall uring qemu ordered services}
 SHIM=$B/libsyncshim.so
 RUN=$B/syncshim
 EX=$B/examples
@@ -869,22 +873,30 @@ ordered_redis_run() {
 # the deadline's, and under ordering the ones the waits asked for), and
 # the order's waits (the sqlite3 process ends normally: its count is
 # written at exit).
-ordered_sqlite_run() {
-	local off=$1 nrows=$2 dir rows waits t0 t1 secs
+# The services section runs it with no shim (none), under libeatmydata
+# (emd) and under SVC_BASELINE's shim (base) too, its results under the
+# name NAME.
+ordered_sqlite_run() { # ordered_sqlite_run 0|1|pt|none|emd|base ROWS [NAME]
+	local off=$1 nrows=$2 name=${3:-ord_sq_$1} dir rows waits t0 t1 secs
 	dir=$WORK/sq.$off
 	rm -rf "$dir" && mkdir -p "$dir"
 	sqlite3 "$dir/db" 'PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB NOT NULL)' >/dev/null
-	local pol=defer
-	[ "$off" = pt ] && pol=passthrough
+	local pol=defer pre=$SHIM:$RECLAYER
+	case $off in
+	pt) pol=passthrough ;;
+	none) pre=$RECLAYER ;;
+	emd) pre=$EATMYDATA:$RECLAYER ;;
+	base) pre=$SVC_BASELINE/libsyncshim.so:$RECLAYER ;;
+	esac
 	t0=$(date +%s.%N)
 	SYNCSHIM_TEST_NO_ORDER=$off RECLAYER_LOG="$dir/rec" RECLAYER_OPS=fsync,fdatasync \
-		SYNCSHIM_TEST_ORDER_STATS=$dir/ost LD_PRELOAD="$SHIM:$RECLAYER" SYNCSHIM_POLICY=$pol \
+		SYNCSHIM_TEST_ORDER_STATS=$dir/ost LD_PRELOAD="$pre" SYNCSHIM_POLICY=$pol \
 		timeout 120 "$B/../examples/sqlite/insert_wal.sh" "$dir/db" "$dir/acks" "$nrows" >/dev/null 2>&1 || true
 	t1=$(date +%s.%N)
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
 	rows=$(sqlite3 "$dir/db" 'SELECT count(*) FROM t')
 	waits=$(wc -l <"$dir/rec" 2>/dev/null || echo 0)
-	echo "result: rows_per_sec=$(awk -v r="$rows" -v s="$secs" 'BEGIN {printf "%.1f", r / s}') waits_per_sec=$(awk -v w="$waits" -v s="$secs" 'BEGIN {printf "%.1f", w / s}') $(order_waits "$dir/ost" "$secs")" >>"$WORK/ord_sq_$off.out"
+	echo "result: rows_per_sec=$(awk -v r="$rows" -v s="$secs" 'BEGIN {printf "%.1f", r / s}') waits_per_sec=$(awk -v w="$waits" -v s="$secs" 'BEGIN {printf "%.1f", w / s}') $(order_waits "$dir/ost" "$secs")" >>"$WORK/$name.out"
 }
 
 # KahaDB's DiskBenchmark under defer, ordering on or off: its "Sync Writes"
@@ -950,8 +962,8 @@ ordered_pg_run() {
 	echo "$res $(order_waits "$dir/ost" "$secs")" >>"$WORK/ord_pg_$off.out"
 }
 
-ordered_pg_setup() { # ordered_pg_setup BIN PORT: a throwaway cluster, pgbench -i; 0 if ready
-	local bin=$1 port=$2 dir=$WORK/opg
+ordered_pg_setup() { # ordered_pg_setup BIN PORT [DIR]: a throwaway cluster in DIR (default $WORK/opg), pgbench -i; 0 if ready
+	local bin=$1 port=$2 dir=${3:-$WORK/opg}
 	chmod 711 "$WORK"
 	mkdir -p "$dir"
 	chown postgres: "$dir"
@@ -1030,6 +1042,300 @@ section_ordered() {
 	grep -q failed "$WORK"/ord_*.out 2>/dev/null && echo && echo "Some runs failed (counted as missing): $(grep -c failed "$WORK"/ord_*.out | tr '\n' ' ')"
 	echo
 }
+# ---- services: real servers under each wrapper, and the apps' own knobs ----
+
+# svc_pre CONFIG STATS: sets PRE, the wrapper a service alone runs under:
+# none (nothing; also the knob rows, which change the app's settings
+# instead), libeatmydata (emd), `syncshim run -p defer` with the order
+# kept (defer) or turned off by the test hook (nord,
+# SYNCSHIM_TEST_NO_ORDER=1), or the defer of another build (base:
+# SVC_BASELINE's syncshim, say main's before a change); under the shim
+# every process of the service appends its order counts to STATS at its
+# exit.
+svc_pre() {
+	case $1 in
+	none | knob*) PRE=() ;;
+	emd) PRE=(eatmydata) ;;
+	defer) PRE=(env SYNCSHIM_TEST_NO_ORDER=0 SYNCSHIM_TEST_ORDER_STATS="$2" "$RUN" run -p defer --) ;;
+	nord) PRE=(env SYNCSHIM_TEST_NO_ORDER=1 SYNCSHIM_TEST_ORDER_STATS="$2" "$RUN" run -p defer --) ;;
+	base) PRE=(env SYNCSHIM_TEST_ORDER_STATS="$2" "$SVC_BASELINE/syncshim" run -p defer --) ;;
+	*) echo "bench.sh: unknown services configuration $1" >&2; return 1 ;;
+	esac
+}
+
+svc_port() { # a port on 127.0.0.1 nothing listens on
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 12000))
+		ss -Htln "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+	done
+	echo "$p"
+}
+
+# svc_stop_pid PID: SIGTERM (the service exits normally: the shim's exit
+# barrier and counts run), SIGKILL after 60 s. SVC_PID is the service
+# running now, which the section's cleanup stops if the run is cut short.
+SVC_PID=""
+svc_stop_pid() {
+	local pid=$1 i
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	SVC_PID=""
+}
+
+svc_fmt() { # a median as the tables show it: whole units, "-" when there is none
+	awk -v v="$1" 'BEGIN { if (v == "nan" || v == "") print "-"; else printf "%.0f", v }'
+}
+
+svc_rotate() { # svc_rotate K WORD...: the words, starting at the K-th (mod their number)
+	local k=$1 i
+	shift
+	local w=("$@")
+	for ((i = 0; i < ${#w[@]}; i++)); do echo "${w[(i + k) % ${#w[@]}]}"; done
+}
+
+# The ActiveMQ broker (examples/activemq/broker.sh: KahaDB, a journal sync
+# per persistent send; knob: journalDiskSyncStrategy=periodic) alone under
+# the configuration; AmqLoad's 8 producers, without any wrapper, for $2
+# seconds once all are connected.
+svc_amq_run() {
+	local cfg=$1 secs=$2 dir=$WORK/amq.$1 port pid res strategy=always
+	[ "$cfg" = knob ] && strategy=periodic
+	port=$(svc_port)
+	rm -rf "$dir"
+	"$EXS/activemq/broker.sh" conf "$dir" "$port" "$strategy"
+	svc_pre "$cfg" "$dir/ost"
+	"${PRE[@]}" "$EXS/activemq/broker.sh" start "$dir" >"$dir/broker.log" 2>&1 &
+	pid=$! SVC_PID=$!
+	res="result: failed=1"
+	if "$EXS/activemq/broker.sh" wait "$port" 120 2>/dev/null; then
+		res=$(java -Xmx128m -XX:-UsePerfData -cp "$SVC_AMQ_CP" AmqLoad produce "tcp://127.0.0.1:$port" svc 8 "$secs" \
+			2>/dev/null | grep '^result:') || res="result: failed=1"
+	fi
+	svc_stop_pid "$pid"
+	echo "$res $(order_waits "$dir/ost" "$secs")" >>"$WORK/svc_amq_$cfg.out"
+}
+
+# MariaDB (examples/mariadb/: a fresh copy of the template's datadir, binlog
+# on, sync_binlog=1, innodb_flush_log_at_trx_commit=1; knob: that at 2;
+# knob0: 2 and sync_binlog=0), the server alone under the configuration;
+# sysbench oltp_insert, 8 threads, $2 seconds. In a subshell: common.sh's
+# names stay there.
+svc_mdb_run() {
+	local cfg=$1 secs=$2 d=$WORK/mdb
+	(
+		. "$EXS/mariadb/common.sh"
+		local extra=() res="result: failed=1"
+		case $cfg in
+		knob) extra=(--innodb-flush-log-at-trx-commit=2) ;;
+		knob0) extra=(--innodb-flush-log-at-trx-commit=2 --sync-binlog=0) ;;
+		esac
+		svc_pre "$cfg" "$d/ost"
+		MDB_PRE=("${PRE[@]}")
+		"$EXS/mariadb/setup.sh" restore "$d" >/dev/null 2>&1
+		rm -f "$d/ost"
+		if mdb_start "$d" "${extra[@]}"; then
+			res=$(mdb_sysbench "$d" run --threads=8 --time="$secs" --report-interval=0 2>/dev/null |
+				awk '/^ *transactions:/ {gsub(/[()]/, "", $3); print "result: tps=" $3}')
+			[ -n "$res" ] || res="result: failed=1"
+		fi
+		mdb_stop "$d"
+		echo "$res $(order_waits "$d/ost" "$secs")" >>"$WORK/svc_mdb_$cfg.out"
+	)
+}
+
+# PostgreSQL (the cluster ordered_pg_setup made in $WORK/spg; knob:
+# synchronous_commit=off), the postmaster and every backend under the
+# configuration; pgbench -N, 8 clients, $2 seconds.
+svc_pg_run() {
+	local cfg=$1 secs=$2 bin=$3 port=$4 dir=$WORK/spg res i up=0 settings=()
+	[ "$cfg" = knob ] && settings=(-c synchronous_commit=off)
+	svc_pre "$cfg" "$dir/ost"
+	rm -f "$dir/ost"
+	runuser -u postgres -- "${PRE[@]}" "$bin/postgres" -D "$dir/data" -k "$dir" -p "$port" -c listen_addresses= \
+		"${settings[@]}" >>"$dir/server.log" 2>&1 &
+	echo $! >"$dir/starter.pid"
+	for ((i = 0; i < 300; i++)); do
+		"$bin/pg_isready" -q -h "$dir" -p "$port" && { up=1; break; }
+		kill -0 "$(cat "$dir/starter.pid")" 2>/dev/null || break
+		sleep 0.1
+	done
+	res="result: failed=1"
+	if [ "$up" = 1 ]; then
+		res=$(runuser -u postgres -- "$bin/pgbench" -h "$dir" -p "$port" -U postgres -N -c 8 -j 2 -T "$secs" postgres 2>/dev/null |
+			awk '/^tps = .*without initial connection time/ {t = $3} END {if (t != "") print "result: tps=" t; else print "result: failed=1"}')
+	fi
+	pg_stop "$dir" "$bin"
+	echo "$res $(order_waits "$dir/ost" "$secs")" >>"$WORK/svc_pg_$cfg.out"
+}
+
+# Redis 7 (appendonly yes, appendfsync always; knob: everysec), alone under
+# the configuration; redis-benchmark -t set -c 8 -n $2 over loopback.
+svc_redis_run() {
+	local cfg=$1 n=$2 fsync=always port dir pid rps t0 t1 i
+	[ "$cfg" = knob ] && fsync=everysec
+	port=$(svc_port)
+	dir=$WORK/sredis.$cfg
+	rm -rf "$dir" && mkdir -p "$dir"
+	svc_pre "$cfg" "$dir/ost"
+	"${PRE[@]}" redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --appendonly yes --appendfsync "$fsync" \
+		--save '' --daemonize no >"$dir/log" 2>&1 &
+	pid=$! SVC_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		redis-cli -p "$port" ping >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	t0=$(date +%s.%N)
+	rps=$(redis-benchmark -p "$port" -t set -n "$n" -c 8 -q 2>/dev/null | tr '\r' '\n' |
+		sed -n 's/^SET: *\([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
+	t1=$(date +%s.%N)
+	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+	svc_stop_pid "$pid"
+	if [ -n "$rps" ]; then
+		echo "result: sets_per_sec=$rps $(order_waits "$dir/ost" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')")" >>"$WORK/svc_redis_$cfg.out"
+	else
+		echo "result: failed=1" >>"$WORK/svc_redis_$cfg.out"
+	fi
+}
+
+# examples/commit_log: a journal record + fsync per commit, and a line per
+# commit on stdout, redirected to a regular file (the same file under
+# every configuration); $2 seconds.
+svc_log_run() {
+	local cfg=$1 secs=$2 dir=$WORK/clog res
+	rm -rf "$dir" && mkdir -p "$dir"
+	svc_pre "$cfg" "$dir/ost"
+	res=$("${PRE[@]}" "$EX/commit_log" -t "$secs" -f "$dir/journal" 2>&1 >"$dir/commits.log" | grep '^result:') ||
+		res="result: failed=1"
+	echo "$res log_lines=$(wc -l <"$dir/commits.log") $(order_waits "$dir/ost" "$secs")" >>"$WORK/svc_log_$cfg.out"
+}
+
+section_services() {
+	local rounds=${ROUNDS:-5} secs=${SVC_SECONDS:-4} sqrows=${SVC_SQLITE_ROWS:-3000} redis_n=${SVC_REDIS_N:-20000}
+	local lsecs=${SVC_LOG_SECONDS:-2} r cfg load0 t0 base="" cmd services=${SVC_SERVICES:-activemq mariadb postgres sqlite redis log}
+	SVC_BASELINE=${SVC_BASELINE:-}
+	if [ -n "$SVC_BASELINE" ]; then
+		SVC_BASELINE=$(cd "$SVC_BASELINE" && pwd)
+		base=base
+	fi
+	cmd="ROUNDS=$rounds SVC_SECONDS=$secs SVC_SQLITE_ROWS=$sqrows SVC_REDIS_N=$redis_n SVC_LOG_SECONDS=$lsecs${SVC_SERVICES:+ SVC_SERVICES=\"$services\"}${base:+ SVC_BASELINE=$SVC_BASELINE} tools/scripts/bench.sh $B services"
+	local have_amq=0 have_mdb=0 have_pg=0 have_redis=0 pgbin pgport=$((20000 + RANDOM % 12000)) mdb_pushed=0 pg_pushed=0
+	EXS=$(cd "$B/../examples" && pwd)
+	load0=$(cut -d' ' -f1-3 /proc/loadavg)
+	t0=$(date +%s)
+	push_cleanup '[ -z "$SVC_PID" ] || svc_stop_pid "$SVC_PID"'
+	svc_want() { [[ " $services " == *" $1 "* ]]; }
+	if svc_want activemq && [ -r /usr/share/activemq/bin/activemq.jar ] && command -v javac >/dev/null &&
+		SVC_AMQ_CP=$("$EXS/activemq/broker.sh" client "$WORK/amq-classes" 2>/dev/null); then
+		have_amq=1
+	fi
+	# each cleanup pushed here is popped at the end, last first
+	if svc_want mariadb && command -v mariadbd >/dev/null && command -v sysbench >/dev/null; then
+		mdb_pushed=1
+		push_cleanup "( . '$EXS/mariadb/common.sh' && mdb_stop '$WORK/mdb' )"
+		"$EXS/mariadb/setup.sh" template "$WORK/mdb" >"$WORK/mdb-setup.log" 2>&1 && have_mdb=1
+	fi
+	pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	if svc_want postgres && [ -n "$pgbin" ] && id postgres >/dev/null 2>&1; then
+		pg_pushed=1 # ordered_pg_setup pushes the cluster's stop
+		ordered_pg_setup "$pgbin" "$pgport" "$WORK/spg" && have_pg=1
+	fi
+	svc_want redis && command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && have_redis=1
+	echo "## Services under each wrapper, and the apps' own knobs (issues 27, 28 and 30)"
+	echo
+	echo "Real servers, each alone under a wrapper (its clients run without one): no shim, Debian's libeatmydata, \`syncshim run -p defer\` (ordered defer, as this build keeps the order), and the same with the order turned off by the test hook \`SYNCSHIM_TEST_NO_ORDER=1\` (unordered: defer's speed without the order's waits); and each app's own durability knob, with no shim. $rounds rounds, in each round every service's configurations one after another, their order rotated round by round; medians, and every run's value. *waits/s*: the order's waits (writes and changes that waited for other files' acknowledged syncs, or for their own file's: \`waits_other + waits_self\` of \`SYNCSHIM_TEST_ORDER_STATS\`, summed over the service's processes at their exit) per second of the load. Files on /tmp's file system."
+	echo
+	echo "- ActiveMQ 5.17 (Debian's broker, \`examples/activemq/broker.sh\`: KahaDB with its defaults, a journal sync per persistent send; JMX and the web console off), 8 producers of persistent 1 KiB messages (\`examples/activemq/AmqLoad.java\`, each its own connection) for $secs s once all are connected; messages/s. Knob: KahaDB's \`journalDiskSyncStrategy=periodic\` (a journal sync a second)."
+	echo "- MariaDB $(mariadbd --version 2>/dev/null | sed -n 's/.*Ver \([0-9.]*\)-.*/\1/p') (\`examples/mariadb/\`: a throwaway datadir made by mariadb-install-db, a socket in it, no TCP, never the system's instance; \`--log-bin --binlog-format=ROW --sync-binlog=1 --innodb-flush-log-at-trx-commit=1\`, the rest default: InnoDB writes O_DIRECT), a fresh copy of it per run, \`sysbench oltp_insert --threads=8 --time=$secs\` (4 tables); transactions/s. Knobs: \`innodb_flush_log_at_trx_commit=2\` with the binlog still synced (knob), and with \`sync_binlog=0\` too (knob0)."
+	echo "- PostgreSQL $([ -n "$pgbin" ] && "$pgbin/postgres" --version | sed 's/.*) //') (a throwaway cluster, scale 1, default settings), \`pgbench -N -c 8 -j 2 -T $secs\`; tps. Knob: \`synchronous_commit=off\`."
+	echo "- sqlite3 in WAL mode, \`synchronous=FULL\`, $sqrows autocommit INSERTs by one process (\`examples/sqlite/insert_wal.sh\`, a checkpoint every 20 WAL pages); rows/s (its process's whole run). Its nearest knob, \`synchronous=NORMAL\` (WAL synced at checkpoints only), is not run."
+	echo "- Redis 7, \`appendonly yes\`, \`appendfsync always\`, \`redis-benchmark -t set -c 8 -n $redis_n\` over loopback; SET/s. Knob: \`appendfsync everysec\`."
+	echo "- A per-commit human log (\`examples/commit_log\`, issue 28 item 7): a 128-byte journal record + fsync per commit, then one line per commit written to stdout, redirected to a regular file (the same for every configuration); $lsecs s; commits/s."
+	echo
+	echo "${base:+*baseline*: \`syncshim run -p defer\` of the build in $SVC_BASELINE ($(git -C "$SVC_BASELINE/.." log -1 --format='%h %s' 2>/dev/null | cut -c1-60 || echo '?')), its shim in the same place as this build's, side by side: the one-log rows' target is against it.}"
+	echo
+	echo "The command: \`$cmd\` (\`make bench SECTIONS=services\` takes the same variables). Load average at the start: $load0."
+	echo
+	for ((r = 0; r < rounds; r++)); do
+		if [ "$have_amq" = 1 ]; then
+			for cfg in $(svc_rotate "$r" none emd defer nord $base knob); do svc_amq_run "$cfg" "$secs"; done
+		fi
+		if [ "$have_mdb" = 1 ]; then
+			for cfg in $(svc_rotate "$r" none emd defer nord $base knob knob0); do svc_mdb_run "$cfg" "$secs"; done
+		fi
+		if [ "$have_pg" = 1 ]; then
+			for cfg in $(svc_rotate "$r" none emd defer nord $base knob); do svc_pg_run "$cfg" "$secs" "$pgbin" "$pgport"; done
+		fi
+		svc_want sqlite && for cfg in $(svc_rotate "$r" none emd defer nord $base); do
+			case $cfg in
+			none | emd | base) ordered_sqlite_run "$cfg" "$sqrows" "svc_sq_$cfg" ;;
+			defer) ordered_sqlite_run 0 "$sqrows" svc_sq_defer ;;
+			nord) ordered_sqlite_run 1 "$sqrows" svc_sq_nord ;;
+			esac
+		done
+		if [ "$have_redis" = 1 ]; then
+			for cfg in $(svc_rotate "$r" none emd defer nord $base knob); do svc_redis_run "$cfg" "$redis_n"; done
+		fi
+		svc_want log && for cfg in $(svc_rotate "$r" none emd defer nord $base); do svc_log_run "$cfg" "$lsecs"; done
+	done
+	[ "$pg_pushed" = 0 ] || pop_cleanup
+	[ "$mdb_pushed" = 0 ] || pop_cleanup
+	pop_cleanup # the service of the moment
+	local bh="" bs=""
+	[ -n "$base" ] && bh=" baseline's defer | ordered / baseline | baseline: waits/s |" bs="---|---|---|"
+	echo "| service, figure | no shim | eatmydata | defer (ordered) | defer, unordered | ordered / unordered | ordered / no shim | ordered / eatmydata | waits/s: ordered; unordered |$bh every run: no shim; eatmydata; ordered; unordered${base:+; baseline} | target |"
+	echo "|---|---|---|---|---|---|---|---|---|$bs---|---|"
+	svc_row() { # svc_row LABEL NAME FIELD TARGET
+		local n e o u wo wu c b bc=""
+		if [ ! -f "$WORK/$2_none.out" ]; then # not run: as many empty cells as the header has, less 3
+			echo "| $1 | not run |$(printf ' |%.0s' $(seq 1 $((${base:+3} + 8)))) $4 |"
+			return 0
+		fi
+		n=$(medall "$2_none" "$3"); e=$(medall "$2_emd" "$3"); o=$(medall "$2_defer" "$3"); u=$(medall "$2_nord" "$3")
+		wo=$(medall "$2_defer" order_waits_per_sec); wu=$(medall "$2_nord" order_waits_per_sec)
+		if [ -n "$base" ]; then
+			b=$(medall "$2_base" "$3")
+			bc=" $(svc_fmt "$b") | $(ratio "$o" "$b") | $(svc_fmt "$(medall "$2_base" order_waits_per_sec)") |"
+		fi
+		echo "| $1 | $(svc_fmt "$n") | $(svc_fmt "$e") | $(svc_fmt "$o") | $(svc_fmt "$u") | $(ratio "$o" "$u") | $(ratio "$o" "$n") |" \
+			"$(ratio "$o" "$e") | $(svc_fmt "$wo"); $(svc_fmt "$wu") |$bc" \
+			"$(for c in none emd defer nord $base; do runs "$2_$c" "$3"; echo -n "; "; done | sed 's/; $//') | $4 |"
+	}
+	svc_row "ActiveMQ, persistent msgs/s (8 producers)" svc_amq msgs_per_sec "ordered / unordered >= 0.9 (issue 27)"
+	svc_row "MariaDB sysbench oltp_insert, trx/s (8 threads)" svc_mdb tps "ordered / unordered >= 0.9 (issue 27)"
+	svc_row "PostgreSQL pgbench -N, tps (8 clients)" svc_pg tps "ordered / unordered >= 0.9 (issue 27)"
+	svc_row "sqlite3 WAL FULL, rows/s" svc_sq rows_per_sec "ordered / unordered >= 0.9 (issue 27)"
+	svc_row "Redis AOF always, SET/s (8 clients)" svc_redis sets_per_sec "one log: ordered >= 0.95 of today's defer${base:+ (the baseline)} (issue 27)"
+	svc_row "journal + a stdout line per commit, commits/s" svc_log commits_per_sec "ordered / eatmydata >= 0.8 (issue 28)"
+	echo
+	echo "The apps' own knobs, with no shim, against the durable setting under ordered defer (the same runs as above): what each gives up is its loss window, as the app's documentation states it, against defer's (\`max_delay_ms\`, 100 ms by default, plus the one real sync that closes it)."
+	echo
+	echo "| service | the app's knob, no shim | its loss window (stated) | durable setting, no shim | durable setting under ordered defer | defer / knob | runs: knob; ordered defer |"
+	echo "|---|---|---|---|---|---|---|"
+	knob_row() { # knob_row SERVICE KNOB WINDOW NAME FIELD [KNOBNAME]
+		local k=${6:-knob} kv o n
+		[ -f "$WORK/$4_$k.out" ] || return 0
+		kv=$(medall "$4_$k" "$5"); o=$(medall "$4_defer" "$5"); n=$(medall "$4_none" "$5")
+		echo "| $1 | $2: $(svc_fmt "$kv") | $3 | $(svc_fmt "$n") | $(svc_fmt "$o") | $(ratio "$o" "$kv") | $(runs "$4_$k" "$5"); $(runs "$4_defer" "$5") |"
+	}
+	knob_row "ActiveMQ msgs/s" "KahaDB \`journalDiskSyncStrategy=periodic\`" "up to \`journalDiskSyncInterval\`, 1 s by default" svc_amq msgs_per_sec
+	knob_row "MariaDB trx/s" "\`innodb_flush_log_at_trx_commit=2\`, binlog still synced" "about 1 s of InnoDB's commits (\`innodb_flush_log_at_timeout\`); the synced binlog may then hold transactions InnoDB lost" svc_mdb tps
+	knob_row "MariaDB trx/s" "\`innodb_flush_log_at_trx_commit=2\` and \`sync_binlog=0\`" "about 1 s of InnoDB's commits; the binlog is never synced by the server (whatever the kernel had not written back)" svc_mdb tps knob0
+	knob_row "PostgreSQL tps" "\`synchronous_commit=off\`" "up to 3 x \`wal_writer_delay\`, 600 ms by default" svc_pg tps
+	knob_row "Redis SET/s" "\`appendfsync everysec\`" "about 1 s of writes (2 s when a sync is slow)" svc_redis sets_per_sec
+	echo
+	echo "No knob is run for sqlite (\`synchronous=NORMAL\` in WAL mode syncs at checkpoints only: it loses every commit since the last one) or for the per-commit log (the program's own)."
+	grep -q failed "$WORK"/svc_*.out 2>/dev/null && echo && echo "Some runs failed (counted as missing): $(grep -c failed "$WORK"/svc_*.out | grep -v ':0$' | tr '\n' ' ')"
+	echo
+	echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (at the start: $load0); the section took $(($(date +%s) - t0)) s."
+	echo
+}
+
 section_syscall() {
 	local rounds=${ROUNDS:-9} n=${SYSCALL_LOOPS:-300000}
 	echo "## libc's syscall(): the cost of the switch (tight syscall(SYS_gettid) loop)"
@@ -1049,21 +1355,80 @@ section_syscall() {
 	echo "| no shim | $ac | $(runs sc_none cpu_ns_per_call) | 1.000 | 1.000 | $a | 1.000 | |"
 	echo "| shim | $bc | $(runs sc_shim cpu_ns_per_call) | $(ratio "$bc" "$ac") | $(ratio "$bm" "$am") | $b | $(ratio "$b" "$a") | <= 1.05 (issue 19) |"
 	echo
+	trap_costs "$rounds"
 }
 
-# fio_iops NAME ENGINE SYNC POLICY|none|eatmydata: one fio run's write IOPS
-# as a result line (4 KiB sequential writes, a sync after each).
+# trap_cost_round PREFIX: one round of the four inline-call loops below,
+# into PREFIX_none, _shim, _empty, _libc.
+trap_cost_round() {
+	local n=${TRAP_LOOPS:-200000} ic=$B/tests/progs/inline_calls
+	run_cfg "$1_none" "$ic" cost x "$n"
+	run_cfg "$1_shim" env SYNCSHIM_INLINE_SYSCALLS=trap "$RUN" run -p defer -- "$ic" cost x "$n"
+	run_cfg "$1_empty" "$ic" cost-sud-empty x "$n"
+	run_cfg "$1_libc" "$ic" cost-sud-libc x "$n"
+}
+
+# trap_costs ROUNDS: one inline system call, untrapped and trapped, and
+# where a trapped call's cost goes (the signal, the handler's work).
+trap_costs() {
+	local rounds=$1 n=${TRAP_LOOPS:-200000}
+	echo "### An inline system call trapped (\`inline_syscalls = trap\`): the signal and the handler's work"
+	echo
+	echo "\`inline_calls cost x $n\` (tests/progs): $n \`getppid\` calls made by the program's own \`syscall\` instruction, as fio makes its ring calls. Four ways, A B C D, $rounds rounds: no shim (the call itself); under \`syncshim run -p defer\` with \`inline_syscalls = trap\` (each call a SIGSYS whose handler, the shim's, carries it out through the shim's \`syscall()\`); and, with no shim, under a syscall user dispatch of the program's own whose SIGSYS handler only sets the result (\`cost-sud-empty\`: the signal's delivery and return, nothing else) or makes the call through libc's \`syscall()\` (\`cost-sud-libc\`: the signal and the call, the least any handler does). Medians of the calling thread's CPU time per call (CLOCK_THREAD_CPUTIME_ID: the signal's delivery and return run on it) and of wall time."
+	echo
+	for ((r = 0; r < rounds; r++)); do
+		trap_cost_round tc
+	done
+	local c0 ce cl cs
+	c0=$(medall tc_none cpu_ns_per_call); ce=$(medall tc_empty cpu_ns_per_call)
+	cl=$(medall tc_libc cpu_ns_per_call); cs=$(medall tc_shim cpu_ns_per_call)
+	echo "| one inline getppid | CPU ns/call (median) | runs | wall ns/call (median) |"
+	echo "|---|---|---|---|"
+	echo "| no shim, untrapped | $c0 | $(runs tc_none cpu_ns_per_call) | $(medall tc_none ns_per_call) |"
+	echo "| own dispatch, empty handler (the signal alone) | $ce | $(runs tc_empty cpu_ns_per_call) | $(medall tc_empty ns_per_call) |"
+	echo "| own dispatch, handler makes the call through libc | $cl | $(runs tc_libc cpu_ns_per_call) | $(medall tc_libc ns_per_call) |"
+	echo "| the shim, \`inline_syscalls = trap\` | $cs | $(runs tc_shim cpu_ns_per_call) | $(medall tc_shim ns_per_call) |"
+	echo
+	awk -v c0="$c0" -v ce="$ce" -v cl="$cl" -v cs="$cs" 'BEGIN {
+		if (cs == "nan" || ce == "nan" || cl == "nan") { print "Some runs failed (no inclusive syscall user dispatch here?)."; exit }
+		printf "A trapped call costs %.0f ns of CPU more than an untrapped one: the signal'"'"'s delivery and return %.0f ns (%.0f%% of the trapped call), the shim'"'"'s handler beyond the least a handler does %.0f ns.\n", cs - c0, ce, 100 * ce / cs, cs - cl
+	}'
+	echo
+}
+
+# cpu_of CMD...: runs CMD (its stdout to $WORK/cmd.out, stderr dropped)
+# and prints the user+sys seconds of its whole process tree (bash's time,
+# to the millisecond); nothing if it failed.
+cpu_of() {
+	local t
+	t=$({
+		TIMEFORMAT='%3U %3S'
+		time "$@" >"$WORK/cmd.out" 2>/dev/null
+	} 2>&1) || return 0
+	echo "$t" | awk 'NF == 2 {print $1 + $2}'
+}
+
+# fio_run NAME ENGINE SYNC POLICY|none|eatmydata [SIZE]: one fio run's
+# write IOPS and CPU seconds (cpu_s: user+sys of the whole process tree,
+# fio's job process and the shim's threads included, from bash's time to
+# the millisecond) as a result line (4 KiB sequential writes of SIZE,
+# default FIO_SIZE, a sync after each).
 fio_run() {
-	local name=$1 engine=$2 sync=$3 how=$4 pre=()
+	local name=$1 engine=$2 sync=$3 how=$4 size=${5:-${FIO_SIZE:-16m}} pre=() cpu iops
 	case $how in
 	none) ;;
 	eatmydata) pre=(eatmydata) ;;
 	*) pre=("$RUN" run -p "$how" --) ;;
 	esac
-	rm -f "$WORK/fio.dat"
-	"${pre[@]}" fio --name=u --filename="$WORK/fio.dat" --size="${FIO_SIZE:-16m}" --bs=4k --rw=write \
-		--ioengine="$engine" --"$sync"=1 --minimal 2>/dev/null |
-		awk -F';' '{printf "result: iops=%s\n", $49}' >>"$WORK/$name.out" || echo "result: failed=1" >>"$WORK/$name.out"
+	rm -f "$WORK/fio.dat" "$WORK/cmd.out"
+	cpu=$(cpu_of "${pre[@]}" fio --name=u --filename="$WORK/fio.dat" --size="$size" --bs=4k --rw=write \
+		--ioengine="$engine" --"$sync"=1 --minimal)
+	iops=$(awk -F';' 'NF > 49 {print $49}' "$WORK/cmd.out" 2>/dev/null || true)
+	if [ -n "$iops" ] && [ -n "$cpu" ]; then
+		echo "result: iops=$iops cpu_s=$cpu" >>"$WORK/$name.out"
+	else
+		echo "result: failed=1" >>"$WORK/$name.out"
+	fi
 }
 
 section_uring() {
@@ -1082,6 +1447,13 @@ section_uring() {
 			none | eatmydata) ;;
 			*) SYNCSHIM_INLINE_SYSCALLS=trap fio_run "fio_io_uring_trap_$h" io_uring fsync "$h" ;;
 			esac
+			if [ "$h" = defer ]; then # fio_trap_vs_psync's runs
+				fio_run fx_psync psync fsync defer "${FIO_TRAP_SIZE:-64m}"
+				SYNCSHIM_INLINE_SYSCALLS=trap fio_run fx_trap io_uring fsync defer "${FIO_TRAP_SIZE:-64m}"
+				fio_run fx_psync0 psync fsync defer 4k
+				SYNCSHIM_INLINE_SYSCALLS=trap fio_run fx_trap0 io_uring fsync defer 4k
+				trap_cost_round ut
+			fi
 			for m in ring libc; do
 				local extra=()
 				[ $m = libc ] && extra=(libc)
@@ -1107,6 +1479,189 @@ section_uring() {
 	done
 	echo
 	echo "fio enters its ring by inline system calls (\`objdump -d /usr/bin/fio\`: \`mov \$0x1aa,%eax; syscall\`, io_uring_enter), so by default its ring syncs are out of the shim's sight whatever the policy; the shim says so in one line at the ring's unmap. With \`inline_syscalls = trap\` (syscall user dispatch on the program's own text, shim/calls/inline_trap.c) every inline call costs one SIGSYS and is carried out by the shim, so the ring's syncs follow the policy. A program that submits through liburing's exported functions or libc's \`syscall()\` (\`uring_ops\`, QEMU) gets the policy without it."
+	echo
+	fio_trap_vs_psync
+}
+
+# The trapped fio ring against fio psync, both under defer (the runs
+# section_uring made for it): IOPS and CPU per write, the ring's enters per
+# write (strace, one untimed run each), and the floor of any design that
+# pays one signal per enter.
+fio_trap_vs_psync() {
+	local size=${FIO_TRAP_SIZE:-64m} count=4m e_trap e_none writes cw=1024
+	writes=$(($(numfmt --from=iec "$(echo "$size" | tr a-z A-Z)") / 4096))
+	echo "### fio io_uring with \`inline_syscalls = trap\` against fio psync, both under defer"
+	echo
+	rm -f "$WORK/fio.dat"
+	SYNCSHIM_INLINE_SYSCALLS=trap strace -f -c -o "$WORK/st_trap.txt" "$RUN" run -p defer -- fio --name=u \
+		--filename="$WORK/fio.dat" --size=$count --bs=4k --rw=write --ioengine=io_uring --fsync=1 --minimal >/dev/null 2>&1 || true
+	rm -f "$WORK/fio.dat"
+	strace -f -c -o "$WORK/st_none.txt" fio --name=u --filename="$WORK/fio.dat" --size=$count --bs=4k --rw=write \
+		--ioengine=io_uring --fsync=1 --minimal >/dev/null 2>&1 || true
+	e_trap=$(awk '$NF == "io_uring_enter" {print $4}' "$WORK/st_trap.txt" 2>/dev/null || true)
+	e_none=$(awk '$NF == "io_uring_enter" {print $4}' "$WORK/st_none.txt" 2>/dev/null || true)
+	local p u pc uc c0 ce cl cs
+	p=$(medall fx_psync iops); u=$(medall fx_trap iops)
+	# CPU per write: the run's CPU less a one-write run's (fio's and the shim's start and exit)
+	pc=$(awk -v a="$(medall fx_psync cpu_s)" -v b="$(medall fx_psync0 cpu_s)" -v w="$writes" 'BEGIN {printf "%.2f", (a - b) * 1e6 / (w - 1)}')
+	uc=$(awk -v a="$(medall fx_trap cpu_s)" -v b="$(medall fx_trap0 cpu_s)" -v w="$writes" 'BEGIN {printf "%.2f", (a - b) * 1e6 / (w - 1)}')
+	c0=$(medall ut_none cpu_ns_per_call); ce=$(medall ut_empty cpu_ns_per_call)
+	cl=$(medall ut_libc cpu_ns_per_call); cs=$(medall ut_shim cpu_ns_per_call)
+	echo "fio 3.33, $size of 4 KiB sequential writes ($writes), \`--fsync=1\`, under \`syncshim run -p defer\`: engine psync, and engine io_uring with \`SYNCSHIM_INLINE_SYSCALLS=trap\`; once a round in the uring section's rounds, beside one-write runs of each (4k: what starting and ending fio and the shim cost) and the \`inline_calls\` loops of the syscall section. Write IOPS as fio reports them; CPU per write: user+sys of the whole process tree (bash's \`time\`: fio's job process, the ring's io-wq workers and the shim's threads included) less the one-write run's, over the writes. Enters per write: \`strace -f -c\` of one untimed run of $count ($cw writes) each, counting \`io_uring_enter\` (the trapped ones included: the shim makes them through libc)."
+	echo
+	echo "| under defer | write IOPS (median) | runs | CPU us/write | CPU s per run | one-write runs, CPU s | io_uring_enter per write |"
+	echo "|---|---|---|---|---|---|---|"
+	echo "| fio psync | $p | $(runs fx_psync iops) | $pc | $(medall fx_psync cpu_s) | $(medall fx_psync0 cpu_s) | - |"
+	echo "| fio io_uring, \`inline_syscalls = trap\` | $u | $(runs fx_trap iops) | $uc | $(medall fx_trap cpu_s) | $(medall fx_trap0 cpu_s) | $(awk -v e="$e_trap" -v w=$cw 'BEGIN {if (e == "") print "n/a"; else printf "%.2f", e / w}') |"
+	echo "| fio io_uring, no shim (for the count) | | | | | | $(awk -v e="$e_none" -v w=$cw 'BEGIN {if (e == "") print "n/a"; else printf "%.2f", e / w}') |"
+	echo
+	awk -v p="$p" -v u="$u" -v pc="$pc" -v uc="$uc" -v e="$e_trap" -v w=$cw -v c0="$c0" -v ce="$ce" -v cl="$cl" -v cs="$cs" 'BEGIN {
+		if (p == "nan" || u == "nan" || pc == "nan" || uc == "nan" || e == "" || cs == "nan" || ce == "nan" || cl == "nan") {
+			print "Some runs failed: no ratio or floor."; exit
+		}
+		n = e / w; tp = 1e6 / p; tu = 1e6 / u                    # wall us per write
+		h = (cs - cl) / 1000; s = ce / 1000; x = (cs - c0) / 1000 # us of CPU per trapped call
+		printf "Trap against psync under defer: **%.3f** in IOPS, %.3f in CPU per write (psync'"'"'s CPU over the trap'"'"'s). ", u / p, pc / uc
+		printf "Per call (inline_calls, CPU): the signal'"'"'s delivery and return %.2f us, the shim'"'"'s handler beyond the least a handler does %.2f us, an untrapped call %.2f us; per write, %.2f trapped enters: %.2f us of signals, %.2f us of the handler. ", s, h, c0 / 1000, n, n * s, n * h
+		printf "The floor of a design that pays one signal per enter (these runs with the handler'"'"'s work taken out, the signals left): %.3f of psync in IOPS, %.3f in CPU. ", tp / (tu - n * h), pc / (uc - n * h)
+		printf "With the signals out too (the ring entered through libc'"'"'s syscall(), estimated from the same figures): %.3f in IOPS, %.3f in CPU.\n", tp / (tu - n * x), pc / (uc - n * x)
+	}'
+	echo
+}
+
+# ---- tracefs: what the kernel was handed --------------------------------------
+TRACEFS=/sys/kernel/tracing
+
+# trace_ready: tracefs mounted (mounting it if need be) with io_uring's
+# submissions and ext4's syncs to record.
+trace_ready() {
+	[ -w "$TRACEFS/instances" ] || mount -t tracefs nodev "$TRACEFS" 2>/dev/null || true
+	[ -w "$TRACEFS/instances" ] && [ -e "$TRACEFS/events/io_uring/io_uring_submit_req/enable" ] &&
+		[ -e "$TRACEFS/events/ext4/ext4_sync_file_enter/enable" ]
+}
+
+# traced NAME FILE CMD...: runs CMD (output discarded) with two tracefs
+# instances: one records the io_uring entries CMD's process tree submits
+# (opcode as the kernel got it), the other every real sync of FILE's inode
+# by anyone (its io_uring workers, its threads, the shim's flusher).
+# Appends "trace: fsync= nop= writev= write= ring_syncs= ring_datasyncs=
+# other_syncs= other_datasyncs= lost=" to $WORK/NAME.trace.
+traced() {
+	local name=$1 file=$2 sub=$TRACEFS/instances/syncshim-bench-$$-s syn=$TRACEFS/instances/syncshim-bench-$$-i
+	shift 2
+	rmdir "$sub" "$syn" 2>/dev/null || true
+	mkdir "$sub" "$syn"
+	push_cleanup "rmdir '$sub' '$syn' 2>/dev/null"
+	echo 32768 >"$sub/buffer_size_kb" # a submission is a few dozen bytes: 20,000 writes and flushes fit
+	echo 8192 >"$syn/buffer_size_kb"
+	echo 1 >"$sub/options/event-fork"
+	echo "ino == $(stat -c %i "$file")" >"$syn/events/ext4/ext4_sync_file_enter/filter"
+	echo 1 >"$syn/events/ext4/ext4_sync_file_enter/enable"
+	echo 1 >"$sub/events/io_uring/io_uring_submit_req/enable"
+	(
+		echo "$BASHPID" >"$sub/set_event_pid"
+		exec "$@"
+	) >/dev/null 2>&1 || true
+	echo 0 >"$sub/events/enable"
+	echo 0 >"$syn/events/enable"
+	local lost
+	lost=$(cat "$sub"/per_cpu/cpu*/stats "$syn"/per_cpu/cpu*/stats | awk '/^overrun:/ {n += $2} END {print n + 0}')
+	{
+		awk '/opcode FSYNC,/ {f++} /opcode NOP,/ {n++} /opcode WRITEV,/ {v++} /opcode WRITE,/ {w++}
+			END {printf "trace: fsync=%d nop=%d writev=%d write=%d ", f, n, v, w}' "$sub/trace"
+		awk -v lost="$lost" '/ext4_sync_file_enter/ {
+				ds = / datasync 1/; sub(/^ +/, "")
+				if ($0 ~ /^iou-wrk-/) {r++; rd += ds} else {o++; od += ds}
+			}
+			END {printf "ring_syncs=%d ring_datasyncs=%d other_syncs=%d other_datasyncs=%d lost=%d\n", r, rd, o, od, lost}' "$syn/trace"
+	} >>"$WORK/$name.trace"
+	pop_cleanup
+}
+trfield() { field "$2" <"$WORK/$1.trace"; } # trfield NAME FIELD: the last traced run's
+
+# QEMU's block layer through its io_uring backend (liburing, dynamically
+# linked: seen without any trap) against its thread pool, a flush after
+# every write.
+section_qemu() {
+	local rounds=${ROUNDS:-3} n=${QEMU_COUNT:-20000} h aio
+	echo "## QEMU's io_uring backend: a guest flush after every write (qemu-img bench)"
+	echo
+	if ! command -v qemu-img >/dev/null; then
+		echo "qemu-img (qemu-utils) not installed: skipped."
+		echo
+		return
+	fi
+	local img=$WORK/q.img want=$WORK/q.want size=$((n * 4096))
+	head -c "$size" /dev/zero | tr '\0' '\253' >"$want"
+	qemu_cmd() { # qemu_cmd AIO [COUNT]: the benchmark, on a fresh image of zeros
+		rm -f "$img"
+		truncate -s "$size" "$img"
+		echo qemu-img bench -f raw -w -c "${2:-$n}" -s 4k -d 1 -i "$1" --flush-interval=1 -t writeback --pattern=171 "$img"
+	}
+	qemu_pre() { # qemu_pre HOW: what runs it
+		case $1 in
+		none) ;;
+		eatmydata) echo eatmydata ;;
+		*) echo "$RUN" run -p "$1" -- ;;
+		esac
+	}
+	echo "\`qemu-img bench -f raw -w -c $n -s 4k -d 1 -i AIO --flush-interval=1 -t writeback --pattern=171 IMG\` (qemu-utils $(qemu-img --version | sed -n 's/^qemu-img version \([^ ]*\).*/\1/p')): $n writes of 4 KiB, one in flight, each followed by a flush (a guest's FLUSH CACHE), on a fresh sparse image of $((size / 1048576)) MiB on /tmp's file system. AIO \`io_uring\` (block/io_uring.c through liburing: writes as \`IORING_OP_WRITEV\`, flushes as \`IORING_OP_FSYNC\` with \`IORING_FSYNC_DATASYNC\`, \`io_uring_enter\` the only system call per request) against \`threads\` (its thread pool: pwritev and fdatasync through libc). No shim, passthrough, defer and Debian's libeatmydata; $rounds rounds, A B A B; median writes/s from QEMU's own \`Run completed in\` time, and CPU per write: user+sys of the process (bash's \`time\`) less a one-write run's (\`-c 1\`: starting and ending), over the writes. After every run the image is compared with what was written (every byte 0xab)."
+	echo
+	local hows=(none passthrough defer eatmydata)
+	if trace_ready; then
+		for h in "${hows[@]}"; do # the proof: one traced run each, apart from the timed ones
+			local cmd
+			read -r -a cmd <<<"$(qemu_cmd io_uring)"
+			local pre
+			read -r -a pre <<<"$(qemu_pre "$h")"
+			traced "qm_$h" "$img" "${pre[@]}" "${cmd[@]}"
+		done
+	fi
+	for ((r = 0; r < rounds; r++)); do
+		for h in "${hows[@]}"; do
+			for aio in io_uring threads; do
+				local cmd pre cpu cpu1 secs ok
+				read -r -a pre <<<"$(qemu_pre "$h")"
+				read -r -a cmd <<<"$(qemu_cmd "$aio" 1)" # one write: what starting and ending costs
+				cpu1=$(cpu_of "${pre[@]}" "${cmd[@]}")
+				read -r -a cmd <<<"$(qemu_cmd "$aio")"
+				cpu=$(cpu_of "${pre[@]}" "${cmd[@]}")
+				secs=$(sed -n 's/^Run completed in \([0-9.]*\) seconds.*/\1/p' "$WORK/cmd.out")
+				ok=0
+				cmp -s "$img" "$want" && ok=1
+				if [ -n "$secs" ] && [ -n "$cpu" ] && [ -n "$cpu1" ]; then
+					echo "result: writes_per_sec=$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", n / s}') cpu_us_per_write=$(awk -v n="$n" -v a="$cpu" -v b="$cpu1" 'BEGIN {printf "%.2f", (a - b) * 1e6 / (n - 1)}') image_ok=$ok" >>"$WORK/qb_${aio}_$h.out"
+				else
+					echo "result: failed=1 image_ok=$ok" >>"$WORK/qb_${aio}_$h.out"
+				fi
+			done
+		done
+	done
+	echo "| configuration | io_uring writes/s (median) | runs | threads writes/s (median) | runs | io_uring vs threads | CPU us/write io_uring | CPU us/write threads | images intact |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	for h in "${hows[@]}"; do
+		local u t good total
+		u=$(medall "qb_io_uring_$h" writes_per_sec); t=$(medall "qb_threads_$h" writes_per_sec)
+		good=$(cat "$WORK/qb_io_uring_$h.out" "$WORK/qb_threads_$h.out" | grep -c 'image_ok=1' || true)
+		total=$(cat "$WORK/qb_io_uring_$h.out" "$WORK/qb_threads_$h.out" | wc -l)
+		echo "| $h | $u | $(runs "qb_io_uring_$h" writes_per_sec) | $t | $(runs "qb_threads_$h" writes_per_sec) | $(ratio "$u" "$t") | $(medall "qb_io_uring_$h" cpu_us_per_write) | $(medall "qb_threads_$h" cpu_us_per_write) | $good of $total |"
+	done
+	echo
+	echo "Acceptance (issue 31): io_uring under defer at least 0.8x of threads under defer, in this same invocation: **$(ratio "$(medall qb_io_uring_defer writes_per_sec)" "$(medall qb_threads_defer writes_per_sec)")**."
+	echo
+	if [ -f "$WORK/qm_none.trace" ]; then
+		echo "What the kernel was handed (tracefs, one more run of the io_uring command per configuration, untimed): \`io_uring:io_uring_submit_req\` for the process tree, by opcode as submitted; \`ext4:ext4_sync_file_enter\` on the image's inode, by who made the sync (io_uring's workers, \`iou-wrk\`, on the ring's behalf, or anyone else: QEMU's threads, the shim's flusher) and whether it was a datasync."
+		echo
+		echo "| configuration | FSYNC submitted | NOP submitted | WRITEV submitted | syncs of the image by the ring (datasync) | by others (datasync) | events lost |"
+		echo "|---|---|---|---|---|---|---|"
+		for h in "${hows[@]}"; do
+			echo "| $h | $(trfield "qm_$h" fsync) | $(trfield "qm_$h" nop) | $(trfield "qm_$h" writev) | $(trfield "qm_$h" ring_syncs) ($(trfield "qm_$h" ring_datasyncs)) | $(trfield "qm_$h" other_syncs) ($(trfield "qm_$h" other_datasyncs)) | $(trfield "qm_$h" lost) |"
+		done
+		echo
+		echo "Under defer each ring FSYNC reached the kernel as a NOP (same user_data and place; QEMU saw it complete with 0) and the image was made durable by the shim's flusher; under passthrough the entries are the ones QEMU submitted (its FSYNCs, each a datasync); libeatmydata cannot see the ring."
+	else
+		echo "tracefs (io_uring:io_uring_submit_req, ext4:ext4_sync_file_enter) not available here: no record of what the kernel was handed."
+	fi
 	echo
 }
 

@@ -7,7 +7,14 @@
 # and adversarial writeback; then one table.
 #
 # PROGRAMs: sqlite-wal sqlite-journal sqlite-journal1 git postgres
-# postgres-checkpoint rocksdb (default: all). sqlite-journal runs one
+# postgres-checkpoint rocksdb twolog mariadb activemq (default: all).
+# twolog is the project's own two-log commit (examples/twolog.c: log A,
+# sync, log B, sync, acknowledge; twolog_check); mariadb a throwaway
+# MariaDB 10.11 with its binlog and redo log synced per commit under
+# sysbench oltp_insert and an acknowledged insert loop
+# (examples/mariadb/); activemq Debian's ActiveMQ broker (KahaDB) under 8
+# producers of persistent messages, checked by consuming them all back
+# (examples/activemq/). sqlite-journal runs one
 # sqlite3 process per INSERT (each exit drains what defer owed),
 # sqlite-journal1 one connection for the whole run (its journal's and
 # database's syncs are owed across commits). postgres cuts at a random moment,
@@ -25,7 +32,7 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: crash_campaign.sh BUILD_DIR [PROGRAM...]}" && pwd)
 shift
-PROGRAMS=${*:-sqlite-wal sqlite-journal sqlite-journal1 git postgres postgres-checkpoint rocksdb}
+PROGRAMS=${*:-sqlite-wal sqlite-journal sqlite-journal1 git postgres postgres-checkpoint rocksdb twolog mariadb activemq}
 TRIALS=${CAMPAIGN_TRIALS:-20}
 SEED=${CAMPAIGN_SEED:-18}
 POLICIES=${CAMPAIGN_POLICIES:-passthrough defer100 auto}
@@ -98,6 +105,42 @@ program_rocksdb() {
 	TIMEOUT=60
 }
 
+program_twolog() {
+	local d=$WORK/twolog
+	mkdir -p "$d"
+	SETUP="rm -rf '$d/data' && mkdir -p '$d/data'"
+	SCOPE=("$d/data/**")
+	CMD=("$B/examples/twolog" -d "$d/data" -a "$d/acks" -n 100000000 -k)
+	CHECK="'$B/examples/twolog_check' -d '$d/data' -a '$d/acks' -w" # the window in ms follows
+	CUT=random:300-3000
+	TIMEOUT=60
+}
+
+program_mariadb() {
+	local d=$WORK/mariadb
+	mkdir -p "$d"
+	[ -d "$d/template" ] || "$EXAMPLES/mariadb/setup.sh" template "$d" >/dev/null
+	SETUP="'$EXAMPLES/mariadb/setup.sh' restore '$d'"
+	SCOPE=("$d/data/**")
+	CMD=("$EXAMPLES/mariadb/insert.sh" "$d" "$d/acks")
+	CHECK="'$EXAMPLES/mariadb/check.sh' '$d' '$d/acks'"
+	CUT=random:3000-10000 # the server takes a few seconds to start under crash-test mode
+	TIMEOUT=180
+}
+
+program_activemq() {
+	local d=$WORK/activemq port
+	mkdir -p "$d"
+	port=$((20000 + RANDOM % 10000))
+	"$EXAMPLES/activemq/broker.sh" client "$d/classes" >/dev/null # compiled once, outside the trials
+	SETUP="rm -rf '$d/data' && '$EXAMPLES/activemq/broker.sh' conf '$d' $port"
+	SCOPE=("$d/data/**") # the broker's data directory: KahaDB is in it; the undo store goes beside it
+	CMD=("$EXAMPLES/activemq/produce.sh" "$d" "$port" "$d/acks")
+	CHECK="'$EXAMPLES/activemq/check.sh' '$d' $port '$d/acks'"
+	CUT=random:3000-12000 # the producers start once the broker accepts, seconds after KahaDB's first file
+	TIMEOUT=180
+}
+
 setup_program() {
 	case $1 in
 	sqlite-wal) program_sqlite wal ;;
@@ -107,6 +150,9 @@ setup_program() {
 	postgres) program_postgres random ;;
 	postgres-checkpoint) program_postgres checkpoint ;;
 	rocksdb) program_rocksdb ;;
+	twolog) program_twolog ;;
+	mariadb) program_mariadb ;;
+	activemq) program_activemq ;;
 	*) echo "crash_campaign.sh: unknown program $1" >&2; exit 2 ;;
 	esac
 }
