@@ -357,7 +357,15 @@ TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_cr
 #   open_bind -> shim_start_thread -> ThreadRegistry::CreateThread, and
 #   open_bind -> registry_lock under __asan_backtrace_open). It passes with
 #   symbolize=0 (alone, 1 run); which report it was is not known yet.
-TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang|hostile/only_processes_that_did_something_leave_a_log|stress/threads_forks_and_reloads|hostile/close_all_then_open_never_mixes_log_into_app_files|hostile/setid_from_a_threaded_host_never_aborts|livepub/reload_reads_the_ini_on_no_number_of_the_apps|order_sqlite/wal_checkpoints_under_defer_keep_the_database_whole
+# - rule_table_counts_paths_and_shows_a_rule_that_matched_nothing runs
+#   dash, whose redirections dup2 onto and close its descriptor 1 while
+#   the live publisher writes its file, number 1 in the publisher's own
+#   descriptor table (shimfd_private_table). libtsan keeps one table per
+#   process and reports the two as a race on one descriptor; its symbolizer
+#   then deadlocks through the shim's open as above (gdb: ReportRace ->
+#   __asan_backtrace_open -> open_bind -> registry_lock). A trial's bash
+#   with the live counters on could meet the same.
+TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang|hostile/only_processes_that_did_something_leave_a_log|stress/threads_forks_and_reloads|hostile/close_all_then_open_never_mixes_log_into_app_files|hostile/setid_from_a_threaded_host_never_aborts|livepub/reload_reads_the_ini_on_no_number_of_the_apps|order_sqlite/wal_checkpoints_under_defer_keep_the_database_whole|livepub/rule_table_counts_paths_and_shows_a_rule_that_matched_nothing
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)

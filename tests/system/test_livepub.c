@@ -355,6 +355,20 @@ static const struct live_rule *rule_named(const struct live_header *h, const str
 	return NULL;
 }
 
+/* A line into fifo, so that pid's read of it returns: once its reader
+ * is there (never blocking on a reader that died or never came). */
+static void release_reader(const char *fifo, pid_t pid)
+{
+	for (double end = h_now() + 15; h_now() < end && kill(pid, 0) == 0; usleep(10000)) {
+		int w = open(fifo, O_WRONLY | O_NONBLOCK);
+		if (w < 0)
+			continue; /* ENXIO: not opened for reading yet */
+		cr_expect_eq(write(w, "\n", 1), 1);
+		close(w);
+		return;
+	}
+}
+
 /*
  * Each rule in force is in the file with the files it matched, counted
  * once per path: the shell appends to f1 five times (five opens, each
@@ -387,11 +401,7 @@ Test(livepub, rule_table_counts_paths_and_shows_a_rule_that_matched_nothing)
 		seen = read_rules(live, &h, rules) && (wal = rule_named(&h, rules, "wal")) &&
 		       (others = rule_named(&h, rules, "others")) && wal->files >= 1 && others->files >= 1;
 	struct h_result st = h_sh(h_fmt("'%s/syncshim' status --dir '%s' %d", h_ctx.build, dir, (int)pid), 20);
-	int w = open(fifo, O_WRONLY); /* a line lets the shell's read return */
-	if (w >= 0) {
-		cr_expect_eq(write(w, "\n", 1), 1);
-		close(w);
-	}
+	release_reader(fifo, pid);
 	h_assert_ok(h_reap(&c, pid, 20, false, 0), "sh");
 	cr_assert(seen, "the live file never listed rules wal and others with a file each: nrules %u, %s %u, %s %u, %s %u",
 		  h.nrules, rules[1].name, rules[1].files, rules[2].name, rules[2].files, rules[0].name, rules[0].files);
@@ -511,11 +521,7 @@ Test(livepub, the_command_as_started_not_the_title_set_later)
 	static struct snap s;
 	bool seen = wait_entry(live, file, &s, one_write_or_more, 1);
 	char *title = h_read_file(h_fmt("/proc/%d/cmdline", (int)pid));
-	int w = open(fifo, O_WRONLY);
-	if (w >= 0) {
-		cr_expect_eq(write(w, "\n", 1), 1);
-		close(w);
-	}
+	release_reader(fifo, pid);
 	h_assert_ok(h_reap(&c, pid, 20, false, 0), "perl");
 	cr_assert(seen, "no live entry for %s", file);
 	cr_assert(h_has(title, "rewritten title"), "perl did not set its title: '%s'", title);
