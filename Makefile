@@ -31,8 +31,9 @@ TEST_CFLAGS := $(TOOL_CFLAGS) -Itests -Itests/harness
 # shim statically; liburing's header); no server, no daemon. `make deps`
 # (from `make test`) installs the rest.
 DEMO_PKGS := libinih-dev libjemalloc-dev liburing-dev
-BUILD_PKGS := $(DEMO_PKGS) libcriterion-dev strace libfuse3-dev fuse3 pkg-config libaio-dev
-# ... and python3 for the durability oracle's generator and checker (tests/oracle/).
+BUILD_PKGS := $(DEMO_PKGS) libcriterion-dev strace libfuse3-dev fuse3 pkg-config libaio-dev libseccomp-dev
+# ... and python3 for the durability oracle's generator and checker (tests/oracle/),
+# libseccomp for a unit's SystemCallFilter= by hand (tests/progs/seccomp_run.c).
 BUILD_PKGS += python3
 # ... and for the man pages, the Debian package, the systemd drop-in and the
 # ActiveMQ walkthrough (tests/system/test_install.c, make deb, make demo-activemq), and
@@ -208,6 +209,7 @@ $(B)/examples/%: examples/%.c
 
 # A test program's own libraries: PROG_LIBS_<name> (most need none).
 PROG_LIBS_uring_ops := -luring -laio
+PROG_LIBS_seccomp_run := -lseccomp
 $(B)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE) $(OPT) $(TOOL_WARN) -MF $@.d -o $@ $< -lm $(PROG_LIBS_$*)
@@ -355,7 +357,15 @@ TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_cr
 #   open_bind -> shim_start_thread -> ThreadRegistry::CreateThread, and
 #   open_bind -> registry_lock under __asan_backtrace_open). It passes with
 #   symbolize=0 (alone, 1 run); which report it was is not known yet.
-TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang|hostile/only_processes_that_did_something_leave_a_log|stress/threads_forks_and_reloads|hostile/close_all_then_open_never_mixes_log_into_app_files|hostile/setid_from_a_threaded_host_never_aborts|livepub/reload_reads_the_ini_on_no_number_of_the_apps|order_sqlite/wal_checkpoints_under_defer_keep_the_database_whole
+# - rule_table_counts_paths_and_shows_a_rule_that_matched_nothing runs
+#   dash, whose redirections dup2 onto and close its descriptor 1 while
+#   the live publisher writes its file, number 1 in the publisher's own
+#   descriptor table (shimfd_private_table). libtsan keeps one table per
+#   process and reports the two as a race on one descriptor; its symbolizer
+#   then deadlocks through the shim's open as above (gdb: ReportRace ->
+#   __asan_backtrace_open -> open_bind -> registry_lock). A trial's bash
+#   with the live counters on could meet the same.
+TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang|hostile/only_processes_that_did_something_leave_a_log|stress/threads_forks_and_reloads|hostile/close_all_then_open_never_mixes_log_into_app_files|hostile/setid_from_a_threaded_host_never_aborts|livepub/reload_reads_the_ini_on_no_number_of_the_apps|order_sqlite/wal_checkpoints_under_defer_keep_the_database_whole|livepub/rule_table_counts_paths_and_shows_a_rule_that_matched_nothing
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -445,14 +455,16 @@ MAN5 := docs/man/syncshim.ini.5
 # its rule file (examples/systemd/README.md).
 DOC_FILES := README.md shim.ini docs/USAGE.md docs/GUARANTEES.md docs/PERFORMANCE.md docs/CRASHTEST.md
 SYSTEMD_EXAMPLES := examples/systemd/README.md examples/systemd/activemq.ini \
-	examples/systemd/activemq.service.d/syncshim.conf
+	examples/systemd/activemq.service.d/syncshim.conf examples/systemd/redis.ini \
+	examples/systemd/redis-server.service.d/syncshim.conf
 INSTALLED := $(SHIMDIR)/libsyncshim.so $(BINDIR)/syncshim $(BINDIR)/synclat \
 	$(MAN1:docs/man/%=$(MANDIR)/man1/%) $(MAN5:docs/man/%=$(MANDIR)/man5/%) \
 	$(DOC_FILES:%=$(DOCDIR)/%) $(SYSTEMD_EXAMPLES:examples/%=$(DOCDIR)/examples/%)
 
 install: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-	  $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d $(DESTDIR)$(DOCDIR)/docs
+	  $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d $(DESTDIR)$(DOCDIR)/examples/systemd/redis-server.service.d \
+	  $(DESTDIR)$(DOCDIR)/docs
 	install -m 0644 $(B)/libsyncshim.so $(DESTDIR)$(SHIMDIR)/libsyncshim.so
 	install -m 0755 $(B)/syncshim $(B)/synclat $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
@@ -466,6 +478,7 @@ install: $(B)/libsyncshim.so $(B)/syncshim $(B)/synclat
 uninstall:
 	rm -f $(INSTALLED:%=$(DESTDIR)%) $(DESTDIR)$(PREFIX)/lib/libsyncshim.so $(DESTDIR)$(PREFIX)/share/syncshim/shim.ini
 	-rmdir $(DESTDIR)$(SHIMDIR) $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR)/examples/systemd/activemq.service.d \
+	  $(DESTDIR)$(DOCDIR)/examples/systemd/redis-server.service.d \
 	  $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) \
 	  $(DESTDIR)$(PREFIX)/share/syncshim 2>/dev/null
 

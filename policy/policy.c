@@ -177,9 +177,12 @@ enum key_kind {
 /* Which struct a key's field is in: the section's rule (in [shim], the
  * default rule) or the policy itself. */
 enum key_home { OF_RULE, OF_POLICY };
-#define RULE_FIELD(field) OF_RULE, offsetof(struct rule, field)
-#define POLICY_FIELD(field) OF_POLICY, offsetof(struct policy, field)
-#define NAMES(array) array, (int)(sizeof(array) / sizeof(array[0]))
+/* Designated fields: a key without names leaves them zero, which every
+ * compiler's missing-initializer warning accepts. */
+#define KEY(key_name, key_sections, key_kind) .name = key_name, .sections = key_sections, .kind = key_kind
+#define RULE_FIELD(field) .home = OF_RULE, .offset = offsetof(struct rule, field)
+#define POLICY_FIELD(field) .home = OF_POLICY, .offset = offsetof(struct policy, field)
+#define NAMES(array) .names = array, .count = (int)(sizeof(array) / sizeof(array[0]))
 
 static const struct key_def {
 	const char *name;
@@ -190,30 +193,30 @@ static const struct key_def {
 	const char *const *names; /* KIND_ENUM, KIND_SWITCH */
 	int count;
 } keys[KEY_COUNT] = {
-	[K_POLICY] = { "policy", IN_SHIM, KIND_ENUM, RULE_FIELD(sync), NAMES(sync_names) },
-	[K_LOG] = { "log", IN_SHIM, KIND_LOG_PATH, POLICY_FIELD(log_path) },
-	[K_LOG_MODE] = { "log_mode", IN_SHIM, KIND_ENUM, POLICY_FIELD(log_mode), NAMES(log_mode_names) },
-	[K_MAX_FLUSHERS] = { "max_flushers", IN_SHIM, KIND_U32, POLICY_FIELD(max_flushers) },
-	[K_RING_RECORDS] = { "ring_records", IN_SHIM, KIND_U32, POLICY_FIELD(ring_records) },
-	[K_RELOAD] = { "reload", IN_SHIM, KIND_BOOL, POLICY_FIELD(reload) },
-	[K_UNREPORTED_ERRORS] = { "unreported_errors", IN_SHIM, KIND_ENUM, POLICY_FIELD(unreported_errors),
+	[K_POLICY] = { KEY("policy", IN_SHIM, KIND_ENUM), RULE_FIELD(sync), NAMES(sync_names) },
+	[K_LOG] = { KEY("log", IN_SHIM, KIND_LOG_PATH), POLICY_FIELD(log_path) },
+	[K_LOG_MODE] = { KEY("log_mode", IN_SHIM, KIND_ENUM), POLICY_FIELD(log_mode), NAMES(log_mode_names) },
+	[K_MAX_FLUSHERS] = { KEY("max_flushers", IN_SHIM, KIND_U32), POLICY_FIELD(max_flushers) },
+	[K_RING_RECORDS] = { KEY("ring_records", IN_SHIM, KIND_U32), POLICY_FIELD(ring_records) },
+	[K_RELOAD] = { KEY("reload", IN_SHIM, KIND_BOOL), POLICY_FIELD(reload) },
+	[K_UNREPORTED_ERRORS] = { KEY("unreported_errors", IN_SHIM, KIND_ENUM), POLICY_FIELD(unreported_errors),
 				  NAMES(unreported_names) },
-	[K_LIVE] = { "live", IN_SHIM, KIND_LIVE, POLICY_FIELD(live) },
-	[K_LIVE_DIR] = { "live_dir", IN_SHIM, KIND_DIR, POLICY_FIELD(live_dir) },
-	[K_INLINE_SYSCALLS] = { "inline_syscalls", IN_SHIM, KIND_SWITCH, POLICY_FIELD(inline_trap),
+	[K_LIVE] = { KEY("live", IN_SHIM, KIND_LIVE), POLICY_FIELD(live) },
+	[K_LIVE_DIR] = { KEY("live_dir", IN_SHIM, KIND_DIR), POLICY_FIELD(live_dir) },
+	[K_INLINE_SYSCALLS] = { KEY("inline_syscalls", IN_SHIM, KIND_SWITCH), POLICY_FIELD(inline_trap),
 				NAMES(inline_syscalls_names) },
-	[K_PATH] = { "path", IN_RULE, KIND_GLOB, RULE_FIELD(glob) },
-	[K_SYNC] = { "sync", IN_RULE, KIND_ENUM, RULE_FIELD(sync), NAMES(sync_names) },
-	[K_OSYNC] = { "osync", IN_BOTH, KIND_ENUM, RULE_FIELD(osync), NAMES(osync_names) },
-	[K_REAL_SYNC] = { "real_sync", IN_BOTH, KIND_ENUM, RULE_FIELD(real_sync), NAMES(real_sync_names) },
-	[K_ON_CLOSE] = { "on_close", IN_BOTH, KIND_ENUM, RULE_FIELD(on_close), NAMES(on_close_names) },
-	[K_ORDER] = { "order", IN_BOTH, KIND_ENUM, RULE_FIELD(order), NAMES(order_names) },
-	[K_MAX_DELAY_MS] = { "max_delay_ms", IN_BOTH, KIND_U32, RULE_FIELD(max_delay_ms) },
-	[K_MAX_BYTES] = { "max_bytes", IN_BOTH, KIND_U64, RULE_FIELD(max_bytes) },
-	[K_MAX_CALLS] = { "max_calls", IN_BOTH, KIND_U32, RULE_FIELD(max_calls) },
-	[K_WRITEBACK_BYTES] = { "writeback_bytes", IN_BOTH, KIND_U64, RULE_FIELD(writeback_bytes) },
-	[K_GROUP_WAIT_US] = { "group_wait_us", IN_BOTH, KIND_U32, RULE_FIELD(group_wait_us) },
-	[K_MAX_AT_RISK_MS] = { "max_at_risk_ms", IN_BOTH, KIND_U32, RULE_FIELD(max_at_risk_ms) },
+	[K_PATH] = { KEY("path", IN_RULE, KIND_GLOB), RULE_FIELD(glob) },
+	[K_SYNC] = { KEY("sync", IN_RULE, KIND_ENUM), RULE_FIELD(sync), NAMES(sync_names) },
+	[K_OSYNC] = { KEY("osync", IN_BOTH, KIND_ENUM), RULE_FIELD(osync), NAMES(osync_names) },
+	[K_REAL_SYNC] = { KEY("real_sync", IN_BOTH, KIND_ENUM), RULE_FIELD(real_sync), NAMES(real_sync_names) },
+	[K_ON_CLOSE] = { KEY("on_close", IN_BOTH, KIND_ENUM), RULE_FIELD(on_close), NAMES(on_close_names) },
+	[K_ORDER] = { KEY("order", IN_BOTH, KIND_ENUM), RULE_FIELD(order), NAMES(order_names) },
+	[K_MAX_DELAY_MS] = { KEY("max_delay_ms", IN_BOTH, KIND_U32), RULE_FIELD(max_delay_ms) },
+	[K_MAX_BYTES] = { KEY("max_bytes", IN_BOTH, KIND_U64), RULE_FIELD(max_bytes) },
+	[K_MAX_CALLS] = { KEY("max_calls", IN_BOTH, KIND_U32), RULE_FIELD(max_calls) },
+	[K_WRITEBACK_BYTES] = { KEY("writeback_bytes", IN_BOTH, KIND_U64), RULE_FIELD(writeback_bytes) },
+	[K_GROUP_WAIT_US] = { KEY("group_wait_us", IN_BOTH, KIND_U32), RULE_FIELD(group_wait_us) },
+	[K_MAX_AT_RISK_MS] = { KEY("max_at_risk_ms", IN_BOTH, KIND_U32), RULE_FIELD(max_at_risk_ms) },
 };
 
 /* KIND_ENUM stores through an int: every enum a key names is int-sized. */

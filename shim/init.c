@@ -593,6 +593,15 @@ static const char *config_from_env(void)
 	return shim.config_path[0] ? shim.config_path : config;
 }
 
+_Atomic uint32_t shim_config_errors;
+char shim_config_error[200];
+
+void shim_config_refused(const char *msg)
+{
+	snprintf(shim_config_error, sizeof(shim_config_error), "%s", msg);
+	atomic_fetch_add_explicit(&shim_config_errors, 1, memory_order_release);
+}
+
 struct policy *shim_boot_policy;
 static struct policy boot_policy;
 extern void *shim_real_vfork;
@@ -611,8 +620,14 @@ __attribute__((constructor)) static void shim_init(void)
 	nextsync_check();
 	const char *config = config_from_env();
 	char err[POLICY_ERR_MAX];
-	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0)
+	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0) {
 		shim_say("%s; running as passthrough", err);
+		shim_config_refused(err);
+		/* Failing open is silent to whoever watches the live counters
+		 * unless they are on: a refused ini turns them on (the ini may
+		 * have asked for them; SYNCSHIM_LIVE=0 still turns them off). */
+		boot_policy.live = boot_policy.live_set = true;
+	}
 	apply_log_env(&boot_policy);
 	shim_boot_policy = &boot_policy;
 	atomic_store_explicit(&shim.policy, &boot_policy, memory_order_release);

@@ -59,6 +59,15 @@ struct shim_state {
 };
 extern struct shim_state shim;
 
+/* Inis refused so far (at load the process runs as passthrough, on a
+ * reload it keeps the rules it had), and the latest refusal's message:
+ * the live counters show both (config_errors), since the one line on
+ * stderr may go where nobody reads. Written by the constructor and the
+ * reload watcher only; the count is stored after the text (release). */
+extern _Atomic uint32_t shim_config_errors;
+extern char shim_config_error[200];
+void shim_config_refused(const char *msg);
+
 /*
  * Depth of shim-internal work on this thread: while nonzero, interposed
  * calls (our own, the allocator's, a signal handler's) go straight to libc.

@@ -14,20 +14,20 @@ template)
 	mkdir -p "$d"
 	chown postgres: "$d"
 	pg_stop "$d"
-	rm -rf "$d/template" "$d/pgdata"
-	as_pg "$PGBIN/initdb" -D "$d/pgdata" -A trust -U postgres --wal-segsize=1 --no-sync >"$d/initdb.log" 2>&1
+	rm -rf "$d/template" "$d/$PGDATA_DIR"
+	as_pg "$PGBIN/initdb" -D "$d/$PGDATA_DIR" -A trust -U postgres --wal-segsize=1 --no-sync >"$d/initdb.log" 2>&1
 	pg_start "$d" || { tail -n 20 "$d/server.log" >&2; exit 1; }
 	as_pg "$PGBIN/pgbench" -h "$d" -U postgres -i -q -s 1 postgres >"$d/init.log" 2>&1
 	psql_q "$d" 'CREATE EXTENSION IF NOT EXISTS amcheck' >/dev/null
-	as_pg "$PGBIN/pg_ctl" -D "$d/pgdata" -m fast stop >/dev/null
+	as_pg "$PGBIN/pg_ctl" -D "$d/$PGDATA_DIR" -m fast stop >/dev/null
 	wait "$(cat "$d/server.pid")" 2>/dev/null || true
 	sync
-	mv "$d/pgdata" "$d/template"
+	mv "$d/$PGDATA_DIR" "$d/template"
 	;;
 restore)
 	pg_stop "$d"
-	rm -rf "$d/pgdata" "$d/server.log" "$d"/.s.PGSQL.*
-	cp -a "$d/template" "$d/pgdata"
+	rm -rf "$d/$PGDATA_DIR" "$d/server.log" "$d"/.s.PGSQL.*
+	cp -a "$d/template" "$d/$PGDATA_DIR"
 	;;
 *)
 	echo "setup.sh: template or restore, not $what" >&2

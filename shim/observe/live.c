@@ -41,6 +41,7 @@
 #include "files.h"
 #include "flusher.h"
 #include "live.h"
+#include "matched.h"
 #include "procself.h"
 #include "risk.h"
 #include "shimfd.h"
@@ -69,6 +70,7 @@ static struct {
 	ino_t ino;                  /* ours: a file someone put in its place is not */
 	uint64_t last_mono;
 	struct live_file *stage;    /* [LIVE_MAX_FILES]: a round's busiest files, busiest first */
+	struct live_rule rules[LIVE_MAX_RULES]; /* a round's rule table */
 } live_state = { .mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 /* ---- statistics (app threads) ----------------------------------------------- */
@@ -279,6 +281,48 @@ static uint32_t gather(uint64_t now)
 	return n;
 }
 
+/* Strings the format cuts short at their field's size. */
+static void copy_cut(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static void rule_entry(struct live_rule *e, const struct rule *r, int ri)
+{
+	memset(e, 0, sizeof(*e));
+	e->rule = (uint16_t)(ri + 1);
+	e->policy = (uint8_t)r->sync;
+	e->flags = matched_approximate() ? LIVER_APPROXIMATE : 0;
+	e->files = matched_files(ri);
+	if (ri >= 0) {
+		copy_cut(e->name, sizeof(e->name), r->name);
+		copy_cut(e->glob, sizeof(e->glob), r->glob);
+	}
+}
+
+/* The rules in force, each with the files it matched; returns how many. */
+static uint32_t gather_rules(void)
+{
+	unsigned ticket;
+	const struct policy *p = policy_enter(&ticket);
+	uint32_t n = 0;
+	rule_entry(&live_state.rules[n++], &p->deflt, -1);
+	for (int i = 0; i < p->nrules && n < LIVE_MAX_RULES; i++)
+		rule_entry(&live_state.rules[n++], &p->rules[i], i);
+	policy_leave(ticket);
+	return n;
+}
+
+/* The latest refused ini, for the views (shim_config_error). */
+static void note_config_errors(struct live_header *h)
+{
+	h->config_errors = atomic_load_explicit(&shim_config_errors, memory_order_acquire);
+	if (h->config_errors)
+		copy_cut(h->config_error, sizeof(h->config_error), shim_config_error);
+}
+
 static bool put(int fd, const void *buf, size_t n, off_t off)
 {
 	while (n) {
@@ -303,6 +347,7 @@ static bool write_round(int fd, uint32_t shown)
 	bool ok = put(fd, &live_state.h.seq, sizeof(live_state.h.seq), offsetof(struct live_header, seq));
 	live_state.h.seq++;
 	ok = ok && put(fd, live_state.stage, shown * sizeof(struct live_file), sizeof(live_state.h));
+	ok = ok && put(fd, live_state.rules, live_state.h.nrules * sizeof(struct live_rule), LIVE_RULES_OFFSET);
 	return ok && put(fd, &live_state.h, sizeof(live_state.h), 0);
 }
 
@@ -337,6 +382,8 @@ static void publish(bool ended)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	live_state.h.nfiles = shown;
 	live_state.h.omitted = n - shown;
+	live_state.h.nrules = gather_rules();
+	note_config_errors(&live_state.h);
 	live_state.h.ended = ended;
 	live_state.h.updated_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
 	live_state.h.updated_mono_ns = now;
@@ -382,14 +429,6 @@ static int open_dir(void)
 	return fd;
 }
 
-/* Strings the format cuts short at their field's size. */
-static void copy_cut(char *dst, size_t len, const char *src)
-{
-	size_t n = strnlen(src, len - 1);
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 static void fill_header(struct live_header *h)
 {
 	struct timespec wall;
@@ -403,6 +442,8 @@ static void fill_header(struct live_header *h)
 	h->ppid = (uint32_t)getppid();
 	h->uid = (uint32_t)getuid();
 	h->interval_ms = INTERVAL_MS;
+	h->rule_size = sizeof(struct live_rule);
+	h->rules_offset = (uint32_t)LIVE_RULES_OFFSET;
 	h->proc_start = proc_self_start_time();
 	h->start_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
 	proc_self_cmdline(h->cmdline, sizeof(h->cmdline));
@@ -519,7 +560,9 @@ void live_start(const struct policy *p)
 		snprintf(live_state.dir, sizeof(live_state.dir), "%s/syncshim", xdg);
 	else
 		snprintf(live_state.dir, sizeof(live_state.dir), "/tmp/syncshim-%u", (unsigned)getuid());
-	snprintf(live_state.config, sizeof(live_state.config), "%s", p->source);
+	/* A refused ini is still the one the process was given: named, with
+	 * config_errors beside it. */
+	snprintf(live_state.config, sizeof(live_state.config), "%s", p->source[0] ? p->source : shim.config_path);
 	snprintf(live_state.default_policy, sizeof(live_state.default_policy), "%s", sync_policy_name(p->deflt.sync));
 }
 

@@ -38,6 +38,7 @@
 #include "knobs.h"
 #include "live.h"
 #include "log.h"
+#include "matched.h"
 #include "risk.h"
 #include "shim.h"
 #include "snapshot.h"
@@ -240,6 +241,7 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	syncerr_reset(f); /* nfds is 0 already: every slot held a reference */
 	crash_file_reset(f); /* before the knobs: they say whether writes are logged */
 	knobs_set(f, &p->knobs);
+	matched_note(p->knobs.rule_index, f->path);
 	flusher_reset(f);
 	held_reset(f);
 	risk_reset(f);
@@ -472,12 +474,14 @@ void registry_rematch(const struct policy *p)
 {
 	shim_enter();
 	registry_lock();
+	matched_reset();
 	for (int b = 0; b < HASH_BUCKETS; b++)
 		for (struct shim_file *f = buckets[b]; f; f = f->hash_next) {
 			const struct rule *r = policy_match(p, f->path ? f->path : "");
 			struct knobs k;
 			knobs_from_rule(&k, r, r == &p->deflt ? -1 : (int)(r - p->rules));
 			knobs_set(f, &k);
+			matched_note(k.rule_index, f->path);
 		}
 	registry_unlock();
 	shim_leave();

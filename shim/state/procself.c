@@ -1,6 +1,6 @@
 /*
  * procself.c - what /proc/self says about this process: its command line
- * (for the log's header and the live file) and its start time (which,
+ * as it was started (for the log's header and the live file) and its start time (which,
  * with the pid, tells a live file's process from a later one that got the
  * same pid). Read in a child with a descriptor table of its own
  * (shimfd_isolated), no stdio streams.
@@ -62,8 +62,39 @@ void proc_self_comm(char *out, size_t len)
 		out[n - 1] = '\0';
 }
 
+/* The command line as the process was started, before main ran: many
+ * servers rewrite theirs into a title (redis-server's "127.0.0.1:6379"
+ * padded with spaces, PostgreSQL's "postgres: walwriter"), and a label
+ * should name the program that was run. glibc calls the entries of
+ * .init_array with main's argc and argv (for a dlopen too), so this
+ * costs no system call. A fork child keeps its parent's: the same image. */
+static char cmdline_at_load[4096];
+
+__attribute__((constructor)) static void remember_cmdline(int argc, char **argv)
+{
+	size_t used = 0;
+	for (int i = 0; argv && i < argc && argv[i]; i++) {
+		size_t n = strlen(argv[i]);
+		if (used + (i > 0) + n >= sizeof(cmdline_at_load))
+			n = sizeof(cmdline_at_load) - 1 - used - (i > 0);
+		if (i > 0 && used + 1 < sizeof(cmdline_at_load))
+			cmdline_at_load[used++] = ' ';
+		memcpy(cmdline_at_load + used, argv[i], n);
+		used += n;
+		if (used + 1 >= sizeof(cmdline_at_load))
+			break;
+	}
+	cmdline_at_load[used] = '\0';
+}
+
 void proc_self_cmdline(char *out, size_t len)
 {
+	if (cmdline_at_load[0]) {
+		size_t n = strnlen(cmdline_at_load, len - 1);
+		memcpy(out, cmdline_at_load, n);
+		out[n] = '\0';
+		return;
+	}
 	ssize_t n = read_proc("cmdline", out, len);
 	for (ssize_t i = 0; i < n - 1; i++)
 		if (out[i] == '\0')

@@ -95,6 +95,7 @@ static void apply(const char *path)
 		built = build_here(&b);
 	if (built < 0) {
 		shim_say("%s; keeping the previous policy", err);
+		shim_config_refused(err);
 		log_event(LOGEV_CONFIG_ERROR, NULL, 0, "reload of %s failed, previous policy kept: %s", path, err);
 		shim_free(next);
 		return;

@@ -49,6 +49,8 @@
 #include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -153,15 +155,36 @@ bool shimfd_private_table(void)
 	return true;
 }
 
+/* Whether a seccomp filter confines this process (/proc/self/status
+ * "Seccomp: 2"), read with raw calls every sandbox allows. */
+static bool seccomp_filtered(void)
+{
+	char buf[4096];
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* cannot tell: take the cautious way */
+	ssize_t n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *at = strstr(buf, "\nSeccomp:");
+	return !at || strtol(at + 9, NULL, 10) == 2;
+}
+
 /* The app's descriptor 2 as the calling thread can write it: 2 itself, or
  * in a thread with a table of its own a copy made through a pidfd of
  * our own process (same thread group: no permission needed), closed by
- * shimfd_stderr_done. -1: none. */
+ * shimfd_stderr_done. -1: none (the caller says it to syslog instead).
+ * Not under a seccomp filter: pidfd_getfd is no call a sandbox expects
+ * (systemd's @system-service leaves it out, and Debian's redis-server
+ * unit kills the process at it); a unit's syslog is its journal, where its
+ * stderr would have gone. */
 int shimfd_stderr(void)
 {
 	static __thread int self = -1;
 	if (!own_table)
 		return 2;
+	if (seccomp_filtered())
+		return -1;
 	if (self < 0)
 		self = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	return self < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, self, 2, 0);

@@ -13,7 +13,8 @@
  * checks: magic, version, header_size, a usable file_size and max_files,
  * nfiles within them (and at most one entry past the input's), an even
  * seq, this process's pid and start time, ended 0 or 1, intervals in
- * range; the file is extended (sparse) to the length the layout needs.
+ * range, a rule table (if nrules) after the files' room; the file is
+ * extended (sparse) to the length the layout needs.
  *
  * What must hold:
  * - a fixed-up file that is not marked ended is read (LIVE_OK): the
@@ -130,7 +131,20 @@ static size_t fix_up(struct live_header *h, size_t len)
 		h->interval_ms %= 3600001u;
 	if (h->interval_ns > 3600 * 1000000000ull)
 		h->interval_ns %= 3600 * 1000000000ull + 1;
-	return HDR + (size_t)h->max_files * h->file_size;
+	size_t files_end = HDR + (size_t)h->max_files * h->file_size;
+	if (!h->nrules)
+		return files_end;
+	/* the rule table: after the files' room, within what a reader reads */
+	if (h->rule_size < sizeof(struct live_rule) || h->rule_size % 8 || h->rule_size > 65536)
+		h->rule_size = sizeof(struct live_rule);
+	if (h->rules_offset < files_end || h->rules_offset > files_end + 65536)
+		h->rules_offset = (uint32_t)files_end;
+	size_t room_rules = (LIVE_READ_MAX - h->rules_offset) / h->rule_size;
+	if (h->nrules > LIVE_MAX_RULES)
+		h->nrules %= LIVE_MAX_RULES + 1;
+	if (h->nrules > room_rules)
+		h->nrules = (uint32_t)room_rules;
+	return h->rules_offset + (size_t)h->nrules * h->rule_size;
 }
 
 static void write_file(const uint8_t *p, size_t n, size_t len)
@@ -160,6 +174,11 @@ static void shout_proc(struct live_proc *p)
 	for (uint32_t i = 0; i < p->h.nfiles; i++) {
 		shout(p->files[i].rule_name, sizeof(p->files[i].rule_name));
 		shout(p->files[i].path, sizeof(p->files[i].path));
+	}
+	shout(p->h.config_error, sizeof(p->h.config_error));
+	for (uint32_t i = 0; i < p->h.nrules; i++) {
+		shout(p->rules[i].name, sizeof(p->rules[i].name));
+		shout(p->rules[i].glob, sizeof(p->rules[i].glob));
 	}
 }
 
@@ -497,7 +516,7 @@ static char *render(int what, const struct live_snapshot *s, const struct top_vi
 	else if (what == 1)
 		top_print_json(f, s, v, o);
 	else
-		die_unless(metrics_write(f, s) == 0, "metrics_write");
+		die_unless(metrics_write(f, s, what == 3) == 0, "metrics_write"); /* 2: per service, 3: --per-file */
 	die_unless(fclose(f) == 0, "memstream");
 	return text;
 }
@@ -524,10 +543,12 @@ static void views(const struct live_snapshot *s, const struct top_opts *o, int w
 	check_json(t, len);
 	free(t);
 	top_view_free(&v);
-	t = render(2, s, &v, o, 0, 0, NULL, &len);
-	finite_only(t, len);
-	check_metrics(t, len);
-	free(t);
+	for (int mode = 2; mode <= 3; mode++) {
+		t = render(mode, s, &v, o, 0, 0, NULL, &len);
+		finite_only(t, len);
+		check_metrics(t, len);
+		free(t);
+	}
 }
 
 static void check_proc(const struct live_proc *p, enum live_status st, uint64_t now)
@@ -546,6 +567,11 @@ static void check_proc(const struct live_proc *p, enum live_status st, uint64_t 
 	for (uint32_t i = 0; i < h->nfiles; i++)
 		die_unless(strnlen(p->files[i].path, LIVE_PATH_MAX) < LIVE_PATH_MAX &&
 			   strnlen(p->files[i].rule_name, LIVE_NAME_MAX) < LIVE_NAME_MAX, "file strings");
+	die_unless(strnlen(h->config_error, sizeof(h->config_error)) < sizeof(h->config_error), "config_error");
+	die_unless(h->nrules <= LIVE_READ_RULES && (h->nrules == 0 || p->rules), "nrules");
+	for (uint32_t i = 0; i < h->nrules; i++)
+		die_unless(strnlen(p->rules[i].name, LIVE_NAME_MAX) < LIVE_NAME_MAX &&
+			   strnlen(p->rules[i].glob, LIVE_PATH_MAX) < LIVE_PATH_MAX, "rule strings");
 	uint64_t iv = (h->interval_ms ? h->interval_ms : 1000) * 1000000ull;
 	die_unless(p->stalled == (now > h->updated_mono_ns && now - h->updated_mono_ns > LIVE_STALL_INTERVALS * iv),
 		   "stalled");

@@ -127,7 +127,7 @@ static void check_head(const struct undo_entry *e)
 	die_unless(h->type > 0 && h->type < UNDO_TYPE_LIMIT, "record type");
 	die_unless(strcmp(undo_type_name(h->type), "?") != 0, "a known type without a name");
 	unsigned allowed = h->type == UNDO_WRITE ? UNDO_F_OSYNC | UNDO_F_NO_PREIMAGE
-			   : h->type == UNDO_SIZE ? UNDO_F_NO_PREIMAGE : 0;
+			   : h->type == UNDO_SIZE ? UNDO_F_NO_PREIMAGE : h->type == UNDO_LIMIT ? UNDO_F_BLIND : 0;
 	die_unless(!(h->flags & ~allowed), "record flags");
 	die_unless(h->reserved == 0, "record reserved");
 	die_unless(h->plen <= UNDO_PLEN_MAX, "plen over UNDO_PLEN_MAX");

@@ -66,7 +66,7 @@ for page in syncshim.1 synclat.1 syncshim.ini.5; do
 done
 
 # ---- ini keys and values: policy/policy.c ---------------------------------
-sed -n 's/^[[:space:]]*\[K_[A-Z0-9_]*\] = { "\([a-z0-9_]*\)".*/\1/p' policy/policy.c > "$tmp/keys"
+sed -n 's/^[[:space:]]*\[K_[A-Z0-9_]*\] = { KEY("\([a-z0-9_]*\)".*/\1/p' policy/policy.c > "$tmp/keys"
 if [ "$(wc -l < "$tmp/keys")" -lt 10 ]; then
 	echo "check_docs: found $(wc -l < "$tmp/keys") keys in policy/policy.c's key table; fix the extraction"
 	exit 2

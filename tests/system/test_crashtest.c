@@ -552,4 +552,133 @@ Test(crashtest, usage_errors)
 	r = h_run(&c);
 	cr_expect_eq(r.code, 2);
 	cr_expect(h_has(r.err, "unknown policy 'fast'"), "%s", r.err);
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "crashtest", "--ready", "file:/x", "--scope", "/x/*", "--", "true",
+	       NULL);
+	r = h_run(&c);
+	cr_expect_eq(r.code, 2);
+	cr_expect(h_has(r.err, "both --ready PROBE and --load CMD"), "%s", r.err);
+	h_cmd_init(&c, H_PLAIN);
+	h_args(&c, h_fmt("%s/syncshim", h_ctx.build), "crashtest", "--ready", "http://x", "--load", "true", "--scope", "/x/*",
+	       "--", "true", NULL);
+	r = h_run(&c);
+	cr_expect_eq(r.code, 2);
+	cr_expect(h_has(r.err, "bad --ready 'http://x'"), "%s", r.err);
+}
+
+/* ---- the server form: --ready, --load ---------------------------------- */
+
+/* wal_append as the server (it writes until killed), ready once its WAL
+ * exists; the load, run without the shim, is what the cut interrupts. */
+static struct run server_trials(const char *policy, const char *trials, const char *load, const char *ready,
+				const char *more)
+{
+	char *wal = h_fmt("%s/wal", data_dir()), *acks = h_path("acks");
+	return crashtest(NULL, "-n", trials, "-p", policy, "--cut", "random:20-120", "--scope", scope(), "--seed", "7",
+			 "--timeout", more ? more : "60", "--setup", h_fmt("rm -f '%s' '%s'", wal, acks), "--ready",
+			 ready ? ready : h_fmt("file:%s", wal), "--load", load, "--check",
+			 h_fmt("%s -f %s -a %s", ex("wal_check"), wal, acks), "--", ex("wal_append"), "-f", wal, "-a", acks,
+			 "-n", "100000000", "-s", "256", "-k", NULL);
+}
+
+/* The cut comes during the load, counted from its start; the check runs
+ * on what the rollback left. */
+Test(crashtest, server_form_cuts_during_the_load)
+{
+	struct run run = server_trials("passthrough", "5", "tail -f /dev/null", NULL, NULL);
+	cr_assert_eq(run.n, 5, "%s", run.r.err);
+	for (int i = 0; i < run.n; i++) {
+		struct trial *t = &run.t[i];
+		cr_expect_str_eq(t->verdict, "pass", "trial %d: %s", i + 1, t->text);
+		cr_expect(t->cut, "trial %d was not cut: %s", i + 1, t->text);
+		double ready = num_after(t->text, "\"ready_ms\":", -1), load = num_after(t->text, "\"load_ms\":", -1);
+		cr_expect(ready >= 0 && load >= t->planned_ms - 0.5, "trial %d: ready %.1f ms, cut %.1f ms into the load, "
+			  "planned %.0f: %s", i + 1, ready, load, t->planned_ms, t->text);
+		cr_expect(h_has(t->text, "\"load_ended\":false"), "%s", t->text);
+		cr_expect(h_has(t->text, "lost=0 torn_bytes=0"), "trial %d: %s", i + 1, t->text);
+	}
+	cr_expect_eq(run.r.code, 0);
+}
+
+/* A load that ends before the drawn moment is the cut: what it was told
+ * must have survived. */
+Test(crashtest, server_form_cuts_when_the_load_ends)
+{
+	struct run run = server_trials("passthrough", "3", "exit 3", NULL, NULL);
+	cr_assert_eq(run.n, 3, "%s", run.r.err);
+	for (int i = 0; i < run.n; i++) {
+		struct trial *t = &run.t[i];
+		cr_expect(t->cut && h_has(t->text, "\"load_ended\":true,\"load_status\":3"), "trial %d: %s", i + 1, t->text);
+		cr_expect_str_eq(t->verdict, "pass", "trial %d: %s", i + 1, t->text);
+	}
+}
+
+/* A server that never answers its probe makes the trial unusable, never
+ * a pass, and the launcher says which probe and what the server said. */
+Test(crashtest, server_form_never_ready_is_unusable)
+{
+	struct run run = server_trials("passthrough", "1", "true", h_fmt("file:%s", h_path("never")), "3");
+	cr_assert_eq(run.n, 1, "%s", run.r.err);
+	cr_expect_str_eq(run.t[0].verdict, "unusable");
+	cr_expect(h_has(run.t[0].text, h_fmt("did not answer --ready file:%s within 3 s", h_path("never"))), "%s",
+		  run.t[0].text);
+	cr_expect_eq(run.r.code, 1);
+}
+
+/* A directory the user nobody can reach: the test's own, opened to
+ * traversal, with a subdirectory of its. */
+static char *nobody_dir(const char *name, uid_t owner, mode_t mode)
+{
+	cr_assert_eq(chmod(h_ctx.dir, 0711), 0);
+	char *d = h_path(name);
+	cr_assert_eq(mkdir(d, 0700), 0);
+	cr_assert_eq(chown(d, owner, owner), 0);
+	cr_assert_eq(chmod(d, mode), 0);
+	return d;
+}
+
+/* A server that runs as another user (started as PostgreSQL's scripts
+ * do it with runuser; chroot --userspec here, which does the same without
+ * libcap-ng, whose constructor an ASan-built shim cannot yet meet) records
+ * into a store given to the owner of its data directory: the trials pass
+ * and recorded its writes. */
+Test(crashtest, a_server_under_another_user_records_into_a_store_it_owns)
+{
+	if (geteuid() != 0 || access("/usr/sbin/chroot", X_OK) != 0)
+		cr_skip_test("needs root and chroot");
+	char *acks_dir = nobody_dir("acks", 65534, 0700);
+	char *data = h_path("data"), *wal = h_fmt("%s/wal", data), *acks = h_fmt("%s/acks", acks_dir);
+	struct run run = crashtest(NULL, "-n", "3", "-p", "passthrough", "--cut", "random:20-120", "--scope",
+				   h_fmt("%s/**", data), "--setup",
+				   h_fmt("rm -rf '%s' '%s' && mkdir '%s' && chown nobody: '%s'", data, acks, data, data),
+				   "--ready", h_fmt("file:%s", wal), "--load", "tail -f /dev/null", "--check",
+				   h_fmt("%s -f %s -a %s", ex("wal_check"), wal, acks), "--", "chroot", "--userspec=65534:65534",
+				   "/", ex("wal_append"), "-f", wal, "-a", acks, "-n", "100000000", "-s", "256", "-k", NULL);
+	cr_assert_eq(run.n, 3, "exit %d\n%s", run.r.code, run.r.err);
+	for (int i = 0; i < run.n; i++) {
+		struct trial *t = &run.t[i];
+		cr_expect_str_eq(t->verdict, "pass", "trial %d: %s", i + 1, t->text);
+		cr_expect_gt(num_after(t->text, "\"log_records\":", 0), 0, "trial %d recorded nothing: %s", i + 1, t->text);
+		cr_expect(h_has(t->text, "lost=0 torn_bytes=0"), "trial %d: %s", i + 1, t->text);
+	}
+	cr_expect_eq(run.r.code, 0, "%s", run.r.err);
+}
+
+/* One whose store it cannot write (its data directory is not its own):
+ * the exact path and error, and exit 2 before a second trial. */
+Test(crashtest, a_store_the_server_cannot_write_is_named)
+{
+	if (geteuid() != 0 || access("/usr/sbin/chroot", X_OK) != 0)
+		cr_skip_test("needs root and chroot");
+	nobody_dir("acks", 65534, 0700);
+	char *data = h_path("data"), *wal = h_fmt("%s/wal", data), *acks = h_path("acks/acks");
+	struct run run = crashtest(NULL, "-n", "3", "-p", "passthrough", "--scope", h_fmt("%s/**", data), "--setup",
+				   h_fmt("rm -rf '%s' && mkdir -m 1777 '%s'", data, data), "--ready", h_fmt("file:%s", wal),
+				   "--load", "tail -f /dev/null", "--", "chroot", "--userspec=65534:65534", "/", ex("wal_append"),
+				   "-f", wal, "-a", acks, "-n", "100000000", "-s", "256", "-k", NULL);
+	cr_expect_eq(run.r.code, 2, "%s", run.r.err);
+	cr_expect_eq(run.n, 0);
+	cr_expect(h_has(run.r.err, "trial 1: the program could not record: crash-test mode: cannot append to ") &&
+			  h_has(run.r.err, "/trial-1/undo.log: Permission denied"),
+		  "%s", run.r.err);
 }

@@ -144,6 +144,8 @@ Test(install, make_install_then_uninstall)
 		{ "share/doc/syncshim/examples/systemd/activemq.service.d/syncshim.conf", 0644 },
 		{ "share/doc/syncshim/examples/systemd/activemq.ini", 0644 },
 		{ "share/doc/syncshim/examples/systemd/README.md", 0644 },
+		{ "share/doc/syncshim/examples/systemd/redis-server.service.d/syncshim.conf", 0644 },
+		{ "share/doc/syncshim/examples/systemd/redis.ini", 0644 },
 	};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		char *p = h_fmt("%s/usr/local/%s", dest, files[i].path);
@@ -210,6 +212,7 @@ Test(install, deb_builds_lints_and_round_trips_under_dpkg_root)
 		"./usr/share/man/man5/syncshim.ini.5.gz\n", "./usr/share/doc/syncshim/copyright\n",
 		"./usr/share/doc/syncshim/changelog.Debian.gz\n", "./usr/share/doc/syncshim/shim.ini\n",
 		"./usr/share/doc/syncshim/examples/systemd/activemq.service.d/syncshim.conf\n",
+		"./usr/share/doc/syncshim/examples/systemd/redis-server.service.d/syncshim.conf\n",
 	};
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 		cr_expect(h_has(r.out, need[i]), "the package lacks %s", need[i]);
@@ -295,6 +298,166 @@ Test(install, systemd_dropin_verifies_against_the_activemq_unit)
 	/* Its rule file is one the shim takes. */
 	r = h_sh(h_fmt("'%s/syncshim' check '%s'", h_ctx.build, in_top("examples/systemd/activemq.ini")), 30);
 	cr_expect(r.code == 0 && h_has(r.out, "ok, 1 rule"), "syncshim check activemq.ini: %s%s", r.out, r.err);
+}
+
+/* Debian's redis-server.service, a closely sandboxed unit, with the
+ * example's drop-in: systemd-analyze verify has nothing to say, and the
+ * example's rules are ones the shim takes. */
+Test(install, systemd_dropin_verifies_against_the_redis_unit)
+{
+	const char *unit = "/lib/systemd/system/redis-server.service";
+	if (access(unit, R_OK) != 0)
+		cr_skip_test("redis-server is not installed (make deps installs it)");
+	char *units = h_path("units");
+	char *verify = h_fmt("cd '%s' && SYSTEMD_UNIT_PATH='%s': systemd-analyze verify --man=no redis-server.service 2>&1",
+			     units, units);
+	struct h_result r = h_sh(h_fmt("mkdir -p '%s/redis-server.service.d' && cp '%s' '%s'/ && cp '%s' "
+				       "'%s/redis-server.service.d/'", units, unit, units,
+				       in_top("examples/systemd/redis-server.service.d/syncshim.conf"), units), 30);
+	h_assert_ok(r, "copy the unit and the drop-in");
+	r = h_sh(verify, 60);
+	cr_expect(r.code == 0 && !r.out[0], "systemd-analyze verify with the drop-in: exit %d\n%s", r.code, r.out);
+	r = h_sh(h_fmt("'%s/syncshim' check '%s' /var/lib/redis/appendonlydir/appendonly.aof.1.incr.aof", h_ctx.build,
+		       in_top("examples/systemd/redis.ini")), 30);
+	cr_expect(r.code == 0 && h_has(r.out, "ok, 1 rule") && h_has(r.out, "rule 'aof'") && h_has(r.out, "policy defer"),
+		  "syncshim check redis.ini: %s%s", r.out, r.err);
+}
+
+/* ---- a unit's sandbox, by hand -------------------------------------------- */
+
+/* Where no systemd runs services (this suite's containers), the sandbox
+ * of Debian's redis-server.service reproduced around a real redis-server
+ * under the shim: PrivateTmp (a mount namespace with its own /tmp),
+ * ProtectSystem=strict with the data and log directories writable (a
+ * read-only bind of /, those bound writable again), and the unit's own
+ * SystemCallFilter= lines, expanded by systemd-analyze and loaded with
+ * seccomp (tests/progs/seccomp_run, killing the process at any other call,
+ * as systemd does). All of it outside /tmp, which the namespace hides. */
+struct sandbox {
+	char *dir, *data, *logs, *ini, *allow, *sock, *out;
+};
+
+/* The unit's SystemCallFilter= as one allow-list: the groups of its first
+ * line, less those of its "~" line, each expanded to names. */
+static void unit_filter(const char *unit, const char *allow)
+{
+	char *script = h_fmt(
+		"expand() { systemd-analyze syscall-filter \"$1\" | sed 1d | grep -v '^ *#' | sed 's/^ *//' |"
+		" while read -r n; do case $n in @*) expand \"$n\" ;; '') ;; *) echo \"$n\" ;; esac; done; }\n"
+		"want=$(sed -n 's/^SystemCallFilter=\\([^~].*\\)/\\1/p' '%s')\n"
+		"deny=$(sed -n 's/^SystemCallFilter=~ *//p' '%s')\n"
+		"[ -n \"$want\" ] && [ -n \"$deny\" ] || { echo \"no SystemCallFilter= lines\"; exit 1; }\n"
+		"for g in $want; do expand $g; done | sort -u > '%s.all'\n"
+		"for g in $deny; do expand $g; done | sort -u > '%s.deny'\n"
+		"comm -23 '%s.all' '%s.deny' > '%s'\n"
+		"grep -qx pidfd_open '%s' && ! grep -qx pidfd_getfd '%s' && ! grep -qx setpriority '%s'\n",
+		unit, unit, allow, allow, allow, allow, allow, allow, allow, allow);
+	struct h_result r = h_sh(script, 60);
+	cr_assert_eq(r.code, 0, "expanding %s's SystemCallFilter=: %s%s", unit, r.out, r.err);
+}
+
+static struct sandbox sandbox_make(void)
+{
+	struct sandbox b;
+	b.dir = h_strdup("/var/tmp/syncshim-unit.XXXXXX");
+	cr_assert_not_null(mkdtemp(b.dir), "mkdtemp in /var/tmp: %s", strerror(errno));
+	b.data = h_fmt("%s/lib", b.dir);
+	b.logs = h_fmt("%s/log", b.dir);
+	b.ini = h_fmt("%s/redis.ini", b.dir);
+	b.allow = h_fmt("%s/allow", b.dir);
+	b.sock = h_fmt("%s/redis.sock", b.data);
+	b.out = h_fmt("%s/server.out", b.dir);
+	cr_assert_eq(mkdir(b.data, 0755) | mkdir(b.logs, 0755) | mkdir(h_fmt("%s/tmp", b.dir), 01777), 0);
+	/* the example's rules, for these directories */
+	struct h_result r = h_sh(h_fmt("sed 's|/var/lib/redis|%s|g; s|/var/log/redis|%s|g' '%s' > '%s'", b.data, b.logs,
+				       in_top("examples/systemd/redis.ini"), b.ini), 30);
+	h_assert_ok(r, "the example's rules");
+	unit_filter("/lib/systemd/system/redis-server.service", b.allow);
+	return b;
+}
+
+static void sandbox_remove(struct sandbox *b)
+{
+	nftw(b->dir, h_rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* redis-server under the shim in the sandbox (private_tmp: a /tmp of its
+ * own, else / 's read-only /tmp), in the background. */
+static pid_t sandbox_redis(const struct sandbox *b, bool private_tmp, struct h_cmd *c)
+{
+	h_cmd_init(c, H_PLAIN);
+	h_args(c, "unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+	       h_fmt("rw() { mount --bind \"$1\" \"$2\" && mount -o remount,bind,rw \"$2\"; }; "
+		     "mount --bind / / && mount -o remount,bind,ro / && rw '%s' '%s' && rw '%s' '%s' && %s "
+		     "{ touch /var/tmp/.syncshim-unit-rw 2>/dev/null && echo 'the root is writable' && exit 3; true; } && "
+		     "exec env LD_PRELOAD=%s%s%s SYNCSHIM_CONFIG='%s' '%s' '%s' -- redis-server --port 0 --unixsocket '%s' "
+		     "--dir '%s' --appendonly yes --appendfsync always --save '' --daemonize no",
+		     b->data, b->data, b->logs, b->logs, private_tmp ? h_fmt("rw '%s/tmp' /tmp &&", b->dir) : "",
+		     h_ctx.prefix, h_ctx.prefix[0] ? ":" : "", h_shim_lib(), b->ini, h_prog("seccomp_run"), b->allow,
+		     b->sock, b->data),
+	       NULL);
+	return h_spawn(c);
+}
+
+/* A load that works: 20000 SETs answered. */
+static void sandbox_load(const struct sandbox *b)
+{
+	for (double end = h_now() + 20; h_now() < end && access(b->sock, F_OK) != 0; usleep(20000))
+		;
+	struct h_result r = h_sh(h_fmt("redis-benchmark -s '%s' -t set -n 20000 -c 8 -q | tr '\\r' '\\n' | tail -n 2",
+				       b->sock), 60);
+	cr_expect(h_has(r.out, "requests per second"), "redis-benchmark: %s%s", r.out, r.err);
+}
+
+Test(install, redis_runs_under_the_shim_in_its_units_sandbox)
+{
+	if (geteuid() != 0 || access("/lib/systemd/system/redis-server.service", R_OK) != 0 ||
+	    access("/usr/bin/unshare", X_OK) != 0)
+		cr_skip_test("needs root, unshare and Debian's redis-server");
+	struct sandbox b = sandbox_make();
+	struct h_cmd c;
+	pid_t pid = sandbox_redis(&b, true, &c);
+	sandbox_load(&b);
+	struct h_result st = { 0 };
+	for (double end = h_now() + 20; h_now() < end; usleep(100000)) { /* published about once a second */
+		st = h_sh(h_fmt("'%s/syncshim' status %d", h_ctx.build, (int)pid), 20);
+		if (h_has(st.out, "  rule aof (defer): 1 file matched"))
+			break;
+	}
+	kill(pid, SIGTERM);
+	struct h_result r = h_reap(&c, pid, 30, false, 0);
+	struct h_result logs = h_sh(h_fmt("ls '%s'", b.logs), 10);
+	struct h_result filter = h_sh(h_fmt("'%s' '%s' -- nice -n 1 true; echo \"status $?\"", h_prog("seccomp_run"),
+					    b.allow), 20);
+	sandbox_remove(&b);
+	cr_assert_eq(r.code, 0, "redis-server in the sandbox: exit %d, signal %d (31: SIGSYS, a call outside the "
+		     "filter)\n%s%s", r.code, r.sig, r.out, r.err);
+	cr_expect(h_has(st.out, h_fmt("counters /proc/%d/root/tmp/syncshim-0/%d.live", (int)pid, (int)pid)),
+		  "status did not read the counters in its private /tmp:\n%s", st.out);
+	cr_expect(h_has(st.out, "  rule aof (defer): 1 file matched"), "%s", st.out);
+	cr_expect(h_has(logs.out, "syncshim."), "no latency log in the writable log directory: %s", logs.out);
+	cr_expect(h_has(filter.out, "status 159"), "the filter lets setpriority through (nice): %s", filter.out);
+}
+
+/* The same without PrivateTmp: /tmp is read-only, the live counters are
+ * off, and saying so from the publisher thread (a descriptor table of its
+ * own) must not take a call the filter kills (pidfd_getfd did). */
+Test(install, redis_survives_a_read_only_tmp_under_its_units_filter)
+{
+	if (geteuid() != 0 || access("/lib/systemd/system/redis-server.service", R_OK) != 0 ||
+	    access("/usr/bin/unshare", X_OK) != 0)
+		cr_skip_test("needs root, unshare and Debian's redis-server");
+	struct sandbox b = sandbox_make();
+	struct h_cmd c;
+	pid_t pid = sandbox_redis(&b, false, &c);
+	sandbox_load(&b);
+	kill(pid, SIGTERM);
+	struct h_result r = h_reap(&c, pid, 30, false, 0);
+	struct h_result aof = h_sh(h_fmt("ls '%s/appendonlydir'", b.data), 10);
+	sandbox_remove(&b);
+	cr_assert_eq(r.code, 0, "redis-server in the sandbox: exit %d, signal %d (31: SIGSYS, a call outside the "
+		     "filter)\n%s%s", r.code, r.sig, r.out, r.err);
+	cr_expect(h_has(aof.out, "incr.aof"), "%s", aof.out);
 }
 
 /* ---- the ActiveMQ walkthrough --------------------------------------------- */

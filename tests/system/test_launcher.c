@@ -417,3 +417,27 @@ Test(launch, usage_errors_exit_2_with_one_prefixed_line)
 		cr_expect(h_has(r.out, h_fmt("usage: %s %s", prog, t ? "top" : "run")), "%s", r.out);
 	}
 }
+
+/* ab names a side's rule that matched nothing: an ini whose globs were
+ * written for another directory compares the default policy, not the
+ * rules, and the verdict alone would not say so. */
+Test(launch, ab_names_a_sides_rule_that_matched_nothing)
+{
+	char *dir = h_path("ab"), *ini = h_path("other-dir.ini"), *data = h_path("ab.dat");
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n[rule wal]\npath = %s\nsync = defer\n"
+				"[rule profiled]\npath = /srv/profiled-elsewhere/*.dat\nsync = defer\n", data));
+	struct h_cmd c;
+	launcher_cmd(&c);
+	h_args(&c, syncshim_bin(), "ab", "-n", "1", "-o", dir, "passthrough", ini, "--",
+	       h_fmt("%s/examples/sync_writes", h_ctx.build), "-n", "50", "-f", data, NULL);
+	struct h_result r = h_run(&c);
+	cr_assert_eq(r.code, 0, "syncshim ab: %s\n%s", r.out, r.err);
+	cr_assert(h_has(r.err, h_fmt("warning: side B (%s): rule 'profiled' (defer, path = /srv/profiled-elsewhere/*.dat) "
+				     "matched no file", ini)),
+		  "%s", r.err);
+	cr_assert(!h_has(r.err, "rule 'wal'"), "%s", r.err);
+	char *html = h_read_file(h_fmt("%s/compare.html", dir));
+	cr_assert(h_has(html, "warning: rule profiled (defer, path = /srv/profiled-elsewhere/*.dat) matched no file"),
+		  "the page does not say it");
+}

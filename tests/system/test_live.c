@@ -103,10 +103,13 @@ static uint64_t clock_ns(clockid_t c)
 #define FAKE_MAX 40
 #define SEC 1000000000ull
 
-/* A live file in memory: the header, then max_files entries. */
+/* A live file in memory: the header, then max_files entries, then room
+ * for a rule table (used when fake_rule adds one; nrules 0 is a writer
+ * from before the rule table). */
 struct fake {
 	struct live_header h;
 	struct live_file f[FAKE_MAX];
+	struct live_rule r[8];
 };
 
 static struct fake *fake_new(pid_t pid, const char *cmdline)
@@ -149,6 +152,21 @@ static struct live_file *fake_file(struct fake *k, unsigned rule, const char *ru
 	snprintf(f->rule_name, sizeof(f->rule_name), "%s", rule_name);
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	return f;
+}
+
+static struct live_rule *fake_rule(struct fake *k, unsigned rule, const char *name, unsigned policy, const char *glob,
+				   uint32_t files)
+{
+	cr_assert_lt(k->h.nrules, 8);
+	k->h.rule_size = sizeof(struct live_rule);
+	k->h.rules_offset = offsetof(struct fake, r);
+	struct live_rule *r = &k->r[k->h.nrules++];
+	r->rule = (uint16_t)rule;
+	r->policy = (uint8_t)policy;
+	r->files = files;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	snprintf(r->glob, sizeof(r->glob), "%s", glob);
+	return r;
 }
 
 /* The file DIR/NAME ("" for PID.live), 0600, as the shim would leave it. */
@@ -376,7 +394,7 @@ Test(live, once_shows_each_process_and_file)
 	cr_assert(head && h_has(head, "processes 3  files 4  calls/s 1975  at risk 9.00 MB  sort syncs/s"), "%s", o);
 	char *jl = line_with(o, h_fmt("PID %d ", (int)t.java));
 	cr_assert(jl, "%s", o);
-	expect_words(jl, h_fmt("PID %d 955.0 calls/s 4.10 kB at risk 2 files policy passthrough config "
+	expect_words(jl, h_fmt("PID %d 955.0 calls/s 4.10 kB at risk 2 files default passthrough config "
 			       "/etc/syncshim/test.ini command: java -Xmx1g -jar broker.jar", (int)t.java));
 	expect_words(line_with(o, "db-1.log"), "defer journal 500.0 2.05 400.0 20.0 338 ns 24.2 us 3 4.10 kB "
 					   "12.0 ms 2 /data/kahadb/db-1.log");
@@ -654,7 +672,7 @@ Test(live, busy_file_gives_up)
 	cr_assert(h_has(r.out, h_fmt("PID %d  [busy", (int)kid)) && h_has(r.out, "(0 stalled, 1 busy)"), "%s", r.out);
 	r = synclat(dir, "metrics", NULL);
 	h_assert_ok(r, "metrics on a busy file");
-	cr_assert(h_has(r.out, h_fmt("syncshim_up{pid=\"%d\",command=\"?\"} 0\n", (int)kid)), "%s", r.out);
+	cr_assert(h_has(r.out, "syncshim_up{service=\"?\"} 0\n"), "%s", r.out);
 }
 
 static void write_bytes(const char *path, const void *buf, size_t n)
@@ -762,8 +780,9 @@ Test(live, newer_writer_and_unterminated_strings)
 	struct h_result r = synclat(dir, "top", "--once", NULL);
 	h_assert_ok(r, "top --once");
 	cr_assert(!strchr(r.out, '\033'), "an escape from the file reached the output:\n%s", r.out);
-	char *want_cmd = h_fmt("command: evil?[2J%.*s\n", LIVE_CMD_MAX - 1 - 8, k->h.cmdline + 8);
-	cr_assert(h_has(r.out, want_cmd), "the command line, cut at 255 bytes:\n%s", r.out);
+	/* the label: its first 76 bytes (one word: cut inside it) and " ..." */
+	char *want_cmd = h_fmt("command: evil?[2J%.*s ...\n", 76 - 8, k->h.cmdline + 8);
+	cr_assert(h_has(r.out, want_cmd), "the command line, cut to a label:\n%s", r.out);
 	char *row = line_with(r.out, "fdatasync");
 	cr_assert(row, "%s", r.out);
 	cr_assert(h_has(row, " 77.0 ") && h_has(row, h_fmt("/%.*s", LIVE_PATH_MAX - 2, f->path + 1)), "%s", row);
@@ -788,8 +807,7 @@ Test(live, stalled_process_is_flagged)
 	cr_assert(h_has(strstr(r.out, h_fmt("{\"pid\": %d,", (int)kid)), "\"stalled\": true"), "%s", r.out);
 	r = synclat(dir, "metrics", NULL);
 	h_assert_ok(r, "metrics");
-	cr_assert(h_has(r.out, h_fmt("syncshim_up{pid=\"%d\",command=\"stopped\"} 0\n", (int)kid)) &&
-			  h_has(r.out, h_fmt("syncshim_up{pid=\"%d\",command=\"fresh\"} 1\n", (int)fresh)),
+	cr_assert(h_has(r.out, "syncshim_up{service=\"stopped\"} 0\n") && h_has(r.out, "syncshim_up{service=\"fresh\"} 1\n"),
 		  "%s", r.out);
 }
 
@@ -867,6 +885,29 @@ Test(live, root_reads_every_users_directory)
 	live_snapshot_free(&s);
 }
 
+/* Root reads every user's directory, but a stale file of another user
+ * stays for that user's reader: only root's own goes. */
+Test(live, root_removes_only_its_own_stale_files)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give directories to other users");
+	char *tmp = h_path("tmp");
+	cr_assert_eq(mkdir(tmp, 01777), 0);
+	char *theirs = own_dir(h_fmt("%s/syncshim-4242", tmp), 4242, 0700);
+	char *ours = own_dir(h_fmt("%s/syncshim-0", tmp), 0, 0700);
+	pid_t gone = dead_pid();
+	own_file(theirs, gone, "another user's, stale", 4242);
+	own_file(ours, gone, "root's, stale", 0);
+	struct live_where w = { .tmp = tmp, .run_user = h_path("none"), .uid = 0, .all_users = true };
+	struct live_snapshot s;
+	cr_assert_eq(live_scan(&w, &s), 0);
+	cr_assert_eq(s.skipped[LIVE_STALE], 2, "both are stale");
+	cr_assert_eq(s.removed, 1, "only root's own is removed");
+	live_snapshot_free(&s);
+	cr_assert_eq(access(h_fmt("%s/%d.live", theirs, (int)gone), F_OK), 0, "user 4242's stale file was removed by root");
+	cr_assert_eq(access(h_fmt("%s/%d.live", ours, (int)gone), F_OK), -1, "root's own stale file is still there");
+}
+
 Test(live, dir_option_and_missing_dir)
 {
 	struct trio t = trio_write();
@@ -915,7 +956,7 @@ static void expect_promtool_ok(const char *text)
 Test(live, metrics_pass_promtool_and_equal_the_inputs)
 {
 	struct trio t = trio_write();
-	struct h_result r = synclat(t.dir, "metrics", NULL);
+	struct h_result r = synclat(t.dir, "metrics", "--per-file", NULL);
 	h_assert_ok(r, "synclat metrics");
 	const char *o = r.out;
 	expect_promtool_ok(o);
@@ -923,8 +964,8 @@ Test(live, metrics_pass_promtool_and_equal_the_inputs)
 			  h_has(o, "# TYPE syncshim_at_risk_bytes gauge\n") &&
 			  h_has(o, "# TYPE syncshim_sync_duration_seconds histogram\n") &&
 			  h_has(o, "# HELP syncshim_real_sync_duration_seconds "), "%s", o);
-	expect_sample(o, "syncshim_live_processes", "", "3");
-	char *L = h_fmt("pid=\"%d\",command=\"java\",rule=\"journal\",policy=\"defer\",path=\"/data/kahadb/db-1.log\"",
+	expect_sample(o, "syncshim_live_processes", h_fmt("service=\"java\",pid=\"%d\"", (int)t.java), "1");
+	char *L = h_fmt("service=\"java\",pid=\"%d\",rule=\"journal\",policy=\"defer\",path=\"/data/kahadb/db-1.log\"",
 			(int)t.java);
 	expect_sample(o, "syncshim_writes_total", L, "10000");
 	expect_sample(o, "syncshim_written_bytes_total", L, "40960000");
@@ -952,14 +993,14 @@ Test(live, metrics_pass_promtool_and_equal_the_inputs)
 		buckets++;
 	cr_assert_eq(buckets, METRICS_NLE + 1, "22 bounds and +Inf");
 	expect_sample(o, "syncshim_at_risk_unbounded",
-		      h_fmt("pid=\"%d\",command=\"scratchd\",rule=\"scratch\",policy=\"noop\",path=\"/scratch/tmp.bin\"",
+		      h_fmt("service=\"scratchd\",pid=\"%d\",rule=\"scratch\",policy=\"noop\",path=\"/scratch/tmp.bin\"",
 			    (int)t.scratch), "1");
 	expect_sample(o, "syncshim_writes_total",
-		      h_fmt("pid=\"%d\",command=\"java\",rule=\"default\",policy=\"passthrough\",path=\"/data/kahadb/db.data\"",
+		      h_fmt("service=\"java\",pid=\"%d\",rule=\"default\",policy=\"passthrough\",path=\"/data/kahadb/db.data\"",
 			    (int)t.java), "0");
-	expect_sample(o, "syncshim_up", h_fmt("pid=\"%d\",command=\"postgres:\"", (int)t.pg), "1");
+	expect_sample(o, "syncshim_up", h_fmt("service=\"postgres:\",pid=\"%d\"", (int)t.pg), "1");
 	/* Seconds exactly from ns, trailing zeros dropped. */
-	expect_sample(o, "syncshim_start_time_seconds", h_fmt("pid=\"%d\",command=\"java\"", (int)t.java),
+	expect_sample(o, "syncshim_start_time_seconds", h_fmt("service=\"java\",pid=\"%d\"", (int)t.java),
 		      "1700000000.12");
 }
 
@@ -975,13 +1016,13 @@ Test(live, metrics_escape_labels_and_merge_duplicates)
 	f = fake_file(k, 2, "dup", P_GROUP, "/dup/x.log"); /* the same name, another file object */
 	f->writes = 7, f->risk_age_ns = 9000, f->sync_buckets[20] = 2;
 	fake_write(k, dir, NULL);
-	struct h_result r = synclat(dir, "metrics", NULL);
+	struct h_result r = synclat(dir, "metrics", "--per-file", NULL);
 	h_assert_ok(r, "synclat metrics");
 	expect_promtool_ok(r.out);
 	expect_sample(r.out, "syncshim_writes_total",
-		      h_fmt("pid=\"%d\",command=\"java\",rule=\"r\\\"1\",policy=\"defer\","
+		      h_fmt("service=\"java\",pid=\"%d\",rule=\"r\\\"1\",policy=\"defer\","
 			    "path=\"/data/we\\\"ird\\\\dir/new\\nline/\xef\xbf\xbd.log\"", (int)kid), "3");
-	char *D = h_fmt("pid=\"%d\",command=\"java\",rule=\"dup\",policy=\"group\",path=\"/dup/x.log\"", (int)kid);
+	char *D = h_fmt("service=\"java\",pid=\"%d\",rule=\"dup\",policy=\"group\",path=\"/dup/x.log\"", (int)kid);
 	expect_sample(r.out, "syncshim_writes_total", D, "12");
 	expect_sample(r.out, "syncshim_at_risk_oldest_seconds", D, "0.000009");
 	expect_sample(r.out, "syncshim_sync_duration_seconds_count", D, "3");
@@ -1011,10 +1052,10 @@ Test(live, metrics_merge_labels_that_print_the_same)
 	f = fake_file(k, 0, "", P_PASS, "/x/\xfe.log");
 	f->writes = 7;
 	fake_write(k, dir, NULL);
-	struct h_result r = synclat(dir, "metrics", NULL);
+	struct h_result r = synclat(dir, "metrics", "--per-file", NULL);
 	h_assert_ok(r, "synclat metrics");
 	expect_promtool_ok(r.out);
-	const char *who = h_fmt("pid=\"%d\",command=\"newer-shim\",rule=\"default\"", (int)kid);
+	const char *who = h_fmt("service=\"newer-shim\",pid=\"%d\",rule=\"default\"", (int)kid);
 	expect_sample(r.out, "syncshim_writes_total", h_fmt("%s,policy=\"?\",path=\"/x/a.log\"", who), "5");
 	expect_sample(r.out, "syncshim_writes_total",
 		      h_fmt("%s,policy=\"passthrough\",path=\"/x/\xef\xbf\xbd.log\"", who), "12");
@@ -1022,6 +1063,110 @@ Test(live, metrics_merge_labels_that_print_the_same)
 	for (const char *p = r.out; (p = strstr(p, "syncshim_writes_total{")); p++)
 		n++;
 	cr_assert_eq(n, 2, "one series per label set as printed:\n%s", r.out);
+}
+
+/*
+ * By default a series per service (the program's name) and rule, summed
+ * over the service's processes and the rule's files: two PostgreSQL
+ * backends writing two WAL files are one series, with no pid or path
+ * label, and the rule table gives each rule's matched files (the most of
+ * any process) and the config errors.
+ */
+Test(live, metrics_by_default_a_series_per_service_and_rule)
+{
+	char *dir = live_dir();
+	pid_t b1 = sleeper(), b2 = sleeper(), other = sleeper();
+	struct fake *k = fake_new(b1, "postgres: 15/main: app db [local] idle");
+	snprintf(k->h.comm, sizeof(k->h.comm), "postgres");
+	struct live_file *f = fake_file(k, 1, "wal", P_DEFER, "/pg/wal/000000010000000000000001");
+	f->writes = 10, f->syncs = 4, f->risk_bytes = 100, f->sync_buckets[live_bucket(500)] = 4, f->sync_sum_ns = 2000;
+	fake_rule(k, 0, "", P_PASS, "", 7);
+	fake_rule(k, 1, "wal", P_DEFER, "/pg/wal/*", 1);
+	fake_rule(k, 2, "tmp", P_PASS, "/srv/pg/tmp/*", 0);
+	k->h.config_errors = 1;
+	fake_write(k, dir, NULL);
+	k = fake_new(b2, "postgres: 15/main: walwriter");
+	snprintf(k->h.comm, sizeof(k->h.comm), "postgres");
+	f = fake_file(k, 1, "wal", P_DEFER, "/pg/wal/000000010000000000000002");
+	f->writes = 5, f->syncs = 3, f->risk_bytes = 50, f->sync_buckets[live_bucket(500)] = 3, f->sync_sum_ns = 1000;
+	f = fake_file(k, 0, "", P_PASS, "/pg/base/1/2");
+	f->writes = 1;
+	fake_rule(k, 0, "", P_PASS, "", 3);
+	fake_rule(k, 1, "wal", P_DEFER, "/pg/wal/*", 2);
+	fake_rule(k, 2, "tmp", P_PASS, "/srv/pg/tmp/*", 0);
+	fake_write(k, dir, NULL);
+	fake_write(fake_new(other, "/usr/bin/redis-server 127.0.0.1:6379"), dir, NULL);
+	struct h_result r = synclat(dir, "metrics", NULL);
+	h_assert_ok(r, "synclat metrics");
+	const char *o = r.out;
+	expect_promtool_ok(o);
+	cr_assert(!h_has(o, "pid=") && !h_has(o, "path="), "per-process or per-file labels by default:\n%s", o);
+	const char *W = "service=\"postgres\",rule=\"wal\",policy=\"defer\"";
+	expect_sample(o, "syncshim_writes_total", W, "15");
+	expect_sample(o, "syncshim_syncs_total", W, "7");
+	expect_sample(o, "syncshim_at_risk_bytes", W, "150");
+	expect_sample(o, "syncshim_sync_duration_seconds_count", W, "7");
+	expect_sample(o, "syncshim_sync_duration_seconds_sum", W, "0.000003");
+	expect_sample(o, "syncshim_writes_total", "service=\"postgres\",rule=\"default\",policy=\"passthrough\"", "1");
+	expect_sample(o, "syncshim_live_processes", "service=\"postgres\"", "2");
+	expect_sample(o, "syncshim_live_processes", "service=\"redis-server\"", "1");
+	expect_sample(o, "syncshim_up", "service=\"postgres\"", "1");
+	expect_sample(o, "syncshim_config_errors_total", "service=\"postgres\"", "1");
+	expect_sample(o, "syncshim_rule_matched_files", W, "2");
+	expect_sample(o, "syncshim_rule_matched_files", "service=\"postgres\",rule=\"tmp\",policy=\"passthrough\"", "0");
+	int n = 0;
+	for (const char *p = o; (p = strstr(p, "syncshim_writes_total{service=\"postgres\"")); p++)
+		n++;
+	cr_assert_eq(n, 2, "one series per rule of the service (wal, default), not per process or file:\n%s", o);
+	r = synclat(dir, "metrics", "--per-file", NULL);
+	h_assert_ok(r, "synclat metrics --per-file");
+	expect_promtool_ok(r.out);
+	expect_sample(r.out, "syncshim_writes_total",
+		      h_fmt("service=\"postgres\",pid=\"%d\",rule=\"wal\",policy=\"defer\",path=\"/pg/wal/000000010000000000000002\"",
+			    (int)b2), "5");
+}
+
+/*
+ * What needs a look is said under the process in top: a rule that matched
+ * no file (with its glob), the ini refusals; a rule's name is never cut.
+ * A table placed outside the file is refused like any broken layout.
+ */
+Test(live, top_names_rules_that_matched_nothing_and_config_errors)
+{
+	char *dir = live_dir();
+	pid_t kid = sleeper(), bad = sleeper();
+	struct fake *k = fake_new(kid, "redis-server 127.0.0.1:16379                                        ");
+	struct live_file *f = fake_file(k, 1, "appendonly.aof.N.incr.aof", P_DEFER, "/r/appendonlydir/appendonly.aof.1.incr.aof");
+	f->iv_syncs = 10;
+	fake_rule(k, 0, "", P_PASS, "", 2);
+	fake_rule(k, 1, "appendonly.aof.N.incr.aof", P_DEFER, "/r/appendonlydir/appendonly.aof.*.incr.aof", 1);
+	fake_rule(k, 2, "manifest", P_PASS, "/tmp/radopt/redis/appendonlydir/*.manifest", 0);
+	k->h.config_errors = 2;
+	snprintf(k->h.config_error, sizeof(k->h.config_error), "/etc/r.ini:4: unknown key 'max_delay_m'");
+	fake_write(k, dir, NULL);
+	k = fake_new(bad, "table outside");
+	fake_rule(k, 0, "", P_PASS, "", 1);
+	k->h.rules_offset = sizeof(*k); /* the table would end past the file */
+	fake_write(k, dir, NULL);
+	struct h_result r = synclat(dir, "top", "--once", NULL);
+	h_assert_ok(r, "top --once");
+	const char *o = r.out;
+	cr_assert(h_has(o, "  ! rule manifest (passthrough) matched no file: path = /tmp/radopt/redis/appendonlydir/*.manifest\n"),
+		  "%s", o);
+	cr_assert(h_has(o, "  ! config errors 2, the latest: /etc/r.ini:4: unknown key 'max_delay_m'\n"), "%s", o);
+	cr_assert(!h_has(o, "! rule appendonly"), "a rule with a file is no warning:\n%s", o);
+	char *row = line_with(o, "appendonly.aof.1.incr.aof");
+	cr_assert(row && h_has(row, " appendonly.aof.N.incr.aof "), "the rule's name whole:\n%s", o);
+	cr_assert(h_has(o, "default passthrough  config /etc/syncshim/test.ini  command: redis-server 127.0.0.1:16379\n"),
+		  "the command's words, its padding gone:\n%s", o);
+	cr_assert(h_has(o, "1 unreadable or refused") && !h_has(o, "table outside"), "%s", o);
+	r = synclat(dir, "top", "--json", NULL);
+	h_assert_ok(r, "top --json");
+	expect_json(r.out);
+	cr_assert(h_has(r.out, "{\"rule\": 2, \"name\": \"manifest\", \"policy\": \"passthrough\", "
+			       "\"glob\": \"/tmp/radopt/redis/appendonlydir/*.manifest\", \"files\": 0, \"approximate\": false}"),
+		  "%s", r.out);
+	cr_assert(h_has(r.out, "\"config_errors\": 2,"), "%s", r.out);
 }
 
 /* The strace line from p on ends with "= 0". */
@@ -1536,7 +1681,8 @@ Test(live, prometheus_scrapes_the_endpoint, .timeout = 120)
 	       h_fmt("--storage.tsdb.path=%s", h_path("tsdb")), h_fmt("--web.listen-address=127.0.0.1:%d", pport), NULL);
 	pid_t ppid = h_spawn(&prom);
 
-	const char *query = h_fmt("max(syncshim_at_risk_worst_bytes{pid=\"%d\"})", (int)lpid);
+	(void)lpid; /* the endpoint reads dir alone: fl_loop is that one process */
+	const char *query = "max(syncshim_at_risk_worst_bytes{service=\"fl_loop\",policy=\"defer\"})";
 	char *answer = NULL;
 	for (double end = h_now() + 60; h_now() < end; usleep(200000)) {
 		struct h_result q = h_sh(h_fmt("curl -s -G --max-time 5 'http://127.0.0.1:%d/api/v1/query' "
@@ -1656,13 +1802,13 @@ Test(live, status_finds_a_process_in_another_mount_namespace, .timeout = 90)
 	for (double end = h_now() + 30; writing && h_now() < end; usleep(100000)) {
 		st = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/syncshim' status %d", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
 				h_ctx.prefix, h_ctx.build, (int)pid), 20);
-		if (h_has(st.out, counters) && h_has(st.out, "(defer): 1 file matched"))
+		if (h_has(st.out, counters) && h_has(st.out, "default (defer): ") && h_has(st.out, " matched; at risk"))
 			break;
 	}
 	if (writing) {
 		top = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' top --json", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
 				 h_ctx.prefix, h_ctx.build), 20);
-		met = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' metrics", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
+		met = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' metrics --per-file", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
 				 h_ctx.prefix, h_ctx.build), 20);
 	}
 	h_write_file(h_fmt("%s/stop", priv), "");
@@ -1673,7 +1819,7 @@ Test(live, status_finds_a_process_in_another_mount_namespace, .timeout = 90)
 	cr_expect_eq(st.code, 0, "syncshim status %d: exit %d\n%s%s", (int)pid, st.code, st.out, st.err);
 	cr_expect(h_has(st.out, h_fmt("%d ", (int)pid)) && h_has(st.out, ": under syncshim"), "%s", st.out);
 	cr_expect(h_has(st.out, counters) && h_has(st.out, "default policy defer"), "%s", st.out);
-	cr_expect(h_has(st.out, "(defer): 1 file matched"), "%s", st.out);
+	cr_expect(h_has(st.out, "default (defer): ") && h_has(st.out, " matched; at risk"), "%s", st.out);
 	cr_expect(h_has(top.out, h_fmt("{\"pid\": %d,", (int)pid)), "synclat top did not find it:\n%s%s", top.out, top.err);
 	cr_expect(h_has(met.out, h_fmt("%d", (int)pid)) && h_has(met.out, "/tmp/d.dat"),
 		  "synclat metrics did not find it:\n%s%s", met.out, met.err);

@@ -320,3 +320,216 @@ Test(livepub, reload_reads_the_ini_on_no_number_of_the_apps)
 	cr_expect(h_has(r.out, "shifted=0 ebadf_wrong=0") && h_has(r.out, "seen=1"),
 		  "the app met the watcher's descriptor: %s%s", r.out, r.err);
 }
+
+/* ---- the rule table and the config errors ---------------------------------- */
+
+/* The header and the rule table (the format's own offsets), one
+ * consistent copy; false if the file is not there or never settles. */
+static bool read_rules(const char *path, struct live_header *h, struct live_rule *rules)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open(path, O_RDONLY | O_NOFOLLOW);
+		if (fd < 0)
+			return false;
+		uint32_t seq0 = 0, seq1 = 1;
+		bool ok = pread(fd, &seq0, 4, offsetof(struct live_header, seq)) == 4 && !(seq0 & 1) &&
+			  pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) && h->nrules <= LIVE_MAX_RULES &&
+			  h->rule_size == sizeof(struct live_rule) &&
+			  pread(fd, rules, h->nrules * sizeof(*rules), h->rules_offset) ==
+				  (ssize_t)(h->nrules * sizeof(*rules)) &&
+			  pread(fd, &seq1, 4, offsetof(struct live_header, seq)) == 4;
+		close(fd);
+		if (ok && seq0 == seq1 && h->seq == seq0)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static const struct live_rule *rule_named(const struct live_header *h, const struct live_rule *rules,
+					  const char *name)
+{
+	for (uint32_t i = 0; i < h->nrules; i++)
+		if (!strcmp(rules[i].name, name))
+			return &rules[i];
+	return NULL;
+}
+
+/* A line into fifo, so that pid's read of it returns: once its reader
+ * is there (never blocking on a reader that died or never came). */
+static void release_reader(const char *fifo, pid_t pid)
+{
+	for (double end = h_now() + 15; h_now() < end && kill(pid, 0) == 0; usleep(10000)) {
+		int w = open(fifo, O_WRONLY | O_NONBLOCK);
+		if (w < 0)
+			continue; /* ENXIO: not opened for reading yet */
+		cr_expect_eq(write(w, "\n", 1), 1);
+		close(w);
+		return;
+	}
+}
+
+/*
+ * Each rule in force is in the file with the files it matched, counted
+ * once per path: the shell appends to f1 five times (five opens, each
+ * file object let go at its close) and to f2 once. A rule whose glob names
+ * another directory is listed with 0, the way a profile written for other
+ * paths shows up.
+ */
+Test(livepub, rule_table_counts_paths_and_shows_a_rule_that_matched_nothing)
+{
+	char *dir = live_dir(), *ini = h_path("rules.ini"), *fifo = h_path("go");
+	char *f1 = h_path("f1"), *f2 = h_path("f2");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\nlive = on\nlive_dir = %s\n"
+				"[rule wal]\npath = %s\nsync = defer\n"
+				"[rule others]\npath = %s\nsync = passthrough\n"
+				"[rule elsewhere]\npath = /var/lib/nothing-here/*.log\nsync = defer\n",
+				dir, f1, h_path("f*")));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_args(&c, "/bin/sh", "-c",
+	       h_fmt("for i in 1 2 3 4 5; do echo x >> %s; done; echo y >> %s; read line < %s", f1, f2, fifo), NULL);
+	pid_t pid = h_spawn(&c);
+	char *live = h_fmt("%s/%d.live", dir, (int)pid);
+	static struct live_header h;
+	static struct live_rule rules[LIVE_MAX_RULES];
+	const struct live_rule *wal = NULL, *others = NULL;
+	bool seen = false;
+	for (double dl = h_now() + 15; !seen && h_now() < dl; usleep(20000))
+		seen = read_rules(live, &h, rules) && (wal = rule_named(&h, rules, "wal")) &&
+		       (others = rule_named(&h, rules, "others")) && wal->files >= 1 && others->files >= 1;
+	struct h_result st = h_sh(h_fmt("'%s/syncshim' status --dir '%s' %d", h_ctx.build, dir, (int)pid), 20);
+	release_reader(fifo, pid);
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "sh");
+	cr_assert(seen, "the live file never listed rules wal and others with a file each: nrules %u, %s %u, %s %u, %s %u",
+		  h.nrules, rules[1].name, rules[1].files, rules[2].name, rules[2].files, rules[0].name, rules[0].files);
+	cr_assert_eq(h.nrules, 4, "the default and three rules");
+	cr_assert_eq(rules[0].rule, 0);
+	cr_assert_str_eq(rules[0].name, "");
+	cr_assert_eq(rules[0].policy, SYNC_PASSTHROUGH);
+	cr_assert_eq(wal->rule, 1);
+	cr_assert_eq(wal->policy, SYNC_DEFER);
+	cr_assert_str_eq(wal->glob, f1);
+	cr_assert_eq(wal->files, 1, "f1, opened five times, counted %u times", wal->files);
+	cr_assert_eq(others->files, 1, "f2 alone (f1 is wal's): %u", others->files);
+	const struct live_rule *none = rule_named(&h, rules, "elsewhere");
+	cr_assert(none, "the rule that matched nothing is not listed");
+	cr_assert_eq(none->files, 0);
+	cr_assert_str_eq(none->glob, "/var/lib/nothing-here/*.log");
+	cr_assert_eq(none->flags & LIVER_APPROXIMATE, 0);
+	cr_assert_eq(h.config_errors, 0);
+	/* syncshim status says the same, and warns */
+	cr_assert_eq(st.code, 0, "%s%s", st.out, st.err);
+	cr_assert(h_has(st.out, "  rule wal (defer): 1 file matched; at risk") &&
+			  h_has(st.out, "  rule elsewhere (defer): 0 files matched\n") &&
+			  h_has(st.out, "warning: 1 rule matched no file"),
+		  "%s", st.out);
+}
+
+/* Wait (bounded) until the file shows config_errors >= n. */
+static bool wait_config_errors(const char *live, struct live_header *h, uint32_t n)
+{
+	static struct live_rule rules[LIVE_MAX_RULES];
+	for (double dl = h_now() + 15; h_now() < dl; usleep(20000))
+		if (read_rules(live, h, rules) && h->config_errors >= n)
+			return true;
+	return false;
+}
+
+/*
+ * A bare LD_PRELOAD with a typo in its ini fails open (passthrough, one
+ * line on stderr) and, although nothing asked for live counters, publishes
+ * them with config_errors 1 and the parser's message, so top, status and
+ * metrics show it.
+ */
+Test(livepub, a_refused_ini_is_counted_where_the_views_see_it)
+{
+	char *dir = live_dir(), *ini = h_path("typo.ini"), *file = h_path("t.dat"), *stop = h_path("stop");
+	h_write_file(ini, h_fmt("[shim]\npolicy = defere\nlive_dir = %s\n", dir));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_envf(&c, "SYNCSHIM_LIVE_DIR=%s", dir); /* the refused ini's live_dir is not read */
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "3", "-S", stop, "-I", NULL);
+	pid_t pid = h_spawn(&c);
+	static struct live_header h;
+	bool seen = wait_config_errors(h_fmt("%s/%d.live", dir, (int)pid), &h, 1);
+	h_write_file(stop, "");
+	struct h_result r = h_reap(&c, pid, 20, false, 0);
+	h_assert_ok(r, "fl_loop under a refused ini");
+	cr_assert(seen, "no live file with config_errors 1 (the process ran with live counters off?)");
+	cr_assert_eq(h.config_errors, 1);
+	cr_assert(h_has(h.config_error, "unknown policy 'defere'"), "config_error: '%s'", h.config_error);
+	cr_assert_str_eq(h.config, ini);
+	cr_assert_str_eq(h.default_policy, "passthrough");
+	cr_assert_eq(h_nlines(r.err), 1, "one line on stderr, not:\n%s", r.err);
+	cr_assert(h_has(r.err, "running as passthrough"), "%s", r.err);
+}
+
+/* A reload that the parser refuses keeps the rules and counts it too. */
+Test(livepub, a_refused_reload_is_counted_and_the_rules_stay)
+{
+	char *dir = live_dir(), *ini = h_path("r.ini"), *file = h_path("r.dat"), *stop = h_path("stop");
+	h_write_file(ini, "[shim]\npolicy = defer\nreload = true\n");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_envf(&c, "SYNCSHIM_LIVE_DIR=%s", dir);
+	h_args(&c, h_prog("fl_loop"), "-f", file, "-n", "3", "-S", stop, "-I", NULL);
+	pid_t pid = h_spawn(&c);
+	char *live = h_fmt("%s/%d.live", dir, (int)pid);
+	static struct live_header h;
+	static struct live_rule rules[LIVE_MAX_RULES];
+	bool published = false;
+	for (double dl = h_now() + 15; !published && h_now() < dl; usleep(20000))
+		published = read_rules(live, &h, rules);
+	cr_assert(published, "no live file from a process under defer");
+	cr_assert_eq(h.config_errors, 0);
+	h_write_file(ini, "[shim]\npolicy = defer\nreload = true\nmax_delay_ms = fast\n");
+	bool seen = wait_config_errors(live, &h, 1);
+	h_write_file(stop, "");
+	struct h_result r = h_reap(&c, pid, 20, false, 0);
+	h_assert_ok(r, "fl_loop with a refused reload");
+	cr_assert(seen, "the refused reload was never counted");
+	cr_assert_eq(h.config_errors, 1);
+	cr_assert(h_has(h.config_error, "max_delay_ms"), "config_error: '%s'", h.config_error);
+	cr_assert_str_eq(h.default_policy, "defer");
+	cr_assert(h_has(r.err, "keeping the previous policy"), "%s", r.err);
+}
+
+/*
+ * A server that rewrites its command line into a title (redis-server,
+ * PostgreSQL; perl's $0 here) is still named by the command it was
+ * started with, in the live file and in the log: the title is set by
+ * the time the shim first publishes or logs.
+ */
+Test(livepub, the_command_as_started_not_the_title_set_later)
+{
+	char *dir = live_dir(), *file = h_path("p.dat"), *fifo = h_path("go"), *log = h_path("p.log");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	struct h_cmd c;
+	live_cmd(&c, dir, "defer");
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, "perl", "-e",
+	       "$0 = 'rewritten title' . (' ' x 80); open(my $f, '>>', $ARGV[0]) or die; syswrite($f, 'x'); "
+	       "open(my $g, '<', $ARGV[1]) or die; my $l = <$g>;", /* $f open: the file stays in the live file */
+	       file, fifo, NULL);
+	pid_t pid = h_spawn(&c);
+	char *live = h_fmt("%s/%d.live", dir, (int)pid);
+	static struct snap s;
+	bool seen = wait_entry(live, file, &s, one_write_or_more, 1);
+	char *title = h_read_file(h_fmt("/proc/%d/cmdline", (int)pid));
+	release_reader(fifo, pid);
+	h_assert_ok(h_reap(&c, pid, 20, false, 0), "perl");
+	cr_assert(seen, "no live entry for %s", file);
+	cr_assert(h_has(title, "rewritten title"), "perl did not set its title: '%s'", title);
+	cr_assert(!strncmp(s.h.cmdline, "perl -e $0 = 'rewritten title'", 30), "live cmdline: '%s'", s.h.cmdline);
+	struct h_cmd rep;
+	h_cmd_init(&rep, H_PLAIN);
+	h_args(&rep, h_fmt("%s/synclat", h_ctx.build), "report", log, NULL);
+	struct h_result r = h_run(&rep);
+	h_assert_ok(r, "synclat report");
+	cr_assert(h_has(r.out, "command : perl -e $0 = 'rewritten title'"), "%s", r.out);
+}

@@ -560,3 +560,82 @@ Test(docs, every_source_file_says_what_it_is)
 	}
 	free_sources(&src);
 }
+
+/* The metric families `synclat metrics` can print: the "syncshim_..."
+ * strings of tools/synclat/metrics/metrics.c, found, not listed. */
+static size_t metric_families(char names[][64], size_t max)
+{
+	char *src = slurp("tools/synclat/metrics/metrics.c");
+	size_t n = 0;
+	for (char *p = strstr(src, "\"syncshim_"); p && n < max; p = strstr(p + 1, "\"syncshim_")) {
+		size_t len = strspn(p + 1, "abcdefghijklmnopqrstuvwxyz_");
+		if (len >= 64)
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)len, p + 1);
+		bool seen = false;
+		for (size_t i = 0; i < n && !seen; i++)
+			seen = !strcmp(names[i], name);
+		if (!seen)
+			snprintf(names[n++], sizeof(names[0]), "%s", name);
+	}
+	free(src);
+	return n;
+}
+
+static bool is_family(char names[][64], size_t n, const char *name, size_t len)
+{
+	static const char *const suffixes[] = { "_bucket", "_sum", "_count" };
+	for (size_t i = 0; i < n; i++) {
+		size_t fl = strlen(names[i]);
+		if (fl == len && !strncmp(names[i], name, len))
+			return true;
+		for (size_t s = 0; s < 3; s++)
+			if (fl + strlen(suffixes[s]) == len && !strncmp(names[i], name, fl) &&
+			    !strncmp(name + fl, suffixes[s], len - fl))
+				return true;
+	}
+	return false;
+}
+
+/* docs/USAGE.md and synclat(1) list every metric `synclat metrics`
+ * prints, and every metric a doc's query or text names is one it prints
+ * (a histogram's _bucket, _sum and _count included). */
+Test(docs, every_metric_listed_and_every_query_real)
+{
+	static char names[64][64];
+	size_t n = metric_families(names, 64);
+	cr_assert_gt(n, 15, "only %zu metric families found in metrics.c", n);
+	static const char *const lists[] = { "docs/USAGE.md", "docs/man/synclat.1" };
+	for (size_t d = 0; d < 2; d++) {
+		char *doc = slurp(lists[d]);
+		for (size_t i = 0; i < n; i++) {
+			char *p = doc;
+			bool found = false;
+			while (!found && (p = strstr(p, names[i]))) {
+				char after = p[strlen(names[i])];
+				found = !(after == '_' || (after >= 'a' && after <= 'z'));
+				p++;
+			}
+			cr_expect(found, "%s does not list the metric %s", lists[d], names[i]);
+		}
+		free(doc);
+	}
+	static const char *const users[] = { "README.md", "docs/USAGE.md", "docs/GUARANTEES.md", "docs/PERFORMANCE.md",
+					     "docs/man/synclat.1", "examples/systemd/README.md" };
+	for (size_t d = 0; d < sizeof(users) / sizeof(users[0]); d++) {
+		if (access(users[d], R_OK) != 0)
+			continue;
+		char *doc = slurp(users[d]);
+		for (char *p = strstr(doc, "syncshim_"); p; p = strstr(p + 1, "syncshim_")) {
+			if (p > doc && (p[-1] == '/' || p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z')))
+				continue; /* a path or a longer word */
+			size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz_");
+			if (p[len] == '.' || (p[len] >= '0' && p[len] <= '9'))
+				continue; /* syncshim_0.2-1_amd64.deb, a file name */
+			cr_expect(is_family(names, n, p, len), "%s names %.*s, which synclat metrics does not print", users[d],
+				  (int)len, p);
+		}
+		free(doc);
+	}
+}

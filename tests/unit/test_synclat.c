@@ -1772,7 +1772,9 @@ Test(synclat, compare_plots_data_at_risk)
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	cr_assert(strstr(buf, "per-second data at risk"), "no risk panel");
+	char *risk = strstr(buf, "data at risk: age of the oldest unsynced byte"), *lat = strstr(buf, "per-second max latency");
+	cr_assert(risk, "no risk panel");
+	cr_assert(lat && risk < lat, "the risk panel comes after the latency plots: the first screen misses the price");
 	cr_assert(strstr(buf, "A: nothing at risk"), "side A not described");
 	cli_free(&o);
 
@@ -1785,4 +1787,192 @@ Test(synclat, compare_plots_data_at_risk)
 	cli_free(&o);
 	free(a.data);
 	free(b.data);
+}
+
+/* ---- rules that matched nothing, the price in the tables, noise ---- */
+
+/* A log under two rules (wal, for the .wal files of /data, and spare, for /spare),
+ * whose only file is wal's: spare matched nothing. */
+static const struct logfmt_rule two_rules[] = {
+	{ "", "", 0 },
+	{ "wal", "/data/*.wal", 3 },
+	{ "spare", "/spare/*", 3 },
+};
+
+static struct logbuf spare_log(uint32_t pid)
+{
+	struct logbuf b;
+	memset(&b, 0, sizeof(b));
+	struct logfmt_header h = {
+		.pid = pid, .ppid = 1, .log_mode = 1, .start_wall_ns = WALL0, .start_mono_ns = MONO0,
+		.hostname = "testhost", .kernel = "6.1.0-test", .cmdline = "redis-server 127.0.0.1:6379        ",
+		.rules = two_rules, .nrules = 3, .policy_ini = "",
+	};
+	lb_put(&b, logfmt_encode_header(blk, sizeof(blk), &h));
+	lb_file(&b, 7, "/data/a.wal", "ext4");
+	struct logfmt_file f9 = { .id = 9, .rule = 1, .dev = 5, .ino = 6, .rule_name = "wal", .fstype = "ext4",
+				  .path = "/data/a.wal" }; /* the same path again: one file */
+	lb_put(&b, logfmt_encode_file(blk, sizeof(blk), b.seq, &f9));
+	lb_interval(&b, 0);
+	lb_trailer(&b, WALL0 + SEC, MONO0 + SEC);
+	return b;
+}
+
+/* Each rule says how many files (distinct paths) it matched; a rule that
+ * matched none is a warning, in report and (per side) in compare. */
+Test(synclat, rules_say_what_they_matched_and_warn_when_nothing)
+{
+	struct logbuf b = spare_log(41);
+	const char *path = save(&b, "spare.log");
+	struct cli o = run_cli("report", path, NULL);
+	cr_assert_eq(o.rc, 0, "%s", o.err);
+	cr_assert(strstr(o.out, "policy  : default=passthrough (0 files); wal=defer [/data/*.wal] (1 file); "
+				"spare=defer [/spare/*] (matched no file)\n"),
+		  "%s", o.out);
+	cr_assert(strstr(o.err, "warning: rule 'spare' (defer, path = /spare/*) matched no file"), "%s", o.err);
+	cr_assert(!strstr(o.err, "rule 'wal'"), "%s", o.err);
+	cli_free(&o);
+	o = run_cli("report", "--json", path, NULL);
+	cr_assert(strstr(o.out, "{\"name\":\"spare\",\"glob\":\"/spare/*\",\"sync\":\"defer\",\"files\":0}"), "%s", o.out);
+	cr_assert(strstr(o.out, "{\"name\":\"wal\",\"glob\":\"/data/*.wal\",\"sync\":\"defer\",\"files\":1}"), "%s", o.out);
+	cli_free(&o);
+	o = run_cli("compare", "--name-a", "passthrough", "--name-b", "redis.ini", path, path, NULL);
+	cr_assert_eq(o.rc, 0, "%s", o.err);
+	cr_assert(strstr(o.err, "warning: side B (redis.ini): rule 'spare'"), "%s", o.err);
+	cr_assert(strstr(o.err, "warning: side A (passthrough): rule 'spare'"), "%s", o.err);
+	cli_free(&o);
+	free(b.data);
+}
+
+/* compare's text, CSV and JSON carry each side's data at risk beside the
+ * table; the rate of an op that is not a write or a sync (open, close)
+ * gets no B/A: the same calls over a shorter run are no gain. */
+Test(synclat, compare_tables_carry_the_price_and_no_open_rates)
+{
+	struct logbuf a, b = risk_log();
+	lb_header(&a, 5, 1, WALL0, MONO0);
+	lb_file(&a, 7, "/data/a.wal", "ext4");
+	struct tally t[LOGOP_COUNT];
+	memset(t, 0, sizeof(t));
+	t[LOGOP_OPEN] = (struct tally){ 2, 0, 2000, 1000 };
+	t[LOGOP_WRITE] = (struct tally){ 1, 4096, 100, 100 };
+	struct hist ho, hw;
+	hist_init(&ho);
+	hist_init(&hw);
+	hist_record(&ho, 1000);
+	hist_record(&ho, 1000);
+	hist_record(&hw, 100);
+	const uint8_t ops[] = { LOGOP_WRITE, LOGOP_OPEN };
+	struct hist *hh[] = { &hw, &ho };
+	lb_put(&a, logfmt_encode_interval(blk, sizeof(blk), a.seq, 0, t));
+	lb_hists(&a, 1, MONO0 + SEC, ops, hh, 2);
+	lb_trailer(&a, WALL0 + 4 * SEC, MONO0 + 4 * SEC);
+	struct logbuf b2;
+	lb_header(&b2, 6, 1, WALL0, MONO0);
+	lb_file(&b2, 7, "/data/a.wal", "ext4");
+	lb_put(&b2, logfmt_encode_interval(blk, sizeof(blk), b2.seq, 0, t));
+	lb_hists(&b2, 1, MONO0 + SEC, ops, hh, 2);
+	lb_trailer(&b2, WALL0 + SEC, MONO0 + SEC);
+	const char *pa = save(&a, "a4.log"), *pb = save(&b2, "b1.log"), *pr = save(&b, "risk.log");
+	struct cli o = run_cli("compare", pa, pb, NULL);
+	cr_assert_eq(o.rc, 0, "%s", o.err);
+	char *open_ratio = strstr(o.out, "\nopen ");
+	cr_assert(open_ratio, "%s", o.out);
+	open_ratio = strstr(open_ratio, "B/A");
+	cr_assert(open_ratio && !strncmp(open_ratio, "B/A       1.00x          -          -", 36),
+		  "open's B/A row has a rate ratio:\n%s", o.out);
+	char *write_ratio = strstr(strstr(o.out, "\nwrite "), "B/A");
+	cr_assert(write_ratio && !strncmp(write_ratio, "B/A       1.00x      4.00x", 26), "%s", o.out);
+	cli_free(&o);
+	o = run_cli("compare", pa, pr, NULL);
+	cr_assert(strstr(o.out, "\nat risk              run         max     oldest      files\n"), "%s", o.out);
+	cr_assert(strstr(o.out, "A             0          -          0\n"), "%s", o.out);
+	cr_assert(strstr(o.out, "B      20.00 kB     250 ms          2\n"), "%s", o.out);
+	cli_free(&o);
+	o = run_cli("compare", "--csv", pa, pr, NULL);
+	cr_assert(strstr(o.out, "at_risk,price,max_bytes,0,20000,\n") && strstr(o.out, "at_risk,price,files,0,2,\n"),
+		  "%s", o.out);
+	cli_free(&o);
+	o = run_cli("compare", "--json", pa, pr, NULL);
+	cr_assert(strstr(o.out, "\"at_risk\":{\"max_bytes\":20000,\"oldest_ns\":250000000,\"files\":2,\"unbounded\":false}"),
+		  "%s", o.out);
+	cli_free(&o);
+	free(a.data);
+	free(b.data);
+	free(b2.data);
+}
+
+/* The per-second plots break their line where a second has nothing (a
+ * gap between a server's rounds) instead of drawing across it. */
+Test(synclat, per_second_lines_break_at_gaps)
+{
+	struct logbuf a;
+	lb_header(&a, 5, 1, WALL0, MONO0);
+	lb_file(&a, 7, "/data/a.wal", "ext4");
+	lb_interval(&a, 0);
+	lb_interval(&a, 1);
+	lb_interval(&a, 5);
+	lb_interval(&a, 6);
+	lb_trailer(&a, WALL0 + 7 * SEC, MONO0 + 7 * SEC);
+	const char *pa = save(&a, "gap.log"), *svg = tmp("gap.svg");
+	struct cli o = run_cli("compare", "--svg", svg, pa, pa, NULL);
+	cr_assert_eq(o.rc, 0, "%s", o.err);
+	FILE *f = fopen(svg, "r");
+	static char buf[1 << 20];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *panel = strstr(buf, "per-second max latency");
+	cr_assert(panel, "%s", buf);
+	int lines = 0;
+	for (char *p = panel; (p = strstr(p, "<polyline")); p++)
+		lines++;
+	cr_assert_eq(lines, 4, "two runs of seconds per side: 4 lines, not %d", lines);
+	cli_free(&o);
+	free(a.data);
+}
+
+/* The page's first screen: the verdict and the price before the sides'
+ * details, the command's words without a title's padding, a rule that
+ * matched nothing said, at most two log names. */
+Test(synclat, html_first_screen_has_gain_price_and_no_noise)
+{
+	struct logbuf b = spare_log(41);
+	const char *path = save(&b, "spare.log"), *html = tmp("first.html");
+	char *many = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&many, &len);
+	for (int i = 0; i < 40; i++)
+		fprintf(m, "%s%s", i ? "," : "", path);
+	fclose(m);
+	struct cli o = run_cli("compare", "--html", html, "--name-b", "redis.ini", many, path, NULL);
+	cr_assert_eq(o.rc, 0, "%s", o.err);
+	size_t plen;
+	char *page = slurp(html, &plen);
+	char *verdict = strstr(page, "class=\"verdict\">verdict:"), *risk = strstr(page, "class=\"risk\"");
+	char *side = strstr(page, "class=\"side\"><b>A</b>");
+	cr_assert(verdict && risk && side && verdict < risk && risk < side, "verdict, price, then the sides:\n%s", page);
+	cr_assert(strstr(page, "<code>redis-server 127.0.0.1:6379</code>"), "%s", page);
+	cr_assert(strstr(page, "and 38 more"), "%s", page);
+	cr_assert(strstr(page, "warning: rule spare (defer, path = /spare/*) matched no file in this run"), "%s", page);
+	char *a_line = strstr(page, "<p class=\"side\"><b>A</b>");
+	cr_assert(a_line && strcspn(a_line, "\n") < 400, "side A's line is %zu characters", strcspn(a_line, "\n"));
+	free(page);
+	free(many);
+	cli_free(&o);
+	free(b.data);
+}
+
+/* A load's figure in the verdict's lead: plain digits, never "4.292e+04". */
+Test(synclat, figures_in_plain_digits)
+{
+	static const struct { double v; const char *want; } cases[] = {
+		{ 42918.6, "42,919" }, { 1234567, "1,234,567" }, { 451.2, "451" }, { 12.54, "12.5" },
+		{ 0.2637, "0.264" }, { 0, "0.000" }, { 0.00042, "0.000420" }, { -2500, "-2,500" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char b[48];
+		fmt_figure(b, sizeof(b), cases[i].v);
+		cr_expect_str_eq(b, cases[i].want, "fmt_figure(%g)", cases[i].v);
+	}
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
@@ -110,6 +111,37 @@ int tool_dispatch(const struct tool *t, int argc, char **argv, FILE *out, FILE *
 	}
 	fprintf(err, "%s: unknown command '%.64s'; %s help lists them\n", t->name, sub, t->name);
 	return EXIT_USAGE;
+}
+
+void command_label(char *buf, size_t len, const char *cmdline, size_t max)
+{
+	if (!len)
+		return;
+	if (max > len - 1)
+		max = len - 1;
+	size_t n = 0;
+	bool cut = false;
+	for (const char *c = cmdline ? cmdline : ""; *c && !cut; c++) {
+		bool blank = *c == ' ' || *c == '\t';
+		if (blank && (n == 0 || buf[n - 1] == ' '))
+			continue;
+		if (n == max)
+			cut = true;
+		else
+			buf[n++] = blank ? ' ' : *c;
+	}
+	if (cut && max >= 8) {
+		/* " ..." after the last word that leaves room for it, else mid-word */
+		size_t keep = max - 4;
+		while (keep && buf[keep] != ' ')
+			keep--;
+		n = keep ? keep : max - 4;
+		memcpy(buf + n, " ...", 4);
+		n += 4;
+	}
+	while (n && buf[n - 1] == ' ')
+		n--;
+	buf[n] = '\0';
 }
 
 void json_str(FILE *out, const char *s)

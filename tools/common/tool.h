@@ -59,6 +59,12 @@ int cli_wants_help(int argc, char **argv);
 /* Seconds on CLOCK_MONOTONIC: for intervals and deadlines (ab, profile). */
 double tool_mono_s(void);
 
+/* A command line as a label: blanks (spaces, tabs) squeezed to one
+ * space, none at either end, and at most max bytes, cut after a word with
+ * " ..." (a server that pads its title with spaces, or a JVM's hundred
+ * options, fits a legend). Bytes are kept: the caller escapes them. */
+void command_label(char *buf, size_t len, const char *cmdline, size_t max);
+
 /* s as a JSON string, quotes included (NULL is ""). */
 void json_str(FILE *out, const char *s);
 

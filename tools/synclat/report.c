@@ -131,6 +131,24 @@ static void fmt_thousands(char *buf, size_t len, double v)
 	buf[o] = '\0';
 }
 
+void fmt_figure(char *buf, size_t len, double v)
+{
+	double a = fabs(v);
+	if (a >= 1000) {
+		char t[48];
+		fmt_thousands(t, sizeof(t), a);
+		snprintf(buf, len, "%s%s", v < 0 ? "-" : "", t);
+	} else if (a >= 100) {
+		snprintf(buf, len, "%.0f", v);
+	} else if (a >= 10) {
+		snprintf(buf, len, "%.1f", v);
+	} else if (a >= 0.01 || a == 0) {
+		snprintf(buf, len, "%.3f", v);
+	} else {
+		snprintf(buf, len, "%.6f", v);
+	}
+}
+
 void fmt_ratio(char *buf, size_t len, double r)
 {
 	char t[32];
@@ -266,20 +284,70 @@ static const char *pct_source_text(enum pct_source s)
 	return "no calls";
 }
 
-static void print_policy(FILE *out, const struct lr_log *L)
+size_t run_rule_matches(const struct run *r, struct rule_match *out, size_t max)
 {
-	fputs("policy  : ", out);
-	for (size_t i = 0; i < L->nrules; i++) {
-		const struct lr_rule *ru = &L->rules[i];
-		fputs(i ? "; " : "", out);
-		put_clean(out, i ? ru->name : "default");
-		fprintf(out, "=%s", report_sync_name(ru->sync));
-		if (i && ru->glob[0]) {
-			fputs(" [", out);
-			put_clean(out, ru->glob);
-			fputc(']', out);
+	size_t n = 0;
+	for (size_t l = 0; l < r->nlogs; l++) {
+		const struct lr_log *L = r->logs[l];
+		for (size_t i = 0; i < L->nrules && n < max; i++) {
+			const char *name = i ? L->rules[i].name : "";
+			size_t j = 0;
+			while (j < n && strcmp(out[j].name, name))
+				j++;
+			if (j == n)
+				out[n++] = (struct rule_match){ name, i ? L->rules[i].glob : "", L->rules[i].sync, 0 };
 		}
 	}
+	/* run_build merged the logs' files by path: each is one distinct path */
+	for (size_t f = 0; f < r->nfiles; f++)
+		for (size_t j = 0; j < n; j++)
+			if (!strcmp(out[j].name, r->files[f].rule_name ? r->files[f].rule_name : "")) {
+				out[j].files++;
+				break;
+			}
+	return n;
+}
+
+int report_rule_warnings(FILE *out, const struct run *r, const char *side)
+{
+	static struct rule_match m[REPORT_MAX_RULES];
+	size_t n = run_rule_matches(r, m, REPORT_MAX_RULES);
+	int warned = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i].name[0] || m[i].files)
+			continue;
+		char line[1024];
+		snprintf(line, sizeof(line),
+			 "warning: %s%srule '%s' (%s, path = %s) matched no file: its glob names none of the paths the "
+			 "program used (rules match absolute paths: syncshim check INI PATH says which rule a path gets)",
+			 side ? side : "", side ? ": " : "", m[i].name, report_sync_name(m[i].sync), m[i].glob);
+		cli_err(out, "%s", line);
+		warned++;
+	}
+	return warned;
+}
+
+/* "policy  : default=passthrough (5 files); wal=defer [/x/a.log] (1 file); ..." */
+static void print_policy(FILE *out, const struct run *r)
+{
+	static struct rule_match m[REPORT_MAX_RULES];
+	size_t n = run_rule_matches(r, m, REPORT_MAX_RULES);
+	fputs("policy  : ", out);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? "; " : "", out);
+		put_clean(out, m[i].name[0] ? m[i].name : "default");
+		fprintf(out, "=%s", report_sync_name(m[i].sync));
+		if (m[i].glob[0]) {
+			fputs(" [", out);
+			put_clean(out, m[i].glob);
+			fputc(']', out);
+		}
+		if (m[i].files || !m[i].name[0])
+			fprintf(out, " (%zu file%s)", m[i].files, m[i].files == 1 ? "" : "s");
+		else
+			fputs(" (matched no file)", out);
+	}
+	const struct lr_log *L = r->logs[0];
 	if (L->npolicies)
 		fprintf(out, " (after %zu reload%s)", L->npolicies, L->npolicies > 1 ? "s" : "");
 	fputc('\n', out);
@@ -361,7 +429,7 @@ static void print_head(FILE *out, const struct run *r)
 	fmt_wall(when, sizeof(when), r->start_wall_ns);
 	fprintf(out, "start   : %s, ran %.3f s\n", when, r->duration_s);
 	fprintf(out, "latency : percentiles from %s\n", pct_source_text(r->pct_source));
-	print_policy(out, L0);
+	print_policy(out, r);
 	print_fstypes(out, r);
 	fprintf(out, "dropped : %" PRIu64 " call records%s\n", r->drops,
 		r->drops ? " (per-file numbers from records are incomplete)" : "");
@@ -755,6 +823,21 @@ static void json_hist(FILE *out, const char *key, const struct hist *h)
 		hist_percentile(h, 99), hist_max(h));
 }
 
+/* Distinct paths of one log whose FILE block names rule i. */
+static size_t log_rule_files(const struct lr_log *L, size_t i)
+{
+	size_t n = 0;
+	for (size_t f = 0; f < L->nfiles; f++) {
+		if (L->files[f].rule != i)
+			continue;
+		size_t g = 0;
+		while (g < f && (L->files[g].rule != i || strcmp(L->files[g].path, L->files[f].path)))
+			g++;
+		n += g == f;
+	}
+	return n;
+}
+
 static void json_logs(FILE *out, const struct run *r)
 {
 	fputs("\"logs\":[", out);
@@ -781,7 +864,8 @@ static void json_logs(FILE *out, const struct run *r)
 			json_str(out, i ? L->rules[i].name : "default");
 			fputs(",\"glob\":", out);
 			json_str(out, L->rules[i].glob);
-			fprintf(out, ",\"sync\":\"%s\"}", report_sync_name(L->rules[i].sync));
+			fprintf(out, ",\"sync\":\"%s\",\"files\":%zu}", report_sync_name(L->rules[i].sync),
+				log_rule_files(L, i));
 		}
 		fputs("],\"events\":[", out);
 		for (size_t i = 0; i < L->nevents; i++) {
@@ -1014,23 +1098,40 @@ static void cat_lat(char *buf, size_t len, const char *name, double a, double b,
 	cat(buf, len, " %s %s (%s -> %s)", name, ra, sa, sb);
 }
 
-/* The price beside the gain: a side's data at risk (acknowledged as
- * durable, not yet synced), its largest and its oldest. */
+/* A side's data at risk (acknowledged as durable, not yet synced): the
+ * worst of any second, over its files. */
+struct risk_sum {
+	bool known;          /* a log of format 1.1 or later: RISK blocks say */
+	uint64_t most, oldest;
+	size_t files;        /* files that ever had some */
+	bool unbounded;      /* one of them is under noop */
+};
+
+static struct risk_sum risk_of(const struct run *r)
+{
+	struct risk_sum s = { .known = run_counts_risk(r) };
+	for (size_t i = 0; i < r->nfiles; i++) {
+		const struct run_file *f = &r->files[i];
+		if (!f->risk)
+			continue;
+		s.files++;
+		s.most = f->risk_bytes > s.most ? f->risk_bytes : s.most;
+		s.oldest = f->risk_age_ns > s.oldest ? f->risk_age_ns : s.oldest;
+		s.unbounded |= risk_unbounded(f);
+	}
+	return s;
+}
+
+/* The price beside the gain: a side's data at risk, its largest and its
+ * oldest. */
 static void cat_risk(char *buf, size_t len, const char *side, const struct run *r)
 {
-	if (!run_counts_risk(r)) {
+	struct risk_sum rs = risk_of(r);
+	if (!rs.known) {
 		cat(buf, len, "; %s at risk: unknown (a log older than format 1.1)", side);
 		return;
 	}
-	uint64_t most = 0, oldest = 0;
-	for (size_t i = 0; i < r->nfiles; i++) {
-		if (!r->files[i].risk)
-			continue;
-		if (r->files[i].risk_bytes > most)
-			most = r->files[i].risk_bytes;
-		if (r->files[i].risk_age_ns > oldest)
-			oldest = r->files[i].risk_age_ns;
-	}
+	uint64_t most = rs.most, oldest = rs.oldest;
 	if (!most && !oldest) {
 		cat(buf, len, "; %s nothing at risk", side);
 		return;
@@ -1094,7 +1195,9 @@ static void cmp_side_head(FILE *out, const char *side, const struct run *r)
 	if (r->nlogs > 2)
 		fprintf(out, " and %zu more logs", r->nlogs - 2);
 	fputs("; ", out);
-	put_clean(out, r->logs[0]->cmdline);
+	char command[112];
+	command_label(command, sizeof(command), r->logs[0]->cmdline, 100); /* its first words */
+	put_clean(out, command);
 	fprintf(out, "; ran %.3f s; dropped %" PRIu64 "%s\n", r->duration_s,
 		r->drops, (r->warnings & LRW_NO_TRAILER) ? "; no trailer (process ended abruptly?)" : "");
 }
@@ -1120,16 +1223,58 @@ static void cmp_text_row(FILE *out, const char *op, const char *run, const doubl
 	fputc('\n', out);
 }
 
-static void cmp_text_ratio(FILE *out, const double a[CMP_NMETRIC], const double b[CMP_NMETRIC],
+/* B/A of metric i of op, or -1 for none: the rate of an op that is not a
+ * write or a sync (open, close, rename) is the same calls over a shorter
+ * or longer run, no gain of its own ("open calls/s 135x"). */
+static double cmp_ratio_of(unsigned op, int i, const double a[CMP_NMETRIC], const double b[CMP_NMETRIC], bool both)
+{
+	bool rate = i == 1 || i == 2;
+	if (!both || (rate && !logop_is_write(op) && !logop_is_sync(op) && !logop_is_real(op)))
+		return -1;
+	return compare_ratio(a[i], b[i]);
+}
+
+static void cmp_text_ratio(FILE *out, unsigned op, const double a[CMP_NMETRIC], const double b[CMP_NMETRIC],
 			   bool both)
 {
 	char cell[32];
 	fprintf(out, "%-20s %-4s", "", "B/A");
 	for (int i = 0; i < CMP_NMETRIC; i++) {
-		fmt_ratio(cell, sizeof(cell), both ? compare_ratio(a[i], b[i]) : -1);
+		fmt_ratio(cell, sizeof(cell), cmp_ratio_of(op, i, a, b, both));
 		fprintf(out, " %10s", cell);
 	}
 	fputc('\n', out);
+}
+
+/* The price in the table: each side's data at risk, its worst. */
+static void fmt_risk_cells(const struct risk_sum *rs, char *most, char *oldest, size_t len)
+{
+	if (!rs->known) {
+		snprintf(most, len, "?");
+		snprintf(oldest, len, "?");
+		return;
+	}
+	if (rs->most)
+		fmt_bytes(most, len, rs->most);
+	else
+		snprintf(most, len, "0");
+	if (rs->oldest)
+		fmt_ns(oldest, len, (double)rs->oldest);
+	else
+		snprintf(oldest, len, "-");
+}
+
+static void cmp_text_risk(FILE *out, const struct run *a, const struct run *b)
+{
+	const struct run *r[2] = { a, b };
+	fprintf(out, "\n%-20s %-4s %10s %10s %10s\n", "at risk", "run", "max", "oldest", "files");
+	for (int s = 0; s < 2; s++) {
+		struct risk_sum rs = risk_of(r[s]);
+		char most[32], oldest[32];
+		fmt_risk_cells(&rs, most, oldest, sizeof(most));
+		fprintf(out, "%-20s %-4s %10s %10s %10zu%s\n", s ? "" : "(acked, not synced)", s ? "B" : "A", most, oldest,
+			rs.files, rs.unbounded ? "  unbounded: a noop file never syncs" : "");
+	}
 }
 
 /* Column heads of the comparison, in cmp_values() order. */
@@ -1151,8 +1296,9 @@ static void compare_text(FILE *out, const struct run *a, const struct run *b)
 		const double *va = line.va, *vb = line.vb;
 		cmp_text_row(out, logop_name(op), "A", va, c.in_a);
 		cmp_text_row(out, "", "B", vb, c.in_b);
-		cmp_text_ratio(out, va, vb, c.in_a && c.in_b);
+		cmp_text_ratio(out, op, va, vb, c.in_a && c.in_b);
 	}
+	cmp_text_risk(out, a, b);
 	char v[1024];
 	compare_verdict(a, b, v, sizeof(v));
 	fprintf(out, "\n%s\n", v);
@@ -1168,11 +1314,18 @@ static void compare_csv(FILE *out, const struct run *a, const struct run *b)
 		for (int i = 0; i < CMP_NMETRIC; i++) {
 			fprintf(out, "%s,%s,%s,%.6g,%.6g,", logop_name(op), op_class(op), cmp_metric[i],
 				va[i], vb[i]);
-			double r = c.in_a && c.in_b ? compare_ratio(va[i], vb[i]) : -1;
+			double r = cmp_ratio_of(op, i, va, vb, c.in_a && c.in_b);
 			if (r >= 0)
 				fprintf(out, "%.6g", r);
 			fputc('\n', out);
 		}
+	}
+	/* the price: the worst bytes and age at risk, and the files that had some */
+	struct risk_sum ra = risk_of(a), rb = risk_of(b);
+	if (ra.known && rb.known) {
+		fprintf(out, "at_risk,price,max_bytes,%" PRIu64 ",%" PRIu64 ",\n", ra.most, rb.most);
+		fprintf(out, "at_risk,price,oldest_ns,%" PRIu64 ",%" PRIu64 ",\n", ra.oldest, rb.oldest);
+		fprintf(out, "at_risk,price,files,%zu,%zu,\n", ra.files, rb.files);
 	}
 }
 
@@ -1186,6 +1339,12 @@ static void json_side(FILE *out, const char *key, const struct run *r)
 	fprintf(out, "],\"duration_s\":%.6f,\"dropped\":%" PRIu64 ",\"trailer\":%s,\"mb_per_s\":",
 		r->duration_s, r->drops, (r->warnings & LRW_NO_TRAILER) ? "false" : "true");
 	json_num(out, run_mb_per_s(r));
+	struct risk_sum rs = risk_of(r);
+	if (rs.known)
+		fprintf(out, ",\"at_risk\":{\"max_bytes\":%" PRIu64 ",\"oldest_ns\":%" PRIu64 ",\"files\":%zu,\"unbounded\":%s}",
+			rs.most, rs.oldest, rs.files, rs.unbounded ? "true" : "false");
+	else
+		fputs(",\"at_risk\":null", out);
 	fputc('}', out);
 }
 
@@ -1221,7 +1380,7 @@ static void compare_json(FILE *out, const struct run *a, const struct run *b)
 		fputs(",\"ratio\":{", out);
 		for (int i = 0; i < CMP_NMETRIC; i++) {
 			fprintf(out, "%s\"%s\":", i ? "," : "", cmp_metric[i]);
-			json_num(out, c.in_a && c.in_b ? compare_ratio(va[i], vb[i]) : -1);
+			json_num(out, cmp_ratio_of(op, i, va, vb, c.in_a && c.in_b));
 		}
 		fputs("}}", out);
 	}
@@ -1276,12 +1435,28 @@ void compare_html_table(FILE *out, const struct run *a, const struct run *b)
 		fputs("<tr class=\"ratio\"><td></td><td>B/A</td>", out);
 		for (int i = 0; i < CMP_NMETRIC; i++) {
 			char cell[32];
-			fmt_ratio(cell, sizeof(cell), c.in_a && c.in_b ? compare_ratio(va[i], vb[i]) : -1);
+			fmt_ratio(cell, sizeof(cell), cmp_ratio_of(op, i, va, vb, c.in_a && c.in_b));
 			fputs("<td>", out);
 			markup_text(out, cell);
 			fputs("</td>", out);
 		}
 		fputs("</tr>\n", out);
+	}
+	fputs("</table>\n", out);
+}
+
+void compare_html_risk(FILE *out, const struct run *a, const struct run *b)
+{
+	const struct run *r[2] = { a, b };
+	fputs("<table class=\"risk\">\n<tr><th>data at risk (acknowledged, not yet synced)</th><th>run</th>"
+	      "<th>max</th><th>oldest</th><th>files</th><th></th></tr>\n", out);
+	for (int s = 0; s < 2; s++) {
+		struct risk_sum rs = risk_of(r[s]);
+		char most[32], oldest[32];
+		fmt_risk_cells(&rs, most, oldest, sizeof(most));
+		fprintf(out, "<tr class=\"%s\"><td></td><td>%s</td><td>%s</td><td>%s</td><td>%zu</td><td>%s</td></tr>\n",
+			s ? "b" : "a", s ? "B" : "A", most, oldest, rs.files,
+			rs.unbounded ? "unbounded: a noop file never syncs" : "");
 	}
 	fputs("</table>\n", out);
 }

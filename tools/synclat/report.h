@@ -43,6 +43,22 @@ void report_print(FILE *out, const struct run *r, enum report_format fmt, unsign
  * prefixed by the log's path; printed by synclat on stderr. */
 void report_warnings(FILE *out, const struct run *r);
 
+/* A rule of the run (the union of its logs' rule tables, the default
+ * first) and the files it matched: the distinct paths whose FILE block
+ * names it. */
+struct rule_match {
+	const char *name;    /* "" for the default */
+	const char *glob;
+	uint8_t sync;        /* enum sync_policy */
+	size_t files;
+};
+#define REPORT_MAX_RULES 256
+/* Fills out (room for max) and returns how many rules. */
+size_t run_rule_matches(const struct run *r, struct rule_match *out, size_t max);
+/* One warning line per rule (not the default) that matched no file,
+ * "side" (e.g. "B (redis.ini)") first when given; returns how many. */
+int report_rule_warnings(FILE *out, const struct run *r, const char *side);
+
 /* ---- comparison of run A with run B ---- */
 
 /* The op the verdict is about: the app sync op with the most calls in
@@ -73,6 +89,8 @@ void put_clean(FILE *out, const char *s);
 
 /* The comparison table as an HTML <table> (for synclat compare --html). */
 void compare_html_table(FILE *out, const struct run *a, const struct run *b);
+/* Each side's data at risk as an HTML <table>: max, oldest, files. */
+void compare_html_risk(FILE *out, const struct run *a, const struct run *b);
 
 /* Human units: "850 ns", "3.10 us", "245 us", "1.20 ms", "2.50 s". */
 void fmt_ns(char *buf, size_t len, double ns);
@@ -81,6 +99,9 @@ void fmt_bytes(char *buf, size_t len, uint64_t b);
 /* Ratios: "1/500" (below 0.1), "0.25x", "1.00x", "38.2x", "10,700x", "-"
  * when undefined: never an exponent. */
 void fmt_ratio(char *buf, size_t len, double ratio);
+/* A load's own figure in plain digits: "42,918", "451", "12.5", "0.264"
+ * (never an exponent). */
+void fmt_figure(char *buf, size_t len, double v);
 /* B's latency against A's, in words: "10,700x faster", "2.10x slower",
  * "about the same"; "-" when either is unknown. */
 void fmt_speedup(char *buf, size_t len, double a_ns, double b_ns);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "tool.h"
 
 #define WIDTH 1000
 #define PANEL_W 490
@@ -190,6 +191,9 @@ static double sec_risk_age(const struct run_sec *s)
 	return s->risk ? (double)s->risk_age_ns : 0;
 }
 
+/* One line per run of consecutive seconds with a value: a second with
+ * nothing (no call, a gap between a server's rounds, a second no log
+ * covers) breaks the line instead of being bridged by it. */
 static void sec_series(FILE *out, const struct panel *p, const struct run *r, int side, sec_value value)
 {
 	size_t n = 0;
@@ -197,13 +201,24 @@ static void sec_series(FILE *out, const struct panel *p, const struct run *r, in
 		n += value(&r->secs[i]) > 0;
 	if (!n)
 		return;
-	polyline_start(out, side);
+	bool open = false;
+	int64_t prev = 0;
 	for (size_t i = 0; i < r->nsecs; i++) {
 		double m = value(&r->secs[i]);
-		if (m > 0)
-			fprintf(out, "%.1f,%.1f ", px(p, (double)r->secs[i].sec + 0.5), py(p, m));
+		if (open && (m <= 0 || r->secs[i].sec != prev + 1)) {
+			fputs("\"/>\n", out);
+			open = false;
+		}
+		if (m <= 0)
+			continue;
+		if (!open)
+			polyline_start(out, side);
+		open = true;
+		prev = r->secs[i].sec;
+		fprintf(out, "%.1f,%.1f ", px(p, (double)r->secs[i].sec + 0.5), py(p, m));
 	}
-	fputs("\"/>\n", out);
+	if (open)
+		fputs("\"/>\n", out);
 	if (n > 300)
 		return;
 	for (size_t i = 0; i < r->nsecs; i++) {
@@ -220,9 +235,11 @@ struct sec_plot {
 	const char *none;     /* said of a side with nothing to plot, or NULL */
 };
 
-static void sec_panel(FILE *out, double y, const struct run *a, const struct run *b, const struct sec_plot *sp)
+/* At (x, y), full width (half false) or beside a percentile panel. */
+static void sec_panel(FILE *out, double x, double y, bool half, const struct run *a, const struct run *b,
+		      const struct sec_plot *sp)
 {
-	struct panel p = { 80, y + 30, WIDTH - 110, PANEL_H - 80, 0, 1, 0, 1 };
+	struct panel p = { x + (half ? 70 : 80), y + 30, half ? PANEL_W - 90 : WIDTH - 110, PANEL_H - 80, 0, 1, 0, 1 };
 	const struct run *r[2] = { a, b };
 	double lo = INFINITY, hi = 0, last = 0;
 	for (int s = 0; s < 2; s++)
@@ -297,23 +314,74 @@ static void legend(FILE *out, const char *la, const char *lb)
 	}
 }
 
-void svg_compare(FILE *out, const struct run *a, const struct run *b, const char *la,
-		 const char *lb, bool standalone)
+static const struct sec_plot lat_plot = { sec_max, "per-second max latency, all app calls",
+					   "no INTERVAL blocks in either run", NULL };
+static const struct sec_plot age_plot = { sec_risk_age, "data at risk: age of the oldest unsynced byte",
+					   "nothing at risk in either run", "nothing at risk" };
+
+/* The panels, gain and price first: the verdict's op beside the data at
+ * risk (when a run had any), then the other ops two by two, then the
+ * per-second latency. Returns the height of the panels. */
+static double panels(FILE *out, double top, const struct run *a, const struct run *b)
+{
+	unsigned ops[MAX_PANELS];
+	size_t n = svg_plot_ops(a, b, ops, MAX_PANELS), slot = 0;
+	int key = compare_key_op(a, b);
+	bool risk = a->has_risk || b->has_risk;
+	if (risk && n) {
+		size_t k = 0;
+		while (k < n && (int)ops[k] != key)
+			k++;
+		if (k == n)
+			k = 0; /* the verdict's op has no panel: the first one leads */
+		unsigned first = ops[k];
+		memmove(ops + 1, ops, k * sizeof(ops[0]));
+		ops[0] = first;
+		pct_panel(out, 0, top, a, b, ops[0]);
+		sec_panel(out, PANEL_W + 10, top, true, a, b, &age_plot);
+		slot = 2;
+	}
+	for (size_t i = slot ? 1 : 0; i < n; i++, slot++)
+		pct_panel(out, (double)(slot % 2) * (PANEL_W + 10), top + (double)(slot / 2) * PANEL_H, a, b, ops[i]);
+	double y = top + (double)((slot + 1) / 2) * PANEL_H;
+	if (!n) {
+		fprintf(out, "<text x=\"500\" y=\"%.0f\" font-size=\"14\" text-anchor=\"middle\">"
+			"no calls in either run</text>\n", top + 50);
+		y = top + 100;
+		if (risk) {
+			sec_panel(out, 0, y, false, a, b, &age_plot);
+			y += PANEL_H;
+		}
+	}
+	sec_panel(out, 0, y, false, a, b, &lat_plot);
+	return y + PANEL_H - top;
+}
+
+/* The panels' height, without drawing them (panels() with no output). */
+static double panels_height(const struct run *a, const struct run *b)
 {
 	unsigned ops[MAX_PANELS];
 	size_t n = svg_plot_ops(a, b, ops, MAX_PANELS);
-	size_t rows = (n + 1) / 2;
 	bool risk = a->has_risk || b->has_risk;
-	double plots = TITLE_H + (double)rows * PANEL_H + PANEL_H + (risk ? PANEL_H : 0);
+	if (!n)
+		return 100 + PANEL_H + (risk ? PANEL_H : 0);
+	size_t slots = n + (risk ? 1 : 0);
+	return (double)((slots + 1) / 2) * PANEL_H + PANEL_H;
+}
+
+void svg_compare(FILE *out, const struct run *a, const struct run *b, const char *la,
+		 const char *lb, bool standalone)
+{
 	/* Standalone, the plot carries the verdict (the page has it above):
-	 * lines of at most VERDICT_CHARS under the panels. */
+	 * lines of at most VERDICT_CHARS under the legend, before the panels. */
 	char verdict[1024];
 	size_t vlines = 0;
 	if (standalone) {
 		compare_verdict(a, b, verdict, sizeof(verdict));
 		vlines = (strlen(verdict) + VERDICT_CHARS - 1) / VERDICT_CHARS;
 	}
-	double height = plots + (vlines ? 10 + 16 * (double)vlines : 0);
+	double top = TITLE_H + (vlines ? 6 + 16 * (double)vlines : 0);
+	double height = top + panels_height(a, b);
 
 	if (standalone)
 		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
@@ -324,51 +392,58 @@ void svg_compare(FILE *out, const struct run *a, const struct run *b, const char
 	fputs("<text x=\"20\" y=\"28\" font-size=\"18\" font-weight=\"bold\">synclat compare: "
 	      "A vs B</text>\n", out);
 	legend(out, la, lb);
-	for (size_t i = 0; i < n; i++)
-		pct_panel(out, (double)(i % 2) * (PANEL_W + 10), TITLE_H + (double)(i / 2) * PANEL_H, a,
-			  b, ops[i]);
-	if (!n)
-		fputs("<text x=\"500\" y=\"120\" font-size=\"14\" text-anchor=\"middle\">"
-		      "no calls in either run</text>\n", out);
-	static const struct sec_plot lat = { sec_max, "per-second max latency, all app calls",
-					     "no INTERVAL blocks in either run", NULL };
-	static const struct sec_plot age = { sec_risk_age,
-					     "per-second data at risk: age of the oldest acknowledged byte not yet durable",
-					     "nothing at risk in either run", "nothing at risk" };
 	for (size_t l = 0; l < vlines; l++) {
 		char part[VERDICT_CHARS + 1];
 		snprintf(part, sizeof(part), "%.*s", VERDICT_CHARS, verdict + l * VERDICT_CHARS);
-		fprintf(out, "<text x=\"20\" y=\"%.0f\" font-size=\"12\" font-weight=\"bold\">", plots + 16 * (double)(l + 1));
+		fprintf(out, "<text x=\"20\" y=\"%.0f\" font-size=\"12\" font-weight=\"bold\">", TITLE_H + 16 * (double)l);
 		markup_text(out, part);
 		fputs("</text>\n", out);
 	}
-	sec_panel(out, TITLE_H + (double)rows * PANEL_H, a, b, &lat);
-	if (risk)
-		sec_panel(out, TITLE_H + (double)(rows + 1) * PANEL_H, a, b, &age);
+	panels(out, top, a, b);
 	fputs("</svg>\n", out);
 }
 
 /* At most this many log names on a side's line: a server's run leaves
  * dozens, and the first screen is for the verdict. */
 #define HTML_LOGS_NAMED 2
+/* The command on a side's line: its first words. */
+#define HTML_COMMAND_SHOWN 100
 
-static void html_side(FILE *out, const char *side, const struct run *r)
+static void html_side(FILE *out, const char *side, const char *label, const struct run *r)
 {
-	fprintf(out, "<p><b>%s</b>: %zu log%s: ", side, r->nlogs, r->nlogs == 1 ? "" : "s");
+	fprintf(out, "<p class=\"side\"><b>%s</b> ", side);
+	markup_text(out, label);
+	fprintf(out, ": <code>");
+	char command[HTML_COMMAND_SHOWN + 8];
+	command_label(command, sizeof(command), r->logs[0]->cmdline, HTML_COMMAND_SHOWN);
+	markup_text(out, command);
+	fprintf(out, "</code>, ran %.3f s; log%s ", r->duration_s, r->nlogs == 1 ? "" : "s");
 	for (size_t l = 0; l < r->nlogs && l < HTML_LOGS_NAMED; l++) {
 		fputs(l ? ", " : "", out);
-		markup_text(out, r->logs[l]->path);
-		fprintf(out, " (pid %u)", r->logs[l]->pid);
+		const char *slash = strrchr(r->logs[l]->path, '/');
+		markup_text(out, slash ? slash + 1 : r->logs[l]->path); /* the directory is the same for all */
 	}
 	if (r->nlogs > HTML_LOGS_NAMED)
 		fprintf(out, " and %zu more", r->nlogs - HTML_LOGS_NAMED);
-	fputs(" &mdash; <code>", out);
-	markup_text(out, r->logs[0]->cmdline);
-	fprintf(out, "</code>, ran %.3f s, %llu dropped records%s</p>\n", r->duration_s,
-		(unsigned long long)r->drops,
+	fprintf(out, "%s%s</p>\n", r->drops ? ", dropped records" : "",
 		(r->warnings & LRW_NO_TRAILER) ? ", no trailer (process ended abruptly?)" : "");
+	/* a rule that matched nothing makes the side a comparison of something else */
+	static struct rule_match m[REPORT_MAX_RULES];
+	size_t n = run_rule_matches(r, m, REPORT_MAX_RULES);
+	for (size_t i = 0; i < n; i++) {
+		if (!m[i].name[0] || m[i].files)
+			continue;
+		fputs("<p class=\"warn\">warning: rule ", out);
+		markup_text(out, m[i].name);
+		fprintf(out, " (%s, path = ", report_sync_name(m[i].sync));
+		markup_text(out, m[i].glob);
+		fputs(") matched no file in this run</p>\n", out);
+	}
 }
 
+/* The page: the verdict and the price first (what a reader takes in ten
+ * seconds), the sides, then the plots with the verdict's op beside the
+ * data at risk, then the whole table. */
 void html_compare(FILE *out, const struct run *a, const struct run *b, const char *la,
 		  const char *lb)
 {
@@ -376,20 +451,24 @@ void html_compare(FILE *out, const struct run *a, const struct run *b, const cha
 	compare_verdict(a, b, verdict, sizeof(verdict));
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<title>synclat compare</title>\n<style>\n"
-	      "body { font-family: sans-serif; margin: 20px; color: #222; }\n"
-	      "table { border-collapse: collapse; font-size: 13px; margin: 12px 0; }\n"
+	      "body { font-family: sans-serif; margin: 20px; color: #222; max-width: 1040px; }\n"
+	      "h1 { font-size: 22px; margin: 0 0 8px 0; }\n"
+	      "table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }\n"
 	      "th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #ddd; }\n"
-	      "td:first-child, td:nth-child(2) { text-align: left; }\n"
+	      "td:first-child, td:nth-child(2), th:first-child { text-align: left; }\n"
 	      "tr.a td { color: #1f77b4; } tr.b td { color: #d62728; }\n"
 	      "tr.ratio td { font-weight: bold; }\n"
-	      ".verdict { font-size: 15px; font-weight: bold; }\n"
+	      ".verdict { font-size: 15px; font-weight: bold; margin: 6px 0; }\n"
+	      ".side { font-size: 13px; margin: 2px 0; }\n"
+	      ".warn { font-size: 13px; margin: 2px 0; color: #b00; font-weight: bold; }\n"
 	      "</style>\n</head>\n<body>\n<h1>synclat compare</h1>\n", out);
-	html_side(out, "A", a);
-	html_side(out, "B", b);
 	fputs("<p class=\"verdict\">", out);
 	markup_text(out, verdict);
 	fputs("</p>\n", out);
-	compare_html_table(out, a, b);
+	compare_html_risk(out, a, b);
+	html_side(out, "A", la, a);
+	html_side(out, "B", lb, b);
 	svg_compare(out, a, b, la, lb, false);
+	compare_html_table(out, a, b);
 	fputs("</body>\n</html>\n", out);
 }

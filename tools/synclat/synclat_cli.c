@@ -93,7 +93,8 @@ static void side_free(struct side *s)
 
 /* Reads every log of a side; on bad input prints the reader's one-line
  * message and returns EXIT_INPUT. */
-static int side_load(struct side *s, char *const *paths, size_t n, const char *name,
+/* tag: 'A' or 'B' for compare's sides, 0 for report. */
+static int side_load(struct side *s, char tag, char *const *paths, size_t n, const char *name,
 		     const struct opts *o, FILE *err)
 {
 	memset(s, 0, sizeof(*s));
@@ -125,6 +126,10 @@ static int side_load(struct side *s, char *const *paths, size_t n, const char *n
 		snprintf(s->label, sizeof(s->label), "%s and %zu more", paths[0], n - 1);
 	run_build(&s->run, s->ptrs, n);
 	report_warnings(err, &s->run);
+	char which[600] = "";
+	if (tag)
+		snprintf(which, sizeof(which), "side %c (%.500s)", tag, name ? name : s->label);
+	report_rule_warnings(err, &s->run, tag ? which : NULL);
 	return 0;
 }
 
@@ -162,7 +167,7 @@ static int cmd_report(char **paths, size_t n, const struct opts *o, FILE *out, F
 	if (n == 0)
 		return usage(err, "no LOG given");
 	struct side s;
-	int rc = side_load(&s, paths, n, NULL, o, err);
+	int rc = side_load(&s, 0, paths, n, NULL, o, err);
 	if (rc == 0)
 		report_print(out, &s.run, o->fmt, o->flags);
 	side_free(&s);
@@ -197,9 +202,9 @@ static int cmd_compare(char **args, size_t nargs, struct opts *o, FILE *out, FIL
 
 	struct side a, b;
 	memset(&b, 0, sizeof(b));
-	rc = side_load(&a, paths[0], n[0], o->name[0], o, err);
+	rc = side_load(&a, 'A', paths[0], n[0], o->name[0], o, err);
 	if (!rc)
-		rc = side_load(&b, paths[1], n[1], o->name[1], o, err);
+		rc = side_load(&b, 'B', paths[1], n[1], o->name[1], o, err);
 	if (!rc) {
 		compare_print(out, &a.run, &b.run, o->fmt);
 		if (o->svg)
@@ -323,7 +328,7 @@ static const struct tool_cmd commands[] = {
 	  "two runs side by side: gain and price (data at risk), tables and plots" },
 	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]",
 	  "the running processes under the shim, live, like top" },
-	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--dir DIR]",
+	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--per-file] [--dir DIR]",
 	  "the live counters for Prometheus: a file, or an HTTP endpoint" },
 	{ "suggest", suggest_main, "suggest [-o INI] [--salvage] LOG...",
 	  "propose rules from a run's call records (what syncshim profile uses)" },

@@ -30,6 +30,7 @@
 #include "abserve.h"
 #include "elfcheck.h"
 #include "policy.h"
+#include "report.h"
 #include "syncshim_cli.h"
 #include "tool.h"
 
@@ -199,8 +200,12 @@ static void load_lead(char *buf, size_t len, const char *what, const double *fa,
 	double spread[2];
 	for (int i = 0; i < 2; i++)
 		spread[i] = med[i] != 0 ? 50.0 * (hi[i] - lo[i]) / fabs(med[i]) : 0;
-	int used = snprintf(buf, len, "%s B/A %.3g (A %.4g +-%.0f%%, B %.4g +-%.0f%%, medians of %d round%s)", what,
-			    med[0] != 0 ? med[1] / med[0] : 0.0, med[0], spread[0], med[1], spread[1], n, n == 1 ? "" : "s");
+	char ratio[32], fig[2][32];
+	fmt_ratio(ratio, sizeof(ratio), compare_ratio(med[0], med[1]));
+	fmt_figure(fig[0], sizeof(fig[0]), med[0]);
+	fmt_figure(fig[1], sizeof(fig[1]), med[1]);
+	int used = snprintf(buf, len, "%s B/A %s (A %s +-%.0f%%, B %s +-%.0f%%, medians of %d round%s)", what, ratio, fig[0],
+			    spread[0], fig[1], spread[1], n, n == 1 ? "" : "s");
 	if (used < 0 || (size_t)used >= len)
 		return;
 	if (n < 3)

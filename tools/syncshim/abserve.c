@@ -74,6 +74,8 @@ static void unshim_env(void)
 
 static void round_env(const struct ab_round *r)
 {
+	if (!r)
+		return; /* crashtest's probe: no round */
 	char n[16];
 	snprintf(n, sizeof(n), "%d", r->round);
 	setenv("SYNCSHIM_AB_ROUND", n, 1);
@@ -169,6 +171,11 @@ static int probe_once(const struct ab_round *r, const char *probe, const char *o
 	if (fd >= 0)
 		close(fd);
 	return ok;
+}
+
+int service_probe_once(const char *probe, const char *out)
+{
+	return probe_once(NULL, probe, out);
 }
 
 int ab_probe_valid(const char *probe)

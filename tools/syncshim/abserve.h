@@ -20,6 +20,9 @@ struct ab_round {
 
 /* 0 when the probe has one of the five shapes. */
 int ab_probe_valid(const char *probe);
+/* The probe once, its helpers' output (cmd:, pgsql:) to out: 0 when the
+ * server answered, -1 not yet (syncshim crashtest's server form). */
+int service_probe_once(const char *probe, const char *out);
 /* One round of one side; 0 and the load's figure, or -1 after one line
  * naming the round and side (nothing left running either way). */
 int ab_service_round(const struct ab_service *svc, const struct ab_round *r, char **server,

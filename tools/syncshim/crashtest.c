@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abserve.h"
 #include "crashtest.h"
 #include "elfcheck.h"
 #include "policy.h"
@@ -34,6 +35,7 @@ static void ct_usage(FILE *to)
 		"           [--setup CMD] [--check CMD] [--keep DIR] [--names strict|ext4-ordered]\n"
 		"           [--writeback plain|adversarial[:P]] [--seed N]\n"
 		"           [--timeout SECONDS] [--json] -- CMD [ARGS]\n"
+		"       syncshim crashtest [options] [--setup CMD] --ready PROBE --load CMD [--check CMD] -- SERVER [ARGS]\n"
 		"  Runs CMD TRIALS times (default 10) under the shim, cuts its power at CUT (a SIGKILL to its\n"
 		"  process group), rolls every file in scope back to what was durable, then runs --check.\n"
 		"  CUT: random:MIN-MAX (ms after the program's first record in scope, drawn from --seed;\n"
@@ -42,6 +44,13 @@ static void ct_usage(FILE *to)
 		"  GLOB: the files to track (absolute, or relative to here; shim.ini glob syntax)\n"
 		"  CMD (--setup, --check): a /bin/sh -c line; --setup makes the initial state (else the\n"
 		"       scope is copied before trial 1); a --check that exits non-zero fails the trial\n"
+		"  the server form: SERVER under the shim, --ready PROBE until it answers (tcp:HOST:PORT,\n"
+		"       unix:PATH, file:PATH, cmd:COMMAND, pgsql:PSQL-ARGS), then --load (sh -c, without the\n"
+		"       shim); a drawn cut counts from the load's start, a load that ends first is cut at its end\n"
+		"  --setup, --load and --check run without the shim; --check runs after the rollback, e.g. the\n"
+		"       service's own integrity check (redis-check-aof, pg_amcheck after a start that recovers)\n"
+		"  a server that runs as another user (runuser, su) records into a store given to the owner of\n"
+		"       the first --scope directory; one that cannot is named, and crashtest exits 2\n"
 		"  --writeback adversarial[:P]: each page of the unsynced writes keeps its newest write with\n"
 		"       probability P (default 0.5), as the kernel's writeback may have; plain (the default)\n"
 		"       undoes every unsynced write\n"
@@ -114,7 +123,8 @@ static int add_glob(struct ct_opts *o, const char *g)
 	return 0;
 }
 
-enum { O_CUT = 256, O_SCOPE, O_SETUP, O_CHECK, O_KEEP, O_NAMES, O_SEED, O_JSON, O_TIMEOUT, O_WRITEBACK };
+enum { O_CUT = 256, O_SCOPE, O_SETUP, O_CHECK, O_KEEP, O_NAMES, O_SEED, O_JSON, O_TIMEOUT, O_WRITEBACK, O_READY,
+       O_LOAD };
 
 static const struct option long_opts[] = {
 	{ "cut", required_argument, NULL, O_CUT },         { "scope", required_argument, NULL, O_SCOPE },
@@ -122,6 +132,7 @@ static const struct option long_opts[] = {
 	{ "keep", required_argument, NULL, O_KEEP },       { "names", required_argument, NULL, O_NAMES },
 	{ "seed", required_argument, NULL, O_SEED },       { "json", no_argument, NULL, O_JSON },
 	{ "timeout", required_argument, NULL, O_TIMEOUT }, { "writeback", required_argument, NULL, O_WRITEBACK },
+	{ "ready", required_argument, NULL, O_READY },     { "load", required_argument, NULL, O_LOAD },
 	{ "help", no_argument, NULL, 'h' },
 	{ "trials", required_argument, NULL, 'n' },        { "policy", required_argument, NULL, 'p' },
 	{ "config", required_argument, NULL, 'c' },
@@ -141,6 +152,8 @@ static int take_opt(struct ct_opts *o, int c, const char *v)
 	case O_SCOPE: return add_glob(o, v);
 	case O_SETUP: o->setup = v; return 0;
 	case O_CHECK: o->check = v; return 0;
+	case O_READY: if (ab_probe_valid(v) < 0) goto bad_probe; o->ready = v; return 0;
+	case O_LOAD: o->load = v; return 0;
 	case O_KEEP: o->keep = v; return 0;
 	case O_NAMES: if ((m = names_model_parse(v)) < 0) goto bad; o->names = (enum names_model)m; return 0;
 	case O_WRITEBACK: if (writeback_parse(v, &o->survive) < 0) goto bad; o->writeback_text = v; return 0;
@@ -153,6 +166,9 @@ static int take_opt(struct ct_opts *o, int c, const char *v)
 bad:
 	cli_err(stderr, "bad value '%s'", v);
 	return -1;
+bad_probe:
+	cli_err(stderr, "bad --ready '%s'; use tcp:HOST:PORT, unix:PATH, file:PATH, cmd:COMMAND or pgsql:PSQL-ARGS", v);
+	return -1;
 }
 
 /* The policy or config, and CMD, checked before any trial: a trial that
@@ -162,6 +178,10 @@ static int check_setup(const struct ct_opts *o)
 	char path[PATH_MAX], why[256];
 	if (o->policy && o->config) {
 		cli_err(stderr, "-p and -c: give one");
+		return -1;
+	}
+	if (!o->ready != !o->load) {
+		cli_err(stderr, "a server needs both --ready PROBE and --load CMD");
 		return -1;
 	}
 	if (shim_settings_check(o->config, o->policy, NULL, NULL) < 0)

@@ -36,6 +36,10 @@ struct ct_opts {
 	char *globs[CT_MAX_GLOBS];            /* absolute */
 	size_t nglobs;
 	const char *setup, *check, *keep;
+	/* The server shape (as syncshim ab's): CMD is a server, --ready PROBE
+	 * says when it answers, --load runs against it (without the shim),
+	 * and a drawn cut counts from the load's start. */
+	const char *ready, *load;
 	enum names_model names;
 	double survive;                       /* --writeback adversarial:P; 0: plain */
 	const char *writeback_text;           /* as given, for the report */
@@ -99,6 +103,11 @@ struct ct_run {
 	 * cut with every flusher asleep in its own timed wait is the shim's
 	 * lateness, not the machine's. */
 	int flushers, flushers_busy, flushers_syncing;
+	/* the server shape */
+	bool not_ready;              /* --ready never succeeded (or the server exited first) */
+	uint64_t ready_ns, load_ns;  /* when the probe succeeded, when the load started */
+	bool load_ended;             /* the load ended before the cut's moment: cut then */
+	int load_status;             /* its exit status then (128+N: signal N) */
 };
 
 /* Runs cmd under the shim in crash-test mode with the store, cut as asked. */

@@ -36,9 +36,17 @@ static void when(FILE *to, const struct ct_trial *t)
 		fprintf(to, "killed at the timeout, %.1f ms (the cut never came: nothing in scope was ever written)", ms);
 	else if (t->run.timed_out)
 		fprintf(to, "killed at the timeout, %.1f ms (the cut never came)", ms);
+	else if (t->run.cut && t->run.load_ended)
+		fprintf(to, "cut at %.1f ms, when the load ended (exit %d) %.1f ms after it began", ms, t->run.load_status,
+			(double)(t->run.end_ns - t->run.load_ns) / 1e6);
+	else if (t->run.cut && t->run.load_ns)
+		fprintf(to, "cut at %.1f ms (%.1f ms into the load, ready after %.1f ms)", ms,
+			(double)(t->run.end_ns - t->run.load_ns) / 1e6, (double)(t->run.ready_ns - t->run.start_ns) / 1e6);
 	else if (t->run.cut)
 		fprintf(to, "cut at %.1f ms (%.1f ms after its first record in scope)", ms,
 			(double)(t->run.end_ns - t->run.origin_ns) / 1e6);
+	else if (t->run.not_ready)
+		fprintf(to, "never ready (stopped at %.1f ms)", ms);
 	else if (t->run.signal)
 		fprintf(to, "ran to completion (killed by signal %d) at %.1f ms", t->run.signal, ms);
 	else
@@ -159,7 +167,7 @@ void ct_totals_add(struct ct_totals *tot, const struct ct_trial *t)
 	tot->failed += t->verdict == V_FAIL;
 	tot->unusable += t->verdict == V_UNUSABLE;
 	tot->cut += t->run.cut;
-	tot->completed += !t->run.cut;
+	tot->completed += !t->run.cut && !t->run.not_ready;
 	if (!t->rolled)
 		return;
 	tot->inexact += !rollback_exact(&t->rb);
@@ -263,6 +271,12 @@ void ct_json_trial(const struct ct_trial *t, bool first)
 	else
 		printf(",\"flushers_at_cut\":null");
 	printf(",\"exit_status\":%d,\"planned_ms\":%llu", t->run.status, (unsigned long long)t->planned_ms);
+	/* the server form */
+	jnum_or_null("ready_ms", t->run.ready_ns ? (double)(t->run.ready_ns - t->run.start_ns) / 1e6 : -1);
+	jnum_or_null("load_ms", t->run.load_ns ? (double)(t->run.end_ns - t->run.load_ns) / 1e6 : -1);
+	printf(",\"load_ended\":%s", t->run.load_ended ? "true" : "false");
+	if (t->run.load_ended)
+		printf(",\"load_status\":%d", t->run.load_status);
 	printf(",\"log_records\":%zu,\"log_bytes\":%llu", t->log_records, (unsigned long long)t->log_bytes);
 	printf(",\"records\":%u,\"bytes\":%llu,\"kept_bytes\":%llu,\"writeback_seed\":%llu", t->rolled ? t->rb.records : 0,
 	       (unsigned long long)(t->rolled ? t->rb.bytes : 0), (unsigned long long)(t->rolled ? t->rb.kept_bytes : 0),

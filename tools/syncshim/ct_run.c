@@ -1,6 +1,8 @@
 /*
  * ct_run.c - running a trial's program and cutting it, and running the
- * --setup and --check lines, each bounded in time.
+ * --setup and --check lines, each bounded in time. In the server form
+ * the program is a server: the probe until it answers, then the load
+ * (without the shim, in a group of its own), which is cut with it.
  *
  * The program runs in a process group of its own and the cut is one
  * SIGKILL to the whole group, so no process of it runs a line of code
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abserve.h"
 #include "crashtest.h"
 #include "syncshim_cli.h"
 #include "undolog.h"
@@ -54,12 +57,18 @@ uint64_t ct_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Waits up to ns for pidfd to say its process ended (or a signal). */
-static void wait_on(int pidfd, uint64_t ns)
+/* Waits up to ns for pidfd (and other, the load's, if >= 0) to say its
+ * process ended (or a signal). */
+static void wait_on2(int pidfd, int other, uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	ppoll(&p, pidfd >= 0 ? 1 : 0, &ts, NULL);
+	struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN }, { .fd = other, .events = POLLIN } };
+	ppoll(p, pidfd < 0 ? 0 : other < 0 ? 1 : 2, &ts, NULL);
+}
+
+static void wait_on(int pidfd, uint64_t ns)
+{
+	wait_on2(pidfd, -1, ns);
 }
 
 /* SIGKILL to every child of ours: orphans that had left the group. */
@@ -175,9 +184,21 @@ static bool cut_due(const struct ct_opts *o, struct undo_follow *f, uint64_t now
 	return now >= r->origin_ns + cut_ms * MS;
 }
 
-/* Waits for the cut, the program's exit or the timeout; true if it exited. */
+/* The load's exit, if it has ended (reaped; its status in r). */
+static bool load_ended(pid_t load, struct ct_run *r)
+{
+	int st;
+	if (load <= 0 || waitpid(load, &st, WNOHANG) != load)
+		return false;
+	r->load_ended = true;
+	r->load_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return true;
+}
+
+/* Waits for the cut, the program's exit or the timeout; true if it exited.
+ * In the server form the load's end is the cut too. */
 static bool await_cut(const struct ct_opts *o, pid_t pid, int pidfd, const char *store, uint64_t cut_ms,
-		      struct ct_run *r)
+		      pid_t load, struct ct_run *r)
 {
 	char log[PATH_MAX];
 	snprintf(log, sizeof(log), "%s/%s", store, UNDO_NAME);
@@ -185,11 +206,12 @@ static bool await_cut(const struct ct_opts *o, pid_t pid, int pidfd, const char 
 	undo_follow_init(&f, open(log, O_RDONLY | O_CLOEXEC));
 	uint64_t deadline = r->start_ns + (uint64_t)o->timeout_s * 1000 * MS;
 	bool exited = false;
+	int loadfd = load > 0 ? (int)syscall(SYS_pidfd_open, load, 0) : -1;
 	for (;;) {
 		siginfo_t si = { 0 };
 		exited = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
 		uint64_t now = ct_now_ns();
-		bool due = !exited && cut_due(o, &f, now, cut_ms, r);
+		bool due = !exited && (load_ended(load, r) || cut_due(o, &f, now, cut_ms, r));
 		if (exited || ct_interrupted || due || now >= deadline) {
 			r->end_ns = now;
 			r->timed_out = !exited && !ct_interrupted && !due;
@@ -197,10 +219,12 @@ static bool await_cut(const struct ct_opts *o, pid_t pid, int pidfd, const char 
 		}
 		bool polling = o->cut.kind == CUT_AFTER_SYNCS || !r->origin_ns;
 		uint64_t next = polling ? MS : r->origin_ns + cut_ms * MS - now;
-		wait_on(pidfd, next < 50 * MS ? next : 50 * MS);
+		wait_on2(pidfd, r->load_ended ? -1 : loadfd, next < 50 * MS ? next : 50 * MS);
 	}
 	if (f.fd >= 0)
 		close(f.fd);
+	if (loadfd >= 0)
+		close(loadfd);
 	return exited;
 }
 
@@ -264,6 +288,44 @@ static void note_flushers(pid_t pid, struct ct_run *r)
 		closedir(d);
 }
 
+/* The server form: the probe until it answers (the server alive, within
+ * the timeout), then the load, without the shim, in a group of its own.
+ * The load's pid, or 0 with r->not_ready. */
+static pid_t serve(const struct ct_opts *o, pid_t server, const char *store, struct ct_run *r)
+{
+	char probe_out[PATH_MAX], load_out[PATH_MAX];
+	snprintf(probe_out, sizeof(probe_out), "%s/probe.out", store);
+	snprintf(load_out, sizeof(load_out), "%s/load.out", store);
+	uint64_t deadline = r->start_ns + (uint64_t)o->timeout_s * 1000 * MS;
+	for (;;) {
+		siginfo_t si = { 0 };
+		bool gone = waitid(P_PID, (id_t)server, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == server;
+		if (gone || ct_interrupted || ct_now_ns() >= deadline) {
+			r->not_ready = true;
+			return 0;
+		}
+		if (service_probe_once(o->ready, probe_out) == 0)
+			break;
+		struct timespec nap = { 0, 20 * (long)MS };
+		nanosleep(&nap, NULL);
+	}
+	r->ready_ns = ct_now_ns();
+	fflush(NULL);
+	pid_t load = fork();
+	if (load < 0) {
+		r->not_ready = true;
+		return 0;
+	}
+	if (load == 0) {
+		child_io(load_out);
+		execl("/bin/sh", "sh", "-c", o->load, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(load, load);
+	r->load_ns = r->origin_ns = ct_now_ns(); /* a drawn cut counts from here */
+	return load;
+}
+
 int ct_run_trial(const struct ct_opts *o, const char *store, uint64_t cut_ms, struct ct_run *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -277,11 +339,18 @@ int ct_run_trial(const struct ct_opts *o, const char *store, uint64_t cut_ms, st
 		child_exec_trial(o, store);
 	setpgid(pid, pid);
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	bool exited = await_cut(o, pid, pidfd, store, cut_ms, r);
-	r->cut = !exited;
+	pid_t load = o->ready ? serve(o, pid, store, r) : 0;
+	bool exited = false;
+	if (!r->not_ready)
+		exited = await_cut(o, pid, pidfd, store, cut_ms, load, r);
+	else
+		r->end_ns = ct_now_ns();
+	r->cut = !exited && !r->not_ready;
 	if (r->cut)
 		note_flushers(pid, r);
 	int st = 0;
+	if (load > 0)
+		kill(-load, SIGKILL); /* the load stops with the server; kill_tree reaps it */
 	r->stray = !kill_tree(pid, pid, &st); /* the cut: the whole group at once */
 	if (pidfd >= 0)
 		close(pidfd);

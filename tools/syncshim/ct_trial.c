@@ -43,6 +43,24 @@ static void unusable(struct ct_trial *t, const char *fmt, ...)
 	t->verdict = V_UNUSABLE;
 }
 
+/* A server that runs as another user (PostgreSQL through runuser, any
+ * daemon that drops root) records from a process of that user: root
+ * gives the store to the owner of the first scope directory (the
+ * server's data directory, made by --setup), and lets it through the
+ * work directory; nobody else gets in. -1 after one line. */
+static int hand_store_over(const struct ct_scope *sc, const char *store, const char *log)
+{
+	struct stat st;
+	if (geteuid() != 0 || stat(sc->dirs[0], &st) != 0 || st.st_uid == 0)
+		return 0;
+	if (chmod(sc->work, 0711) < 0 || chown(store, st.st_uid, st.st_gid) < 0 || chown(log, st.st_uid, st.st_gid) < 0) {
+		cli_err(stderr, "cannot give %s to uid %u, the owner of %s: %s", store, (unsigned)st.st_uid, sc->dirs[0],
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* A fresh store: the directory and its undo.log holding only the magic. */
 static int new_store(const struct ct_scope *sc, unsigned n, char *store, size_t len)
 {
@@ -55,7 +73,28 @@ static int new_store(const struct ct_scope *sc, unsigned n, char *store, size_t 
 		cli_err(stderr, "cannot create %s: %s", log, strerror(errno));
 		return -1;
 	}
-	return 0;
+	return hand_store_over(sc, store, log);
+}
+
+/* The shim says on the program's stderr when it cannot record (a store
+ * its user may not write): the line, into why; false if none. */
+static bool recorder_refused(const char *store, char *why, size_t len)
+{
+	char out[PATH_MAX + 16], line[1024];
+	snprintf(out, sizeof(out), "%s/cmd.out", store);
+	FILE *f = fopen(out, "re");
+	bool found = false;
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, "crash-test mode: cannot append to ");
+		if (at) {
+			at[strcspn(at, "\n")] = '\0';
+			snprintf(why, len, "%s", at);
+			found = true;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
 }
 
 static void set_env_u64(const char *name, uint64_t v)
@@ -81,6 +120,22 @@ static int initial_state(const struct ct_opts *o, const struct ct_scope *sc, uns
 	return -1;
 }
 
+/* The last non-empty line the program printed (store/cmd.out), cut short. */
+static void server_last_line(const char *store, char *buf, size_t len)
+{
+	char out[PATH_MAX + 16], line[1024];
+	snprintf(out, sizeof(out), "%s/cmd.out", store);
+	buf[0] = '\0';
+	FILE *f = fopen(out, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			snprintf(buf, len, "%.*s", (int)len - 1, line);
+	}
+	if (f)
+		fclose(f);
+}
+
 /* Rolls back from the trial's log, unless the launcher cannot vouch for it. */
 static void roll(const struct ct_opts *o, const struct ct_scope *sc, struct ct_trial *t, const char *store,
 		 const struct rb_inode *before, size_t nbefore, bool changed)
@@ -90,6 +145,13 @@ static void roll(const struct ct_opts *o, const struct ct_scope *sc, struct ct_t
 	struct undo_log log;
 	if (t->run.stray) {
 		unusable(t, "a process of the trial was still running after the kill");
+		return;
+	}
+	if (t->run.not_ready) {
+		char last[300];
+		server_last_line(store, last, sizeof(last));
+		unusable(t, "the server did not answer --ready %s within %u s%s%s", o->ready, o->timeout_s,
+			 last[0] ? "; its last line: " : " (it printed nothing)", last);
 		return;
 	}
 	if (!t->run.cut && (t->run.status == 126 || t->run.status == 127)) {
@@ -218,7 +280,14 @@ static int one_trial(const struct ct_opts *o, const struct ct_scope *sc, uint64_
 	t->writeback_seed = next_rand(&ws);
 	struct rb_inode *inodes = inodes_of(before, nb);
 	int r = -1;
-	if (inodes && ct_run_trial(o, store, t->planned_ms, &t->run) == 0 && ct_inventory(sc, &after, &na) == 0) {
+	char refused[1024];
+	bool ran = inodes && ct_run_trial(o, store, t->planned_ms, &t->run) == 0;
+	if (ran && recorder_refused(store, refused, sizeof(refused))) {
+		/* every trial would record nothing: stop, saying exactly why */
+		cli_err(stderr, "trial %u: the program could not record: %s; a server that runs as another user "
+			"needs the store to be its own: run crashtest as root with the server's data directory "
+			"(the first --scope directory) owned by that user", t->n, refused);
+	} else if (ran && ct_inventory(sc, &after, &na) == 0) {
 		roll(o, sc, t, store, inodes, nb, ct_inventory_changed(before, nb, after, na));
 		if (t->verdict != V_UNUSABLE)
 			run_check(o, t, store);

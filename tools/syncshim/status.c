@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "liveread.h"
+#include "report.h"
 #include "syncshim_cli.h"
 #include "tool.h"
 
@@ -74,28 +75,59 @@ static void cmdline_of(pid_t pid, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
+/* One rule's line: its policy, the files it matched, at risk, errors. */
+static void rule_line(FILE *out, const char *name, unsigned policy, unsigned nfiles, bool approximate,
+		      const struct live_file *sum)
+{
+	char risk[32];
+	human_bytes(risk, sizeof(risk), sum ? sum->risk_bytes : 0);
+	fputs(name[0] ? "  rule " : "  ", out);
+	put_clean(out, name[0] ? name : "default");
+	fprintf(out, " (%s): %s%u file%s matched", live_policy_name(policy), approximate ? "about " : "", nfiles,
+		nfiles == 1 ? "" : "s");
+	if (!nfiles) {
+		fputs("\n", out);
+		return;
+	}
+	fprintf(out, "; at risk %s", sum && sum->risk_bytes ? risk : "nothing");
+	if (sum && sum->risk_bytes)
+		fprintf(out, ", oldest %.1f ms", (double)sum->risk_age_ns / 1e6);
+	uint64_t errors = sum ? sum->errors : 0;
+	fprintf(out, "; %llu sync error%s\n", (unsigned long long)errors, errors == 1 ? "" : "s");
+}
+
+/* Per rule: from the process's rule table (every rule in force, those
+ * that matched nothing too), else (a writer before the table) from the
+ * files it publishes. */
 static void print_rules(FILE *out, const struct live_proc *p)
 {
-	struct live_file *sum = calloc(p->h.nfiles ? p->h.nfiles : 1, sizeof(*sum));
-	unsigned *nfiles = calloc(p->h.nfiles ? p->h.nfiles : 1, sizeof(*nfiles));
+	size_t room = p->h.nfiles > p->h.nrules ? p->h.nfiles : p->h.nrules;
+	struct live_file *sum = calloc(room ? room : 1, sizeof(*sum));
+	unsigned *nfiles = calloc(room ? room : 1, sizeof(*nfiles));
 	if (!sum || !nfiles) {
 		free(sum);
 		free(nfiles);
 		return;
 	}
 	size_t n = live_by_rule(p, sum, nfiles);
-	if (!n)
-		fprintf(out, "  no file yet under any rule\n");
-	for (size_t i = 0; i < n; i++) {
-		char risk[32];
-		human_bytes(risk, sizeof(risk), sum[i].risk_bytes);
-		fprintf(out, "  %s%s (%s): %u file%s matched; at risk %s", sum[i].rule ? "rule " : "",
-			sum[i].rule ? sum[i].rule_name : "default", live_policy_name(sum[i].policy), nfiles[i],
-			nfiles[i] == 1 ? "" : "s", sum[i].risk_bytes ? risk : "nothing");
-		if (sum[i].risk_bytes)
-			fprintf(out, ", oldest %.1f ms", (double)sum[i].risk_age_ns / 1e6);
-		fprintf(out, "; %llu sync error%s\n", (unsigned long long)sum[i].errors, sum[i].errors == 1 ? "" : "s");
+	unsigned unmatched = 0;
+	for (uint32_t i = 0; i < p->h.nrules; i++) {
+		const struct live_rule *r = &p->rules[i];
+		const struct live_file *s = NULL;
+		for (size_t j = 0; j < n && !s; j++)
+			if (sum[j].rule == r->rule)
+				s = &sum[j];
+		rule_line(out, r->name, r->policy, r->files, r->flags & LIVER_APPROXIMATE, s);
+		unmatched += r->rule && !r->files;
 	}
+	if (!p->h.nrules && !n)
+		fprintf(out, "  no file yet under any rule\n");
+	for (size_t i = 0; !p->h.nrules && i < n; i++)
+		rule_line(out, sum[i].rule ? sum[i].rule_name : "", sum[i].policy, nfiles[i], false, &sum[i]);
+	if (unmatched)
+		fprintf(out, "  warning: %u rule%s matched no file: %s path glob names none this process opened "
+			"(rules match absolute paths: syncshim check INI PATH says which rule a path gets)\n",
+			unmatched, unmatched == 1 ? "" : "s", unmatched == 1 ? "its" : "their");
 	if (p->h.omitted)
 		fprintf(out, "  (%u more file%s with activity did not fit in the live counters)\n", p->h.omitted,
 			p->h.omitted == 1 ? "" : "s");
@@ -105,10 +137,18 @@ static void print_rules(FILE *out, const struct live_proc *p)
 
 static void print_one(FILE *out, pid_t pid, const struct live_snapshot *s)
 {
-	char cmd[256];
-	cmdline_of(pid, cmd, sizeof(cmd));
-	fprintf(out, "%d %s: under syncshim\n", (int)pid, cmd);
+	/* the command as it was started (the live counters keep it), not a
+	 * title the server set since (redis-server pads its with spaces) */
+	char cmd[256], label[128];
 	const struct live_proc *p = live_of(s, pid);
+	if (p && !p->busy && p->h.cmdline[0])
+		snprintf(cmd, sizeof(cmd), "%s", p->h.cmdline);
+	else
+		cmdline_of(pid, cmd, sizeof(cmd));
+	command_label(label, sizeof(label), cmd, 100);
+	fprintf(out, "%d ", (int)pid);
+	put_clean(out, label);
+	fputs(": under syncshim\n", out);
 	if (!p) {
 		fprintf(out, "  no live counters found: live = off in its ini, or its live directory is not one "
 			     "this user may read (synclat top --dir DIR, as that user)\n");
@@ -121,6 +161,11 @@ static void print_one(FILE *out, pid_t pid, const struct live_snapshot *s)
 	fprintf(out, "  ini %s, default policy %s%s; counters %s\n", p->h.config[0] ? p->h.config : "(none)",
 		p->h.default_policy[0] ? p->h.default_policy : "?", p->stalled ? " (not published lately)" : "",
 		p->path);
+	if (p->h.config_errors) {
+		fprintf(out, "  config errors: %u, the latest: ", p->h.config_errors);
+		put_clean(out, p->h.config_error[0] ? p->h.config_error : "?");
+		fputc('\n', out);
+	}
 	print_rules(out, p);
 }
 

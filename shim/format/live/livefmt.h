@@ -24,6 +24,8 @@
 #define LIVE_NAME_MAX 64
 #define LIVE_CMD_MAX 256
 #define LIVE_SUFFIX ".live"
+#define LIVE_MAX_RULES 65             /* the [shim] default and up to 64 rules (policy.h) */
+#define LIVE_ERROR_MAX 200
 
 /*
  * Latency buckets, in ns: ten per decade from 100 ns to 10 s (upper bounds
@@ -64,6 +66,10 @@ enum live_file_flags {
 	LIVEF_UNBOUNDED = 1,   /* the rule answers syncs and never makes one (noop) */
 };
 
+enum live_rule_flags {
+	LIVER_APPROXIMATE = 1, /* files may count a path twice (the writer's table of paths was full) */
+};
+
 /* 1024 bytes, then the files. All counts since the process started
  * unless marked "interval": those cover the interval_ns before updated. */
 struct live_header {
@@ -87,7 +93,13 @@ struct live_header {
 	char config[LIVE_PATH_MAX];        /* the ini file, "" if none */
 	char default_policy[16];           /* the [shim] policy */
 	char comm[16];                     /* /proc/PID/comm: the program's name, "" if unknown */
-	uint8_t reserved[1024 - 96 - LIVE_CMD_MAX - LIVE_PATH_MAX - 16 - 16];
+	/* Since the rule table (a writer before it left these bytes zero). */
+	uint32_t config_errors;    /* inis refused (at load: running as passthrough; a reload: kept the old) */
+	uint32_t nrules;           /* entries of the rule table; 0: none (an older writer) */
+	uint32_t rule_size;        /* sizeof(struct live_rule) */
+	uint32_t rules_offset;     /* where the rule table starts, after the files' room */
+	char config_error[LIVE_ERROR_MAX]; /* the latest refusal's message, "" if none */
+	uint8_t reserved[1024 - 96 - LIVE_CMD_MAX - LIVE_PATH_MAX - 16 - 16 - 16 - LIVE_ERROR_MAX];
 };
 
 struct live_file {
@@ -117,10 +129,23 @@ struct live_file {
 	uint64_t real_buckets[LIVE_NBUCKETS];
 };
 
+/* The rule table: the rules in force, each with the files it matched, so
+ * a rule that matched nothing is seen (a glob written for other paths). */
+struct live_rule {
+	uint16_t rule;             /* 0: the [shim] default, i: [rule] number i */
+	uint8_t policy;            /* enum sync_policy */
+	uint8_t flags;             /* enum live_rule_flags */
+	uint32_t files;            /* distinct paths it matched since the rules took effect */
+	char name[LIVE_NAME_MAX];  /* "" for the default */
+	char glob[LIVE_PATH_MAX];  /* its path = glob, cut short if longer; "" for the default */
+};
+
 _Static_assert(sizeof(struct live_header) == 1024, "live header layout");
+_Static_assert(sizeof(struct live_rule) % 8 == 0, "live rule entries are whole words");
 _Static_assert(sizeof(struct live_file) % 8 == 0, "live file entries are whole words");
 _Static_assert((8 + LIVE_NAME_MAX + LIVE_PATH_MAX) % 8 == 0, "the counters start on a word");
 
-#define LIVE_FILE_BYTES (sizeof(struct live_header) + LIVE_MAX_FILES * sizeof(struct live_file))
+#define LIVE_RULES_OFFSET (sizeof(struct live_header) + LIVE_MAX_FILES * sizeof(struct live_file))
+#define LIVE_FILE_BYTES (LIVE_RULES_OFFSET + LIVE_MAX_RULES * sizeof(struct live_rule))
 
 #endif

@@ -97,6 +97,26 @@ static enum live_status open_checked(int dirfd, const char *name, uid_t owner, i
 	return rc;
 }
 
+/* The rule table, when the writer has one (nrules 0: a writer before it,
+ * whose header bytes were reserved zero): after the files' room, within
+ * the file, entries at least as large as this reader knows. */
+static enum live_status rules_ok(const struct live_header *h, uint64_t files_end, off_t size, char *why,
+				 size_t len)
+{
+	if (!h->nrules)
+		return LIVE_OK;
+	if (h->nrules > LIVE_READ_RULES)
+		return say(why, len, LIVE_BAD, "nrules %u out of range", h->nrules);
+	if (h->rule_size < sizeof(struct live_rule) || h->rule_size % 8 || h->rule_size > 65536)
+		return say(why, len, LIVE_BAD, "rule_size %u (this reader needs %zu or more)", h->rule_size,
+			   sizeof(struct live_rule));
+	uint64_t end = h->rules_offset + (uint64_t)h->nrules * h->rule_size;
+	if (h->rules_offset < files_end || end > (uint64_t)size)
+		return say(why, len, LIVE_BAD, "rule table at %u (%u of %u bytes) outside the file's %lld bytes after its files",
+			   h->rules_offset, h->nrules, h->rule_size, (long long)size);
+	return LIVE_OK;
+}
+
 /* The checks of LIVEFORMAT.md on a consistent header, and bounds on the
  * fields the views divide by or trust. */
 static enum live_status layout_ok(const struct live_header *h, off_t size, char *why, size_t len)
@@ -125,7 +145,7 @@ static enum live_status layout_ok(const struct live_header *h, off_t size, char 
 	if ((uint64_t)size < need)
 		return say(why, len, LIVE_BAD, "truncated: %lld bytes, the layout needs %llu", (long long)size,
 			   (unsigned long long)need);
-	return LIVE_OK;
+	return rules_ok(h, need, size, why, len);
 }
 
 static bool pread_full(int fd, void *buf, size_t n, off_t off)
@@ -163,6 +183,10 @@ static enum live_status copy_once(int fd, off_t size, struct live_header *h, uin
 	size_t n = st == LIVE_OK ? (size_t)h->nfiles * h->file_size : 0;
 	if (n && !pread_full(fd, ents, n, (off_t)h->header_size))
 		return say(why, len, LIVE_BAD, "truncated while reading its files");
+	/* the rules after the files in the copy (both fit: layout_ok) */
+	size_t nr = st == LIVE_OK ? (size_t)h->nrules * h->rule_size : 0;
+	if (nr && !pread_full(fd, ents + n, nr, (off_t)h->rules_offset))
+		return say(why, len, LIVE_BAD, "truncated while reading its rules");
 	if (!read_seq(fd, &s2))
 		return say(why, len, LIVE_BAD, "truncated while reading");
 	if (s2 != s1 || h->seq != s1 || unwritten(h))
@@ -197,14 +221,25 @@ static bool fill_proc(struct live_proc *p, const struct live_header *h, const ui
 	p->h.config[sizeof(p->h.config) - 1] = '\0';
 	p->h.default_policy[sizeof(p->h.default_policy) - 1] = '\0';
 	p->h.comm[sizeof(p->h.comm) - 1] = '\0';
+	p->h.config_error[sizeof(p->h.config_error) - 1] = '\0';
 	p->files = calloc(h->nfiles ? h->nfiles : 1, sizeof(*p->files));
-	if (!p->files)
+	p->rules = calloc(h->nrules ? h->nrules : 1, sizeof(*p->rules));
+	if (!p->files || !p->rules) {
+		live_proc_free(p);
 		return false;
+	}
 	for (uint32_t i = 0; i < h->nfiles; i++) {
 		struct live_file *f = &p->files[i];
 		memcpy(f, ents + (size_t)i * h->file_size, sizeof(*f));
 		f->rule_name[sizeof(f->rule_name) - 1] = '\0';
 		f->path[sizeof(f->path) - 1] = '\0';
+	}
+	const uint8_t *rules = ents + (size_t)h->nfiles * h->file_size;
+	for (uint32_t i = 0; i < h->nrules; i++) {
+		struct live_rule *r = &p->rules[i];
+		memcpy(r, rules + (size_t)i * h->rule_size, sizeof(*r));
+		r->name[sizeof(r->name) - 1] = '\0';
+		r->glob[sizeof(r->glob) - 1] = '\0';
 	}
 	return true;
 }
@@ -339,8 +374,11 @@ enum live_status live_read_at(int dirfd, const char *name, uid_t owner, uint64_t
 void live_proc_free(struct live_proc *p)
 {
 	free(p->files);
+	free(p->rules);
 	p->files = NULL;
+	p->rules = NULL;
 	p->h.nfiles = 0;
+	p->h.nrules = 0;
 }
 
 bool live_remove_exact(int dirfd, const char *name, dev_t dev, ino_t ino)

@@ -21,6 +21,9 @@
  * larger file is not one a version-1 writer made (LIVE_MAX_FILES entries
  * of a few KiB), and a reader must stay cheap. */
 #define LIVE_READ_MAX (16u << 20)
+/* At most this many rules are read (a writer has LIVE_MAX_RULES; a newer
+ * one may have more, not thousands). */
+#define LIVE_READ_RULES 4096
 /* Seqlock attempts before a file counts as busy (LIVEFORMAT.md, Reading). */
 #define LIVE_TRIES 6
 /* A live process whose last publish is older than this many intervals
@@ -42,6 +45,7 @@ enum live_status {
 struct live_proc {
 	struct live_header h;       /* validated, strings NUL-terminated; busy: zero but h.pid */
 	struct live_file *files;    /* h.nfiles entries: the known prefix of each */
+	struct live_rule *rules;    /* h.nrules entries (0 from a writer before the rule table) */
 	char path[512];             /* DIR/PID.live, for messages */
 	bool stalled;               /* alive, but not published for LIVE_STALL_INTERVALS */
 	bool busy;                  /* LIVE_BUSY: no consistent copy, only the pid is known */

@@ -132,11 +132,13 @@ static bool push_proc(struct live_snapshot *s, const struct live_proc *p)
 }
 
 /* A stale file goes only if a second look finds the same file still
- * stale, its process gone for good. */
+ * stale, its process gone for good, and only if it is the reader's own:
+ * root reads every user's directory but clears nobody else's (that
+ * user's next reader does). */
 static void maybe_remove(const struct live_where *w, struct live_snapshot *s, int dfd, const char *name,
 			 const struct live_proc *first, uid_t owner)
 {
-	if (w->keep_stale || !first->removable)
+	if (w->keep_stale || !first->removable || owner != geteuid())
 		return;
 	struct live_proc again;
 	char why[256];

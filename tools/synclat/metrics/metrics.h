@@ -6,6 +6,7 @@
 #ifndef SYNCSHIM_METRICS_H
 #define SYNCSHIM_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -18,13 +19,15 @@
 uint64_t metrics_le_ns(unsigned k);
 unsigned metrics_le_bucket(unsigned k);
 
-/* One exposition of a snapshot; -1 when out of memory (nothing written). */
-int metrics_write(FILE *out, const struct live_snapshot *s);
+/* One exposition of a snapshot: series per service and rule, or with
+ * per_file per process and file too (pid and path labels); -1 when out
+ * of memory (nothing written). */
+int metrics_write(FILE *out, const struct live_snapshot *s, bool per_file);
 
 /* --listen ADDR: serves GET /metrics over HTTP, every client with its own
  * deadline (slow or idle ones never block a scraper), until SIGTERM or
  * SIGINT; 0, or EXIT_USAGE when it cannot listen. */
-int metrics_serve(const char *addr, const struct live_where *w, FILE *out, FILE *err);
+int metrics_serve(const char *addr, const struct live_where *w, bool per_file, FILE *out, FILE *err);
 
 /* "synclat metrics ARGS" (argv[0] is "metrics"): 0 ok, 2 a usage error or
  * the output file could not be written. */

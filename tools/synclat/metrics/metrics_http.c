@@ -113,7 +113,7 @@ static void answer(struct client *c, const char *status, const char *type, const
 }
 
 /* The request is complete (or full): its answer. */
-static void respond(struct client *c, const struct live_where *w)
+static void respond(struct client *c, const struct live_where *w, bool per_file)
 {
 	const char *req = c->req;
 	if (strncmp(req, "GET ", 4) != 0) {
@@ -132,7 +132,7 @@ static void respond(struct client *c, const struct live_where *w)
 	struct live_snapshot s;
 	int ok = 0;
 	if (m) {
-		ok = live_scan(w, &s) == 0 && metrics_write(m, &s) == 0;
+		ok = live_scan(w, &s) == 0 && metrics_write(m, &s, per_file) == 0;
 		live_snapshot_free(&s);
 		fclose(m);
 	}
@@ -144,7 +144,7 @@ static void respond(struct client *c, const struct live_where *w)
 }
 
 /* What poll said about c: read more of its request or send more of its answer. */
-static void client_step(struct client *c, const struct live_where *w)
+static void client_step(struct client *c, const struct live_where *w, bool per_file)
 {
 	if (!c->answer) {
 		ssize_t r = recv(c->fd, c->req + c->got, REQUEST_MAX - c->got, 0);
@@ -157,7 +157,7 @@ static void client_step(struct client *c, const struct live_where *w)
 			c->req[c->got] = '\0';
 		}
 		if (c->got == REQUEST_MAX || strstr(c->req, "\r\n\r\n"))
-			respond(c, w);
+			respond(c, w, per_file);
 		return;
 	}
 	ssize_t n = send(c->fd, c->answer + c->sent, c->len - c->sent, MSG_NOSIGNAL);
@@ -203,7 +203,7 @@ static void accept_all(int lfd, struct client *cl, uint64_t *seq)
 	}
 }
 
-int metrics_serve(const char *addr, const struct live_where *w, FILE *out, FILE *err)
+int metrics_serve(const char *addr, const struct live_where *w, bool per_file, FILE *out, FILE *err)
 {
 	int lfd = listen_on(addr, err);
 	if (lfd < 0)
@@ -243,7 +243,7 @@ int metrics_serve(const char *addr, const struct live_where *w, FILE *out, FILE 
 			continue; /* EINTR from the stop signal, or a deadline */
 		for (int i = 1; i < n; i++)
 			if (pf[i].revents)
-				client_step(who[i], w);
+				client_step(who[i], w, per_file);
 		if (pf[0].revents & POLLIN)
 			accept_all(lfd, cl, &seq);
 	}

@@ -1,7 +1,7 @@
 /*
  * metrics_out.c - the command line of `synclat metrics`, and --out:
  *
- *   synclat metrics [--out FILE] [--dir DIR]
+ *   synclat metrics [--out FILE | --listen HOST:PORT] [--per-file] [--dir DIR]
  *
  * --out replaces FILE atomically, as node_exporter's textfile collector
  * asks: the exposition goes to a temporary file in FILE's directory (a
@@ -23,12 +23,15 @@
 
 
 static const char metrics_usage[] =
-	"usage: synclat metrics [--out FILE | --listen HOST:PORT] [--dir DIR]\n"
-	"The live counters of every shimmed process (live = on) in the Prometheus text format.\n"
+	"usage: synclat metrics [--out FILE | --listen HOST:PORT] [--per-file] [--dir DIR]\n"
+	"The live counters of every shimmed process (live = on) in the Prometheus text format:\n"
+	"one series per service (the program's name) and rule, summed over its processes and files.\n"
 	"  -o, --out FILE   replace FILE atomically (mode 0644) instead of writing to standard output\n"
 	"                   (for node_exporter: a FILE.prom in its textfile collector's directory)\n"
 	"  -l, --listen HOST:PORT   serve GET /metrics over HTTP for Prometheus to scrape, until\n"
 	"                   SIGTERM (e.g. 127.0.0.1:9464; slow or idle clients never block a scrape)\n"
+	"  --per-file       one series per process and file instead (pid and path labels: many series\n"
+	"                   for a server that forks per connection; for a look at one file)\n"
 	"  --dir DIR        read DIR alone (default: $SYNCSHIM_LIVE_DIR, else\n"
 	"                   $XDG_RUNTIME_DIR/syncshim and /tmp/syncshim-UID; root: every user's)\n";
 
@@ -55,14 +58,14 @@ static int sync_dir_of(const char *path)
 }
 
 /* The exposition into tmp (an open temporary file), synced and closed. */
-static int fill_temp(int fd, const struct live_snapshot *s)
+static int fill_temp(int fd, const struct live_snapshot *s, bool per_file)
 {
 	FILE *f = fdopen(fd, "w");
 	if (!f) {
 		close(fd);
 		return -1;
 	}
-	int rc = metrics_write(f, s);
+	int rc = metrics_write(f, s, per_file);
 	if (fflush(f) != 0 || ferror(f))
 		rc = -1;
 	if (rc == 0 && (fchmod(fd, 0644) != 0 || fsync(fd) != 0))
@@ -75,7 +78,7 @@ static int fill_temp(int fd, const struct live_snapshot *s)
 	return rc;
 }
 
-static int write_atomic(const char *path, const struct live_snapshot *s, FILE *err)
+static int write_atomic(const char *path, const struct live_snapshot *s, bool per_file, FILE *err)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
@@ -89,7 +92,7 @@ static int write_atomic(const char *path, const struct live_snapshot *s, FILE *e
 		cli_err(err, "%s: cannot create a file beside it: %s", path, strerror(errno));
 		return EXIT_INPUT;
 	}
-	if (fill_temp(fd, s) != 0 || rename(tmp, path) != 0) {
+	if (fill_temp(fd, s, per_file) != 0 || rename(tmp, path) != 0) {
 		cli_err(err, "%s: cannot write: %s", path, strerror(errno));
 		unlink(tmp);
 		return EXIT_INPUT;
@@ -101,12 +104,13 @@ static int write_atomic(const char *path, const struct live_snapshot *s, FILE *e
 }
 
 static int parse_metrics(int argc, char **argv, const char **outp, const char **dir, const char **listen_at,
-			 FILE *out, FILE *err)
+			 bool *per_file, FILE *out, FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "out", required_argument, NULL, 'o' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "dir", required_argument, NULL, 'D' },
+		{ "per-file", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -118,6 +122,7 @@ static int parse_metrics(int argc, char **argv, const char **outp, const char **
 		case 'o': *outp = optarg; break;
 		case 'l': *listen_at = optarg; break;
 		case 'D': *dir = optarg; break;
+		case 'F': *per_file = true; break;
 		case 'h': fputs(metrics_usage, out); return -1;
 		default: return usage(err, "unknown or incomplete option");
 		}
@@ -130,13 +135,14 @@ static int parse_metrics(int argc, char **argv, const char **outp, const char **
 int metrics_main(int argc, char **argv, FILE *out, FILE *err)
 {
 	const char *path = NULL, *dir = NULL, *listen_at = NULL;
-	int rc = parse_metrics(argc, argv, &path, &dir, &listen_at, out, err);
+	bool per_file = false;
+	int rc = parse_metrics(argc, argv, &path, &dir, &listen_at, &per_file, out, err);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	struct live_where w;
 	live_where_init(&w, dir);
 	if (listen_at)
-		return metrics_serve(listen_at, &w, out, err);
+		return metrics_serve(listen_at, &w, per_file, out, err);
 	struct live_snapshot s;
 	if (live_scan(&w, &s) != 0) {
 		cli_err(err, "out of memory");
@@ -144,8 +150,8 @@ int metrics_main(int argc, char **argv, FILE *out, FILE *err)
 		return EXIT_INPUT;
 	}
 	if (path) {
-		rc = write_atomic(path, &s, err);
-	} else if (metrics_write(out, &s) != 0 || fflush(out) != 0) {
+		rc = write_atomic(path, &s, per_file, err);
+	} else if (metrics_write(out, &s, per_file) != 0 || fflush(out) != 0) {
 		cli_err(err, "cannot write: %s", strerror(errno));
 		rc = EXIT_INPUT;
 	}

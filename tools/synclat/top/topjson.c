@@ -98,7 +98,23 @@ static void json_proc(FILE *out, const struct top_proc *t, bool by_rule)
 	jint(out, "updated_wall_ns", p->h.updated_wall_ns, true);
 	jint(out, "nfiles", p->h.nfiles, true);
 	jint(out, "omitted", p->h.omitted, true);
-	fputs("\"total\": {", out);
+	jint(out, "config_errors", p->h.config_errors, true);
+	jstr(out, "config_error", p->h.config_error, true);
+	/* every rule in force with the files it matched (none from a writer
+	 * before the rule table) */
+	fputs("\"rule_table\": [", out);
+	for (uint32_t i = 0; i < p->h.nrules; i++) {
+		const struct live_rule *r = &p->rules[i];
+		fputs(i ? ", {" : "{", out);
+		jint(out, "rule", r->rule, true);
+		jstr(out, "name", r->rule ? r->name : "default", true);
+		jstr(out, "policy", live_policy_name(r->policy), true);
+		jstr(out, "glob", r->glob, true);
+		jint(out, "files", r->files, true);
+		jbool(out, "approximate", r->flags & LIVER_APPROXIMATE, false);
+		fputc('}', out);
+	}
+	fputs("], \"total\": {", out);
 	json_figures(out, p, &t->total);
 	fprintf(out, "}, \"%s\": [", by_rule ? "rules" : "files");
 	for (size_t i = 0; i < t->nrows; i++) {

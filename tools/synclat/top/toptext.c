@@ -13,9 +13,15 @@
 #include <time.h>
 
 #include "report.h"
+#include "tool.h"
 #include "topview.h"
 
-#define ROW_FMT "  %-11s %-12.12s %9s %8s %9s %8s %9s %9s %6s %9s %8s %5s  "
+/* The rule column is as wide as the longest rule name shown (never cut:
+ * a profile's names are globs like "appendonly.aof.N.incr.aof"). */
+#define ROW_FMT "  %-11s %-*s %9s %8s %9s %8s %9s %9s %6s %9s %8s %5s  "
+#define RULE_HEAD "RULE"
+/* The command line in a process's line: its first words. */
+#define COMMAND_SHOWN 80
 
 struct sink {
 	FILE *out;
@@ -103,7 +109,24 @@ static void fmt_risk(char *buf, size_t len, uint64_t bytes)
 		snprintf(buf, len, "0");
 }
 
-static void row_line(struct sink *k, const struct live_proc *p, const struct live_file *f, bool by_rule)
+static const char *rule_shown(const struct live_file *f)
+{
+	return f->rule_name[0] ? f->rule_name : "default";
+}
+
+/* Code points of the widest rule name any row shows (the heading's at least). */
+static int rule_width(const struct top_view *v)
+{
+	int w = (int)strlen(RULE_HEAD);
+	for (size_t i = 0; i < v->nprocs; i++)
+		for (size_t r = 0; r < v->procs[i].nrows; r++) {
+			int n = cp_len(rule_shown(&v->procs[i].rows[r]));
+			w = n > w ? n : w;
+		}
+	return w;
+}
+
+static void row_line(struct sink *k, const struct live_proc *p, const struct live_file *f, bool by_rule, int rule_w)
 {
 	char w[24], mb[24], sy[24], re[24], p50[24], p99[24], pend[24], risk[24], age[24], err[24];
 	fmt_rate(w, sizeof(w), live_rate(p, f->iv_writes));
@@ -117,8 +140,11 @@ static void row_line(struct sink *k, const struct live_proc *p, const struct liv
 	fmt_opt_ns(age, sizeof(age), f->risk_age_ns);
 	snprintf(err, sizeof(err), "%" PRIu64, f->errors);
 	char line[1024], what[LIVE_PATH_MAX + 64], cut[LIVE_PATH_MAX + 64];
-	int n = snprintf(line, sizeof(line), ROW_FMT, live_policy_name(f->policy),
-			 f->rule_name[0] ? f->rule_name : "default", w, mb, sy, re, p50, p99, pend, risk, age, err);
+	/* %-*s pads by bytes: a name with multibyte code points gets the difference */
+	const char *rule = rule_shown(f);
+	int pad = rule_w + (int)strlen(rule) - cp_len(rule);
+	int n = snprintf(line, sizeof(line), ROW_FMT, live_policy_name(f->policy), pad, rule, w, mb, sy, re, p50, p99,
+			 pend, risk, age, err);
 	const char *mark = f->flags & LIVEF_UNBOUNDED ? "[unbounded] " : "";
 	if (by_rule)
 		snprintf(what, sizeof(what), "%s(%u file%s)", mark, f->id, f->id == 1 ? "" : "s");
@@ -129,10 +155,30 @@ static void row_line(struct sink *k, const struct live_proc *p, const struct liv
 	sink_line(k, line);
 }
 
+/* Under a process's line, what needs a look: a refused ini, rules that
+ * matched no file (a glob written for other paths). */
+static void warning_lines(struct sink *k, const struct live_proc *p)
+{
+	char line[1024];
+	if (p->h.config_errors) {
+		snprintf(line, sizeof(line), "  ! config errors %u, the latest: %s", p->h.config_errors,
+			 p->h.config_error[0] ? p->h.config_error : "?");
+		sink_line(k, line);
+	}
+	for (uint32_t i = 0; i < p->h.nrules; i++) {
+		const struct live_rule *r = &p->rules[i];
+		if (!r->rule || r->files)
+			continue;
+		snprintf(line, sizeof(line), "  ! rule %s (%s) matched no file: path = %s", r->name,
+			 live_policy_name(r->policy), r->glob);
+		sink_line(k, line);
+	}
+}
+
 static void proc_line(struct sink *k, const struct top_proc *t, uint64_t now_mono_ns)
 {
 	const struct live_proc *p = t->p;
-	char line[1024], calls[24], risk[24], state[64] = "", omitted[32] = "";
+	char line[1024], calls[24], risk[24], state[64] = "", omitted[32] = "", command[COMMAND_SHOWN + 8];
 	if (p->busy) {
 		snprintf(line, sizeof(line), "PID %u  [busy: its counters kept changing while read; next time]",
 			 p->h.pid);
@@ -148,11 +194,14 @@ static void proc_line(struct sink *k, const struct top_proc *t, uint64_t now_mon
 	}
 	if (p->h.omitted)
 		snprintf(omitted, sizeof(omitted), " (+%u omitted)", p->h.omitted);
-	snprintf(line, sizeof(line), "PID %u%s  %s calls/s  %s at risk  %u file%s%s  policy %s  config %s  command: %s",
+	command_label(command, sizeof(command), p->h.cmdline, COMMAND_SHOWN);
+	/* "default": the [shim] policy of files no rule matches, not the
+	 * policy of the rows below it */
+	snprintf(line, sizeof(line), "PID %u%s  %s calls/s  %s at risk  %u file%s%s  default %s  config %s  command: %s",
 		 p->h.pid, state, calls, risk, p->h.nfiles, p->h.nfiles == 1 ? "" : "s", omitted,
-		 p->h.default_policy[0] ? p->h.default_policy : "?", p->h.config[0] ? p->h.config : "-",
-		 p->h.cmdline);
+		 p->h.default_policy[0] ? p->h.default_policy : "?", p->h.config[0] ? p->h.config : "-", command);
 	sink_line(k, line);
+	warning_lines(k, p);
 }
 
 static void summary_line(struct sink *k, const struct live_snapshot *s, const struct top_view *v,
@@ -214,7 +263,8 @@ int top_print_text(FILE *out, const struct live_snapshot *s, const struct top_vi
 	char line[512];
 	summary_line(&k, s, v, o);
 	skipped_lines(&k, s, v, notes);
-	snprintf(line, sizeof(line), ROW_FMT "%s", "POLICY", "RULE", "WRITES/S", "MB/S", "SYNCS/S", "REAL/S",
+	int rule_w = rule_width(v);
+	snprintf(line, sizeof(line), ROW_FMT "%s", "POLICY", rule_w, RULE_HEAD, "WRITES/S", "MB/S", "SYNCS/S", "REAL/S",
 		 "SYNC P50", "SYNC P99", "PEND", "AT RISK", "OLDEST", "ERR", o->by_rule ? "FILES" : "PATH");
 	if (v->nprocs)
 		sink_line(&k, line);
@@ -222,7 +272,7 @@ int top_print_text(FILE *out, const struct live_snapshot *s, const struct top_vi
 		const struct top_proc *t = &v->procs[i];
 		proc_line(&k, t, s->mono_ns);
 		for (size_t r = 0; r < t->nrows; r++)
-			row_line(&k, t->p, &t->rows[r], o->by_rule);
+			row_line(&k, t->p, &t->rows[r], o->by_rule, rule_w);
 	}
 	return k.dropped;
 }
