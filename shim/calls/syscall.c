@@ -38,6 +38,68 @@
 #include "shim.h"
 #include "uring.h"
 
+/* The raw calls about one descriptor's bytes or position (syscall_handled's
+ * rest; every other number passes on as it is). */
+static long descriptor_call(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	switch (nr) {
+	/* A change made raw: in its order as sendfile's is (after what it
+	 * depends on is durable, and after its file's held writes), but not
+	 * followed (order_fd_bytes_unseen). */
+	case SYS_write:
+	case SYS_writev:
+	case SYS_pwritev2:
+		order_before_fd_change((int)a1);
+		order_fd_bytes_unseen((int)a1); /* bytes the write path never sees (order.c) */
+		pos_forget((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_pwrite64:
+	case SYS_pwritev:
+		order_before_fd_change((int)a1);
+		order_fd_bytes_unseen((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	/* Reads made raw see the program's held writes (held.c): applied first. */
+	case SYS_pread64:
+	case SYS_preadv:
+	case SYS_fstat:
+		held_before_read((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_read:
+	case SYS_readv:
+	case SYS_lseek:
+	case SYS_preadv2:
+		held_before_read((int)a1);
+		pos_forget((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	/* Calls that move (or share) a descriptor's position, made raw: the
+	 * shim's mark of it goes (position.h), then the call as asked. */
+	case SYS_dup:
+	case SYS_dup2:
+	case SYS_dup3:
+	case SYS_fcntl:
+		pos_forget((int)a1);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_sendfile: /* (out, in, ...) */
+		held_before_read((int)a2);
+		order_before_fd_change((int)a1);
+		order_fd_bytes_unseen((int)a1);
+		pos_forget((int)a1);
+		pos_forget((int)a2);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	case SYS_splice: /* (in, off_in, out, ...) */
+	case SYS_copy_file_range:
+		held_before_read((int)a1);
+		order_before_fd_change((int)a3);
+		order_fd_bytes_unseen((int)a3);
+		pos_forget((int)a1);
+		pos_forget((int)a3);
+		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+	default:
+		break;
+	}
+	return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
+}
+
 /* The numbers the shim looks at; every other one is passed straight on. */
 static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
@@ -109,59 +171,8 @@ static long syscall_handled(long nr, long a1, long a2, long a3, long a4, long a5
 		if (!shim_bypass())
 			order_before_credentials();
 		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	/* Calls that move (or share) a descriptor's position, made raw: the
-	 * shim's mark of it goes (position.h), then the call as asked. */
-	/* A change made raw: in its order as sendfile's is (after what it
-	 * depends on is durable, and after its file's held writes), but not
-	 * followed (order_fd_bytes_unseen). */
-	case SYS_write:
-	case SYS_writev:
-	case SYS_pwritev2:
-		order_before_fd_change((int)a1);
-		order_fd_bytes_unseen((int)a1); /* bytes the write path never sees (order.c) */
-		pos_forget((int)a1);
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	case SYS_pwrite64:
-	case SYS_pwritev:
-		order_before_fd_change((int)a1);
-		order_fd_bytes_unseen((int)a1);
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	/* Reads made raw see the program's held writes (held.c): applied first. */
-	case SYS_pread64:
-	case SYS_preadv:
-	case SYS_fstat:
-		held_before_read((int)a1);
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	case SYS_read:
-	case SYS_readv:
-	case SYS_lseek:
-	case SYS_preadv2:
-		held_before_read((int)a1);
-		pos_forget((int)a1);
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	case SYS_dup:
-	case SYS_dup2:
-	case SYS_dup3:
-	case SYS_fcntl:
-		pos_forget((int)a1);
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	case SYS_sendfile: /* (out, in, ...) */
-		held_before_read((int)a2);
-		order_before_fd_change((int)a1);
-		order_fd_bytes_unseen((int)a1);
-		pos_forget((int)a1);
-		pos_forget((int)a2);
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
-	case SYS_splice: /* (in, off_in, out, ...) */
-	case SYS_copy_file_range:
-		held_before_read((int)a1);
-		order_before_fd_change((int)a3);
-		order_fd_bytes_unseen((int)a3);
-		pos_forget((int)a1);
-		pos_forget((int)a3);
-		return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 	default:
-		break;
+		return descriptor_call(nr, a1, a2, a3, a4, a5, a6);
 	}
 	return LIBC(syscall)(nr, a1, a2, a3, a4, a5, a6);
 }
