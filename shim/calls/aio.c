@@ -34,6 +34,7 @@
 
 #include "fdtable.h"
 #include "files.h"
+#include "order.h"
 #include "shim.h"
 #include "trace.h"
 #include "uring.h"
@@ -96,6 +97,12 @@ static bool aio_one(struct iocb *cb)
 	}
 	case IOCB_CMD_PWRITE:
 	case IOCB_CMD_PWRITEV: {
+		/* In its order as a write (InnoDB flushes its data pages this
+		 * way, each after a redo log sync the shim may have deferred):
+		 * submitted only once what it depends on is durable, its bytes
+		 * not followed (they land later, unseen). */
+		order_before_fd_change(fd);
+		order_fd_bytes_unseen(fd);
 		struct shim_file *f = fd_get(fd, &state);
 		if (!f)
 			return false;
@@ -103,7 +110,7 @@ static bool aio_one(struct iocb *cb)
 				     ? writev_bytes((const struct iovec *)(uintptr_t)cb->aio_buf, (unsigned)cb->aio_nbytes)
 				     : cb->aio_nbytes;
 		int fl = (int)cb->aio_rw_flags, before = fl;
-		around_write(f, fd, state, &fl, n);
+		around_write(f, fd, state, &fl, n, NULL); /* ordered above */
 		cb->aio_rw_flags = fl;
 		file_put(f);
 		return fl != before;

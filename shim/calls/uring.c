@@ -500,7 +500,7 @@ uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt)
  * flusher's thresholds, the live counters). Crash-test mode cannot log it
  * here (a ring's write it can log is made by crash_made instead).
  */
-void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n)
+void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n, const char *unordered)
 {
 	int e0 = errno;
 	if (*rw_flags & (RWF_SYNC | RWF_DSYNC)) {
@@ -529,7 +529,8 @@ void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, ui
 	if (work & WRITES_LIVE)
 		live_wrote(f, (ssize_t)n);
 	if (counted) {
-		order_unordered_path(f, "writes submitted through io_uring or libaio");
+		if (unordered)
+			order_unordered_path(f, unordered);
 		order_after_write(&f->ord, -1, (ssize_t)n, atomic_load(&f->fl.req_seq)); /* where it lands is the ring's: not known as forward */
 		risk_wrote(&f->risk, n);
 		if (state & SLOT_OSYNC_STRIP)
@@ -549,7 +550,7 @@ static void ring_write(struct io_uring_sqe *s, struct shim_file *f, int fd, uint
 		n = s->opcode == IORING_OP_WRITEV ? writev_bytes((const struct iovec *)(uintptr_t)s->addr, s->len)
 						  : s->len;
 	int fl = (int)s->rw_flags;
-	around_write(f, fd, state, &fl, n);
+	around_write(f, fd, state, &fl, n, "writes submitted through io_uring");
 	s->rw_flags = (__u32)fl;
 }
 

@@ -25,7 +25,10 @@ enum around_sync {
 	AROUND_FAIL,     /* complete it at once with -err */
 };
 enum around_sync around_sync_decide(struct shim_file *f, int fd, bool datasync, bool can_fail, int *err);
-void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n);
+/* A write submitted through a ring or libaio, as the write path would count
+ * it; unordered: the message naming the path when it keeps no order
+ * (NULL: ordered by the caller). */
+void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n, const char *unordered);
 uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt);
 
 /* libc's syscall() with io_submit (aio.c). */

@@ -47,6 +47,7 @@
  *                 rules' files: a plain open outside them is up to the script's ini)
  *   j:NAME:OFF:C  splice from a pipe the bytes were written into
  *   J:NAME:OFF:C  aio_write, then waits for it (aio_suspend)
+ *   b:NAME:OFF:C  libaio: io_submit of one pwrite, then io_getevents for it
  *   Z:NAME:OFF:C  syscall(SYS_pwrite64, ...)
  *   n:NAME:OFF:C  store through a shared mapping, then msync(MS_SYNC)
  *   1:TEXT        write TEXT and a newline to descriptor 1 (a log line)
@@ -63,6 +64,7 @@
  * entry and return), then "done pid=P".
  */
 #include <aio.h>
+#include <libaio.h>
 #include <errno.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -481,6 +483,21 @@ int main(int argc, char **argv)
 				while (aio_error(&cb) == EINPROGRESS)
 					aio_suspend(list, 1, NULL);
 				ret = aio_return(&cb);
+			}
+			break;
+		}
+		case 'b': {
+			io_context_t ctx = 0;
+			struct iocb cb, *list[1] = { &cb };
+			struct io_event ev;
+			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+			ret = io_setup(1, &ctx);
+			if (ret == 0) {
+				io_prep_pwrite(&cb, fd, buf, sizeof(buf), a1 ? atoll(a1) : 0);
+				ret = io_submit(ctx, 1, list);
+				if (ret == 1)
+					ret = io_getevents(ctx, 1, 1, &ev, NULL) == 1 ? (int)ev.res : -1;
+				io_destroy(ctx);
 			}
 			break;
 		}

@@ -1109,7 +1109,8 @@ Test(order_sqlite, wal_checkpoints_under_defer_keep_the_database_whole)
 
 /*
  * Changes made around the write calls are ordered too: a sendfile, a
- * splice, a POSIX aio_write and a raw syscall(SYS_pwrite64) into B after
+ * splice, a POSIX aio_write, a libaio io_submit and a raw
+ * syscall(SYS_pwrite64) into B after
  * A's acknowledged sync reach the kernel only after A is durable (the
  * step returns after a real sync of A ended: the shim waits before the
  * call). Without ordering, nothing syncs A before the exit.
@@ -1154,6 +1155,13 @@ Test(order, aio_write_waits_for_the_other_files_ack)
 Test(order, a_raw_syscall_write_waits_for_the_other_files_ack)
 {
 	change_after_other_files_ack("Z:B:4096:Z", 'Z');
+}
+
+/* A write submitted through libaio (InnoDB's data pages, each after a
+ * redo log sync) is submitted only after what it depends on is durable. */
+Test(order, a_libaio_write_waits_for_the_other_files_ack)
+{
+	change_after_other_files_ack("b:B:4096:L", 'L');
 }
 
 /* ---- the domain: its members, alive, stopped, killed, or no longer trusted ---- */
