@@ -209,7 +209,7 @@ $(B)/examples/%: examples/%.c
 
 # A test program's own libraries: PROG_LIBS_<name> (most need none).
 PROG_LIBS_uring_ops := -luring -laio
-PROG_LIBS_ord_steps := -laio
+PROG_LIBS_ord_steps := -laio -luring
 PROG_LIBS_seccomp_run := -lseccomp
 $(B)/tests/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)

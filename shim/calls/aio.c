@@ -17,7 +17,12 @@
  *                   the same aio_data and the app's own iocb address, as
  *                   the sync would have; passthrough and group leave it.
  *   PWRITE, PWRITEV the write path's accounting; RWF_SYNC/RWF_DSYNC in
- *                   aio_rw_flags as pwritev2's.
+ *                   aio_rw_flags as pwritev2's. Ordered like a write: the
+ *                   submitter waits until what it depends on is durable.
+ *   PREAD, PREADV   the file's held writes applied first (held.c): the
+ *                   kernel reads what the program wrote.
+ * The ordering and the reads are seen to for every iocb; the rewrites for
+ * the first AIO_MAX_REWRITE.
  *
  * AIO has no way to complete a request with an error of the shim's
  * choosing: a sticky error owed to the descriptor is not taken here; its
@@ -34,6 +39,7 @@
 
 #include "fdtable.h"
 #include "files.h"
+#include "held.h"
 #include "order.h"
 #include "shim.h"
 #include "trace.h"
@@ -62,6 +68,37 @@ static bool make_empty(struct iocb *cb, int fd)
 	cb->aio_offset = 0;
 	cb->aio_rw_flags = 0;
 	return true;
+}
+
+/* Before the kernel sees cb: a write in its order (InnoDB flushes its
+ * data pages this way, each after a redo log sync the shim may have
+ * deferred: submitted only once what it depends on is durable, its bytes
+ * not followed, they land later, unseen), a read after the file's held
+ * writes. */
+static void aio_in_order(const struct iocb *cb)
+{
+	int fd = (int)cb->aio_fildes;
+	switch (cb->aio_lio_opcode) {
+	case IOCB_CMD_PWRITE:
+	case IOCB_CMD_PWRITEV: {
+		uint32_t state = 0;
+		struct shim_file *f = fd_get(fd, &state);
+		if (!f)
+			break;
+		struct iovec one = { (void *)(uintptr_t)cb->aio_buf, (size_t)cb->aio_nbytes };
+		bool vec = cb->aio_lio_opcode == IOCB_CMD_PWRITEV;
+		around_write_order(f, fd, (off_t)cb->aio_offset, vec ? (const struct iovec *)(uintptr_t)cb->aio_buf : &one,
+				   vec ? (int)cb->aio_nbytes : 1);
+		file_put(f);
+		break;
+	}
+	case IOCB_CMD_PREAD:
+	case IOCB_CMD_PREADV:
+		held_before_read(fd);
+		break;
+	default:
+		break;
+	}
 }
 
 /* true: *cb was changed (the caller restores it). */
@@ -97,12 +134,6 @@ static bool aio_one(struct iocb *cb)
 	}
 	case IOCB_CMD_PWRITE:
 	case IOCB_CMD_PWRITEV: {
-		/* In its order as a write (InnoDB flushes its data pages this
-		 * way, each after a redo log sync the shim may have deferred):
-		 * submitted only once what it depends on is durable, its bytes
-		 * not followed (they land later, unseen). */
-		order_before_fd_change(fd);
-		order_fd_bytes_unseen(fd);
 		struct shim_file *f = fd_get(fd, &state);
 		if (!f)
 			return false;
@@ -110,7 +141,7 @@ static bool aio_one(struct iocb *cb)
 				     ? writev_bytes((const struct iovec *)(uintptr_t)cb->aio_buf, (unsigned)cb->aio_nbytes)
 				     : cb->aio_nbytes;
 		int fl = (int)cb->aio_rw_flags, before = fl;
-		around_write(f, fd, state, &fl, n, NULL); /* ordered above */
+		around_write(f, fd, state, &fl, (off_t)cb->aio_offset, n);
 		cb->aio_rw_flags = fl;
 		file_put(f);
 		return fl != before;
@@ -124,15 +155,16 @@ long aio_sys_submit(long ctx, long nr, long iocbpp)
 {
 	if (shim_bypass() || nr <= 0 || !iocbpp)
 		return LIBC(syscall)(SYS_io_submit, ctx, nr, iocbpp);
-	held_stop(); /* its reads are the kernel's, unseen: nothing is held from now on (held.c) */
 	int e = errno;
 	struct iocb **cbs = (struct iocb **)iocbpp;
 	struct saved_iocb saved[AIO_MAX_REWRITE];
 	int nsaved = 0;
-	long n = nr < AIO_MAX_REWRITE ? nr : AIO_MAX_REWRITE;
-	for (long i = 0; i < n; i++) {
+	for (long i = 0; i < nr; i++) {
 		struct iocb *cb = cbs[i];
 		if (!cb)
+			continue;
+		aio_in_order(cb);
+		if (i >= AIO_MAX_REWRITE)
 			continue;
 		struct iocb orig = *cb;
 		if (aio_one(cb))

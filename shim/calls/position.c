@@ -67,7 +67,6 @@ void pos_stop(void)
 {
 	atomic_store(&pos_stopped, 1);
 	pos_forget_all();
-	held_stop(); /* a ring reads files unseen: nothing is held from now on (held.c) */
 	order_bytes_unseen(NULL); /* and writes change bytes unseen: no rewrite runs (order.c) */
 }
 

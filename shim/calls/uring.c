@@ -70,6 +70,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "knobs.h"
 #include "live.h"
 #include "order.h"
@@ -265,6 +266,7 @@ static void ring_warn(struct ring *r, const char *why)
 	r->warned = true;
 	shim_say("io_uring ring (fd %d): %s: its syncs and writes follow no policy (see README, Limits)",
 		 atomic_load(&r->fd1) - 1, why);
+	held_stop(); /* its reads are unseen too: nothing is held from now on (held.c) */
 }
 
 /* The kernel consumed entries the shim never looked at. */
@@ -500,7 +502,18 @@ uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt)
  * flusher's thresholds, the live counters). Crash-test mode cannot log it
  * here (a ring's write it can log is made by crash_made instead).
  */
-void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n, const char *unordered)
+void around_write_order(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
+{
+	int e0 = errno;
+	order_before_write(f, fd, off, iov, cnt, false);
+	if (off < 0)
+		order_fd_bytes_unseen(fd); /* where it lands is the kernel's: not followed */
+	else
+		order_bytes_unseen(f); /* it lands later, unseen by a rewrite run's copy */
+	errno = e0;
+}
+
+void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, off_t off, uint64_t n)
 {
 	int e0 = errno;
 	if (*rw_flags & (RWF_SYNC | RWF_DSYNC)) {
@@ -529,9 +542,8 @@ void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, ui
 	if (work & WRITES_LIVE)
 		live_wrote(f, (ssize_t)n);
 	if (counted) {
-		if (unordered)
-			order_unordered_path(f, unordered);
-		order_after_write(&f->ord, -1, (ssize_t)n, atomic_load(&f->fl.req_seq)); /* where it lands is the ring's: not known as forward */
+		if ((work & WRITES_DEFERRED) || (state & SLOT_OSYNC_DEFER))
+			order_after_write(&f->ord, off, (ssize_t)n, atomic_load(&f->fl.req_seq));
 		risk_wrote(&f->risk, n);
 		if (state & SLOT_OSYNC_STRIP)
 			risk_acked(f, trace_now());
@@ -549,9 +561,24 @@ static void ring_write(struct io_uring_sqe *s, struct shim_file *f, int fd, uint
 	    (s->rw_flags & (RWF_SYNC | RWF_DSYNC)))
 		n = s->opcode == IORING_OP_WRITEV ? writev_bytes((const struct iovec *)(uintptr_t)s->addr, s->len)
 						  : s->len;
+	/* In its order as a write: the submitter waits until what it depends
+	 * on is durable (InnoDB's data pages, each after a redo log sync the
+	 * shim may have deferred). */
+	off_t off = s->off == (__u64)-1 ? -1 : (off_t)s->off;
+	struct iovec one = { (void *)(uintptr_t)s->addr, s->len };
+	bool vec = s->opcode == IORING_OP_WRITEV;
+	around_write_order(f, fd, off, vec ? (const struct iovec *)(uintptr_t)s->addr : &one, vec ? (int)s->len : 1);
 	int fl = (int)s->rw_flags;
-	around_write(f, fd, state, &fl, n, "writes submitted through io_uring");
+	around_write(f, fd, state, &fl, off, n);
 	s->rw_flags = (__u32)fl;
+}
+
+/* A read: the file's held writes first (held.c), so the kernel reads what
+ * the program wrote. */
+static void ring_read(struct io_uring_sqe *s, struct shim_file *f, int fd, uint32_t state)
+{
+	(void)s, (void)f, (void)state;
+	held_before_read(fd);
 }
 
 static void ring_close(struct io_uring_sqe *s)
@@ -588,6 +615,11 @@ static void ring_entry(const struct ring *r, struct io_uring_sqe *s)
 	case IORING_OP_WRITE_FIXED:
 	case IORING_OP_WRITEV:
 		on_file = ring_write;
+		break;
+	case IORING_OP_READ:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_READV:
+		on_file = ring_read;
 		break;
 	case IORING_OP_CLOSE:
 		ring_close(s);
@@ -768,6 +800,7 @@ static void ring_set_up(int fd, const struct io_uring_params *p, bool sqpoll_war
 		shim_say("io_uring ring (fd %d) set up with IORING_SETUP_NO_MMAP: the shim cannot read its "
 			 "entries; its syncs and writes follow no policy",
 			 fd);
+		held_stop(); /* nor its reads: nothing is held from now on (held.c) */
 	} else {
 		struct ring *r = ring_add(fd, p->flags);
 		if (r) {

@@ -25,10 +25,12 @@ enum around_sync {
 	AROUND_FAIL,     /* complete it at once with -err */
 };
 enum around_sync around_sync_decide(struct shim_file *f, int fd, bool datasync, bool can_fail, int *err);
-/* A write submitted through a ring or libaio, as the write path would count
- * it; unordered: the message naming the path when it keeps no order
- * (NULL: ordered by the caller). */
-void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, uint64_t n, const char *unordered);
+/* A write submitted through a ring or libaio (cnt buffers at off, -1: the
+ * descriptor's position), before the kernel takes it: in its order as a
+ * write, the submitter waiting until what it depends on is durable. */
+void around_write_order(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt);
+/* The same write as the write path would count it (n bytes). */
+void around_write(struct shim_file *f, int fd, uint32_t state, int *rw_flags, off_t off, uint64_t n);
 uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt);
 
 /* libc's syscall() with io_submit (aio.c). */

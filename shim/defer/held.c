@@ -321,8 +321,12 @@ static bool writes_at_its_offset(int fd)
 	fd_peek(fd, &state);
 	if (state & SLOT_PLAIN_WRITER)
 		return true;
+	/* O_DIRECT: the program does its own buffering (InnoDB's redo log),
+	 * and a held change would need a descriptor of the shim's own for
+	 * every round that applies it (held ones need not be aligned): it
+	 * waits instead, as it did before changes were held. */
 	int fl = LIBC(fcntl)(fd, F_GETFL);
-	return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & (O_APPEND | O_PATH));
+	return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY && !(fl & (O_APPEND | O_PATH | O_DIRECT));
 }
 
 /* The change, its bytes copied (no lock held: the allocator's). */

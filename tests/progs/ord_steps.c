@@ -42,12 +42,15 @@
  *   K:NAME:OFF    a fork child preads it (its exit status)
  *   F:NAME        fstat's size            Q:NAME       stat's size (by path)
  *   E:NAME        lseek(SEEK_END)
+ *   h:NAME:OFF    io_uring (liburing): one READ of a byte, waited for
+ *   k:NAME:OFF    libaio: one pread of a byte, waited for
  * Changes made around the write calls (each 4096 bytes of C at OFF):
  *   x:NAME:OFF:C  sendfile from DIR/.source (made first, not through the shim's
  *                 rules' files: a plain open outside them is up to the script's ini)
  *   j:NAME:OFF:C  splice from a pipe the bytes were written into
  *   J:NAME:OFF:C  aio_write, then waits for it (aio_suspend)
  *   b:NAME:OFF:C  libaio: io_submit of one pwrite, then io_getevents for it
+ *   g:NAME:OFF:C  io_uring (liburing): one WRITE submitted, then waited for
  *   Z:NAME:OFF:C  syscall(SYS_pwrite64, ...)
  *   n:NAME:OFF:C  store through a shared mapping, then msync(MS_SYNC)
  *   1:TEXT        write TEXT and a newline to descriptor 1 (a log line)
@@ -65,6 +68,7 @@
  */
 #include <aio.h>
 #include <libaio.h>
+#include <liburing.h>
 #include <errno.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -499,6 +503,46 @@ int main(int argc, char **argv)
 					ret = io_getevents(ctx, 1, 1, &ev, NULL) == 1 ? (int)ev.res : -1;
 				io_destroy(ctx);
 			}
+			break;
+		}
+		case 'k': {
+			io_context_t ctx = 0;
+			struct iocb cb, *list[1] = { &cb };
+			struct io_event ev;
+			unsigned char one = 0;
+			ret = io_setup(1, &ctx);
+			if (ret == 0) {
+				io_prep_pread(&cb, fd, &one, 1, a1 ? atoll(a1) : 0);
+				ret = io_submit(ctx, 1, list);
+				if (ret == 1)
+					ret = io_getevents(ctx, 1, 1, &ev, NULL) == 1 && ev.res == 1 ? one : -1;
+				io_destroy(ctx);
+			}
+			break;
+		}
+		case 'g':
+		case 'h': {
+			struct io_uring ring;
+			ret = io_uring_queue_init(4, &ring, 0);
+			if (ret < 0)
+				break;
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			unsigned char one = 0;
+			if (*op == 'g') {
+				memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+				io_uring_prep_write(sqe, fd, buf, sizeof(buf), a1 ? atoll(a1) : 0);
+			} else {
+				io_uring_prep_read(sqe, fd, &one, 1, a1 ? atoll(a1) : 0);
+			}
+			struct io_uring_cqe *cqe;
+			ret = io_uring_submit(&ring);
+			if (ret == 1 && io_uring_wait_cqe(&ring, &cqe) == 0) {
+				ret = cqe->res;
+				if (*op == 'h' && ret == 1)
+					ret = one;
+				io_uring_cqe_seen(&ring, cqe);
+			}
+			io_uring_queue_exit(&ring);
 			break;
 		}
 		case 'n': {

@@ -362,6 +362,20 @@ Test(held, copy_file_range_from_the_file_sees_the_held_write)
 	reads_what_it_wrote("C:A:9", 'Z', APPLIED_FIRST);
 }
 
+/* A read submitted through an io_uring ring (the kernel reads it, unseen
+ * by the shim after the submission): the held write is applied first, and
+ * holding goes on after the ring exists. */
+Test(held, an_io_uring_read_sees_the_held_write)
+{
+	reads_what_it_wrote("h:A:11", 'Z', APPLIED_FIRST);
+}
+
+/* The same through libaio. */
+Test(held, a_libaio_read_sees_the_held_write)
+{
+	reads_what_it_wrote("k:A:12", 'Z', APPLIED_FIRST);
+}
+
 /* A fork child reads the parent's files in the kernel: the fork applies
  * everything first; from then on the parent holds nothing (its memory is
  * not the child's), and the child is no process to hold in either. */

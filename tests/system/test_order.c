@@ -1164,6 +1164,12 @@ Test(order, a_libaio_write_waits_for_the_other_files_ack)
 	change_after_other_files_ack("b:B:4096:L", 'L');
 }
 
+/* The same through an io_uring ring (MariaDB's InnoDB on Linux). */
+Test(order, an_io_uring_write_waits_for_the_other_files_ack)
+{
+	change_after_other_files_ack("g:B:4096:U", 'U');
+}
+
 /* ---- the domain: its members, alive, stopped, killed, or no longer trusted ---- */
 
 /* ord_steps with its output and the recording layer's log, under an ini
