@@ -55,7 +55,11 @@
  *   op=fsync fn=fsync pid=1 tid=1 fd=3 ino=12 t0=NS t1=NS ret=0 errno=0
  *   flags=0x0 addr=0x0 len=0 off=0 n=0 injected=1 path=/x path2=/y
  * op names: fsync fdatasync sync_file_range msync syncfs sync open close
- * rename link write pwrite writev pwritev mmap. fn is the exact libc function
+ * rename link write pwrite writev pwritev mmap, and the changes made around
+ * the write calls: sendfile splice copy_file_range aio_write (its
+ * submission: libc's own thread makes the write, unseen) raw_write (a
+ * write-family number or sendfile, splice or copy_file_range through
+ * syscall(); fd is the file written). fn is the exact libc function
  * (open64, __openat_2, creat, renameat2, ...). t0/t1 are CLOCK_MONOTONIC
  * ns at entry and return. ino is from statx(STATX_INO), or fstat where
  * there is no statx, on the fd (before the call for
@@ -66,6 +70,7 @@
  * plain stack formatting: no locks, no allocation, async-signal-safe, so
  * it may be called from signal handlers and across fork.
  */
+#include <aio.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +82,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -124,7 +130,8 @@ static __thread int in_dlsym;
 /* RECLAYER_OPS: a bit per op name in op_names; 0 = record everything. */
 static const char *const op_names[] = {
 	"fsync", "fdatasync", "sync_file_range", "msync", "syncfs", "sync", "open", "close",
-	"rename", "link", "write", "pwrite", "writev", "pwritev", "mmap",
+	"rename", "link", "write", "pwrite", "writev", "pwritev", "mmap", "sendfile", "splice",
+	"copy_file_range", "aio_write", "raw_write",
 };
 #define N_OPS (sizeof(op_names) / sizeof(op_names[0]))
 static unsigned ops_mask;
@@ -173,7 +180,13 @@ static struct {
 	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))           \
 	X(pwritev64v2, ssize_t, (int, const struct iovec *, int, off64_t, int))      \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                      \
-	X(mmap64, void *, (void *, size_t, int, int, int, off64_t))
+	X(mmap64, void *, (void *, size_t, int, int, int, off64_t))                  \
+	X(sendfile, ssize_t, (int, int, off_t *, size_t))                            \
+	X(sendfile64, ssize_t, (int, int, off64_t *, size_t))                        \
+	X(splice, ssize_t, (int, off64_t *, int, off64_t *, size_t, unsigned int))   \
+	X(copy_file_range, ssize_t, (int, off64_t *, int, off64_t *, size_t, unsigned int)) \
+	X(aio_write, int, (struct aiocb *))                                          \
+	X(aio_write64, int, (struct aiocb64 *))
 
 enum {
 #define X_ID(name, ret, params) ID_##name,
@@ -1084,3 +1097,124 @@ PWRITEV2_HOOK(pwritev64v2, off64_t)
 
 MMAP_HOOK(mmap, off_t)
 MMAP_HOOK(mmap64, off64_t)
+
+/* ---- changes made around the write calls -------------------------------- */
+
+/* One record of a change of out's file; off < 0: at its position. */
+static void change_begin(struct rec *r, const char *op, const char *fn, int out, size_t n, long long off)
+{
+	write_begin(r, op, fn, out, n, off, off >= 0);
+}
+
+#define SENDFILE_HOOK(name, offtype)                                                 \
+	API ssize_t name(int out, int in, offtype *off, size_t n)                   \
+	{                                                                            \
+		struct rec r;                                                        \
+		change_begin(&r, "sendfile", #name, out, n, -1);                     \
+		name##_fn real = REAL(name);                                         \
+		ssize_t ret = real ? real(out, in, off, n) : syscall(SYS_sendfile, out, in, off, n); \
+		rec_end(&r, ret);                                                    \
+		return ret;                                                          \
+	}
+
+SENDFILE_HOOK(sendfile, off_t)
+SENDFILE_HOOK(sendfile64, off64_t)
+
+API ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, size_t n, unsigned int flags)
+{
+	struct rec r;
+	change_begin(&r, "splice", "splice", out, n, off_out ? (long long)*off_out : -1);
+	splice_fn real = REAL(splice);
+	ssize_t ret = real ? real(in, off_in, out, off_out, n, flags)
+			   : syscall(SYS_splice, in, off_in, out, off_out, n, flags);
+	rec_end(&r, ret);
+	return ret;
+}
+
+API ssize_t copy_file_range(int in, off64_t *off_in, int out, off64_t *off_out, size_t n, unsigned int flags)
+{
+	struct rec r;
+	change_begin(&r, "copy_file_range", "copy_file_range", out, n, off_out ? (long long)*off_out : -1);
+	copy_file_range_fn real = REAL(copy_file_range);
+	ssize_t ret = real ? real(in, off_in, out, off_out, n, flags)
+			   : syscall(SYS_copy_file_range, in, off_in, out, off_out, n, flags);
+	rec_end(&r, ret);
+	return ret;
+}
+
+/* glibc's POSIX AIO: the submission is what the process's thread does (a
+ * helper thread of libc's makes the write with internal calls no preload
+ * sees), so the record is the submission: the change begins after t0. */
+#define AIO_WRITE_HOOK(name, cbtype)                                                 \
+	API int name(cbtype *cb)                                                     \
+	{                                                                            \
+		struct rec r;                                                        \
+		change_begin(&r, "aio_write", #name, cb->aio_fildes, cb->aio_nbytes, \
+			     (long long)cb->aio_offset);                             \
+		name##_fn real = REAL(name);                                         \
+		int ret = real ? real(cb) : (errno = ENOSYS, -1);                    \
+		rec_end(&r, ret);                                                    \
+		return ret;                                                          \
+	}
+
+AIO_WRITE_HOOK(aio_write, struct aiocb)
+AIO_WRITE_HOOK(aio_write64, struct aiocb64)
+
+/*
+ * libc's syscall(): the numbers that change a file's bytes are recorded
+ * (op=raw_write, fd the file written); every other number passes on
+ * unrecorded. Six argument words are read and handed on as they came, as
+ * glibc's own syscall() does (the shim above does the same). The C name
+ * differs: this file calls its own raw rec_syscall under that name.
+ */
+typedef long (*syscall_fn)(long, ...);
+static _Atomic(void *) real_syscall_ptr;
+
+API long rec_libc_syscall(long nr, ...) __asm__("syscall");
+API long rec_libc_syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	int out = -1;
+	long long off = -1;
+	switch (nr) {
+	case SYS_write:
+	case SYS_writev:
+	case SYS_sendfile:
+		out = (int)a1;
+		break;
+	case SYS_pwrite64:
+	case SYS_pwritev:
+	case SYS_pwritev2:
+		out = (int)a1;
+		off = a4;
+		break;
+	case SYS_splice:
+	case SYS_copy_file_range:
+		out = (int)a3;
+		break;
+	default:
+		break;
+	}
+	void *p = atomic_load_explicit(&real_syscall_ptr, memory_order_acquire);
+	if (!p && !in_dlsym) {
+		int e = errno;
+		in_dlsym = 1;
+		p = dlsym(RTLD_NEXT, "syscall");
+		in_dlsym = 0;
+		errno = e;
+		if (p)
+			atomic_store_explicit(&real_syscall_ptr, p, memory_order_release);
+	}
+	struct rec r;
+	if (out >= 0)
+		change_begin(&r, "raw_write", "syscall", out, nr == SYS_write || nr == SYS_pwrite64 ? (size_t)a3 : 0,
+			     off);
+	long ret = p ? ((syscall_fn)p)(nr, a1, a2, a3, a4, a5, a6) : syscall(nr, a1, a2, a3, a4, a5, a6);
+	if (out >= 0)
+		rec_end(&r, ret);
+	return ret;
+}
