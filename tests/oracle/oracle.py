@@ -14,6 +14,7 @@ carries out. Each case runs twice: under the recording layer alone (the
 baseline) and with the shim above it. The oracle then checks the shim run
 against the recording layer's truth and against the baseline.
 """
+import fnmatch
 import hashlib
 import os
 import random
@@ -38,7 +39,8 @@ HANG_S = float(os.environ.get("ORACLE_HANG_S", "20"))
 # loaded 2-core machine, one real sync, the flusher's wake-up.
 TOL_NS = int(float(os.environ.get("ORACLE_TOL_MS", "600")) * 1e6)
 IOERRS = {5: "EIO", 28: "ENOSPC", 122: "EDQUOT"}
-CLASSES = ["mix", "group_fail", "daemon", "exits", "fdrace", "names", "fork", "threads", "nofile"]
+CLASSES = ["mix", "group_fail", "daemon", "exits", "fdrace", "names", "fork", "threads", "nofile",
+           "temp", "changes", "sysexit", "domain", "log", "trap", "msync"]
 NFILES = 4
 POLICIES = ["passthrough", "fdatasync", "noop", "defer", "group"]
 RANK = {"noop": 0, "defer": 1, "passthrough": 2, "fdatasync": 2, "group": 2}
@@ -60,7 +62,10 @@ class Case:
         self.cancel_async = 0
         self.closed012 = False
         self.fail = ""           # RECLAYER_FAIL
+        self.fail_suffix = ".dat"  # RECLAYER_FAIL_SUFFIX: the files faults hit
         self.slow = ""           # RECLAYER_SLOW (0:MS = every file)
+        self.xrules = []         # (glob, rule): files beyond f0..f3 (*.tmp, *.many), in every variant
+        self.hold = ""           # the shim's test hold point for the run with the shim (awaitheld, release)
 
     # text form: read by the runner (it skips the lines it does not know)
     def text(self):
@@ -75,6 +80,12 @@ class Case:
         out.append("closed012 %d" % int(self.closed012))
         if self.fail:
             out.append("fail %s" % self.fail)
+        if self.fail_suffix != ".dat":
+            out.append("fail_suffix %s" % self.fail_suffix)
+        if self.hold:
+            out.append("hold %s" % self.hold)
+        for pat, rule in self.xrules:
+            out.append("xrule %s %s" % (pat, " ".join("%s=%s" % kv for kv in sorted(rule.items()))))
         if self.slow:
             out.append("slow %s" % self.slow)
         for k, v in self.shim.items():
@@ -119,6 +130,12 @@ class Case:
                 c.fail = w[1]
             elif w[0] == "slow":
                 c.slow = w[1]
+            elif w[0] == "fail_suffix":
+                c.fail_suffix = w[1]
+            elif w[0] == "hold":
+                c.hold = w[1]
+            elif w[0] == "xrule":
+                c.xrules.append((w[1], dict(x.split("=", 1) for x in w[2:])))
             elif w[0] == "shim":
                 c.shim[w[1]] = " ".join(w[2:])
             elif w[0] == "variant":
@@ -153,10 +170,20 @@ class Case:
         for i, rule in sorted(var.items()):
             lines += ["", "[rule r%d]" % i, "path = %s/%s" % (d, self.files[i])]
             lines += ["%s = %s" % kv for kv in sorted(rule.items())]
+        for n, (pat, rule) in enumerate(self.xrules):
+            lines += ["", "[rule x%d]" % n, "path = %s/%s" % (d, pat)]
+            lines += ["%s = %s" % kv for kv in sorted(rule.items())]
+        # The runner's journal keeps no order: inline_syscalls = trap shows
+        # the shim its journal lines (runner.c, raw()), which would
+        # otherwise wait for every deferred sync acknowledged before them.
+        lines += ["", "[rule oracle-journal]", "path = %s/journal" % d, "sync = noop"]
         return "\n".join(lines) + "\n"
 
     def nops(self):
         return sum(map(len, self.threads)) + sum(map(len, self.children)) + len(self.handler)
+
+    def uses(self, op):
+        return any(o[0] == op for lst in self.threads + self.children + [self.handler] for o in lst)
 
 
 def rand_rule(r, policy=None):
@@ -480,6 +507,20 @@ def generate(seed, cls):
                     ["close", k % 6]]
         ops += [["makers", r.randrange(6)] for _ in range(r.randrange(1, 4))]
         c.threads = [ops]
+    elif cls == "temp":
+        gen_temp(r, c, g)
+    elif cls == "changes":
+        gen_changes(r, c, g)
+    elif cls == "sysexit":
+        gen_sysexit(r, c, g)
+    elif cls == "domain":
+        gen_domain(r, c, g)
+    elif cls == "log":
+        gen_log(r, c, g)
+    elif cls == "trap":
+        gen_trap(r, c, g)
+    elif cls == "msync":
+        gen_msync(r, c, g)
     else:
         raise SystemExit("unknown class %s" % cls)
     # ORACLE_EXITS=return,exit,...: only these ways to end (to look past a
@@ -488,6 +529,234 @@ def generate(seed, cls):
     if allowed and c.exit[0] not in allowed:
         c.exit = (r.choice(allowed), c.exit[1])
     return c
+
+
+# ---- issue 28's classes -------------------------------------------------------
+
+
+def defer_rule(r, window=None):
+    rule = rand_rule(r, "defer")
+    if window is not None:
+        rule["max_delay_ms"] = window
+    return rule
+
+
+CHANGE_KINDS = ["sendfile", "splice", "aiow", "rawpw", "cfr", "write", "pwrite"]
+
+
+def change_op(r, g, slot, child=False):
+    """A change of the slot's file, by one of the ways around the write
+    calls. Not aio_write in a fork child: glibc's AIO state is not made
+    whole at a fork, and a child of a process whose AIO helper held its
+    lock then hangs (with or without the shim)."""
+    kind = r.choice([k for k in CHANGE_KINDS if not (child and k == "aiow")])
+    n = r.choice([1, 16, 512, 4096])
+    if kind in ("write", "pwrite"):
+        return [kind, slot, n, r.randrange(0, 8192), 0]
+    if kind == "cfr":
+        return ["cfr", slot, n]
+    if kind == "sendfile":
+        return ["sendfile", slot, n]
+    return [kind, slot, n, r.randrange(0, 8192) if kind != "splice" or r.random() < 0.5 else -1]
+
+
+def gen_temp(r, c, g):
+    # Temporary files (sqlite's, MariaDB's): open a new name, unlink it,
+    # write, sync, close, from several threads at once; under defer no
+    # error the disk did not give may come of it.
+    c.xrules = [("*.tmp", rand_rule(r, r.choice(["defer", "defer", "defer", "passthrough", "group", "fdatasync"])))]
+    c.variants = [rand_variant(r, lambda i: r.choice(["defer", "passthrough"]))]
+    if r.random() < 0.3:
+        c.fail_suffix = ".tmp"
+        faults(r, c, 1.0)
+    nt = r.choice([1, 2, 4, 4])
+    c.threads = []
+    for t in range(nt):
+        ops = []
+        for _ in range(r.randrange(3, 25)):
+            s = r.randrange(4)
+            early = r.random() < 0.7  # unlinked before its writes, as a temporary file is
+            ops.append(["tmpopen", s])
+            if early:
+                ops.append(["tmpunlink", s])
+            for _ in range(r.randrange(1, 5)):
+                ops.append(["write", s, 4096, 0, 0] if r.random() < 0.7 else g.write(slot=s))
+                ops.append([r.choice(["fsync", "fsync", "fdatasync"]), s])
+            if r.random() < 0.2:
+                ops += [g.open(slot=4, file=r.randrange(NFILES), sync=0), g.write(slot=4), g.sync(slot=4)]
+            ops.append(["close", s])
+            if not early and r.random() < 0.8:
+                ops.append(["tmpunlink", s])
+        c.threads.append(ops)
+    c.exit = (r.choice(["return", "exit", "_exit"]), r.choice([0, 0, 3]))
+
+
+def gen_changes(r, c, g):
+    # sendfile, splice, POSIX aio_write, syscall(SYS_pwrite64) and
+    # copy_file_range between files: each a change of its file that must
+    # come after the other files' acknowledged syncs (the order check).
+    c.variants = [rand_variant(r, lambda i: r.choice(["defer", "defer", "passthrough", "group", "noop"]))]
+    for i in range(NFILES):
+        if c.variants[0][i]["sync"] == "defer" and r.random() < 0.5:
+            c.variants[0][i]["max_delay_ms"] = r.choice(["200", "1000"])
+    faults(r, c, 0.15)
+    nt = r.choice([1, 1, 2])
+
+    def body(n, child=False):
+        ops = []
+        for _ in range(n):
+            x = r.random()
+            s = r.randrange(6)
+            if x < 0.3:
+                ops += [g.write(slot=s), [r.choice(["fsync", "fdatasync"]), s]]
+            elif x < 0.75:
+                ops.append(change_op(r, g, s, child))
+            elif x < 0.85:
+                ops.append(g.sync(slot=s))
+            elif x < 0.9:
+                ops.append(["sleep", r.choice([1, 5, 30])])
+            else:
+                ops.append(g.any_op())
+        return ops
+
+    c.threads = [g.prologue() + body(r.randrange(8, 40)) for _ in range(nt)]
+    if r.random() < 0.3:
+        c.children = [body(r.randrange(3, 15), child=True)]
+        c.threads[0].insert(r.randrange(6, len(c.threads[0]) + 1), ["fork", 0])
+        c.threads[0].append(["wait"])
+    c.exit = (r.choice(["return", "exit", "_exit"]), 0)
+
+
+def gen_sysexit(r, c, g):
+    # The ends made through libc's syscall(): exit_group, exit of the last
+    # thread, execve. Each is a barrier: what was acknowledged is made
+    # durable, an error nobody was told is said.
+    c.variants = [rand_variant(r, lambda i: r.choice(["defer", "defer", "group", "passthrough"]))]
+    faults(r, c, 0.4)
+    ops = g.prologue()
+    if r.random() < 0.3:
+        c.variants[0][1] = rand_rule(r, "defer")
+        c.fail = "sync:EIO:0:0"
+        ops += [g.write(slot=1), ["fsync", 1]]
+    for _ in range(r.randrange(3, 20)):
+        ops.append(g.write() if r.random() < 0.5 else g.sync())
+    nt = r.choice([1, 1, 2])
+    c.threads = [ops] + [g.prologue() + [g.write(), g.sync(), g.write(), g.sync()] for _ in range(nt - 1)]
+    c.exit = (r.choice(["sys_exit_group", "sys_exit", "sys_execve"]), r.choice([0, 0, 3]))
+
+
+def gen_domain(r, c, g):
+    # A process and its fork children are one ordering domain: a child
+    # that takes on other credentials leaves it; a child stopped inside
+    # the domain's lock costs a bounded wait; a child killed with
+    # acknowledged syncs pending (one, or more files than the table's
+    # slots) has them made durable before the others' next change, once.
+    c.variants = [rand_variant(r, lambda i: r.choice(["defer", "defer", "passthrough"]))]
+    for i in range(NFILES):
+        if c.variants[0][i]["sync"] == "defer":
+            c.variants[0][i]["max_delay_ms"] = r.choice(["100", "1000", "2000"])
+            c.variants[0][i].pop("on_close", None)
+    shape = r.choice(["privs", "stopped", "sigstop", "many", "killed", "second"])
+    ops = g.prologue()
+    acks = lambda k: [op for _ in range(k) for op in (g.write(slot=r.randrange(6)), ["fsync", r.randrange(6)])]
+    changes = lambda k, child=False: [change_op(r, g, r.randrange(6), child) if r.random() < 0.5 else g.write()
+                                      for _ in range(k)]
+    if shape == "privs":
+        c.children = [acks(r.randint(1, 3)) + [["dropprivs", r.choice([0, 1, 1])]] + acks(r.randint(0, 3)) +
+                      changes(r.randint(0, 4), True) + [["sleep", r.choice([0, 50])]]]
+        ops += acks(r.randint(1, 3)) + [["fork", 0]] + [["sleep", 20]] + acks(r.randint(1, 4)) + changes(4)
+        ops.append(["wait"])
+        ops += acks(2) + changes(2)
+    elif shape == "stopped":
+        c.hold = "domain_in_child"
+        c.children = [acks(r.randint(1, 3)) + changes(r.randint(0, 3), True)]
+        ops += acks(1) + [["fork", 0], ["awaitheld", 3000]] + acks(r.randint(1, 3)) + changes(2)
+        ops += [["release"], ["wait"]] + acks(1)
+    elif shape == "sigstop":
+        c.children = [acks(r.randint(20, 80))]
+        ops += [["fork", 0]]
+        for _ in range(r.randint(2, 8)):
+            ops += [["stopkids"], ["sleep", r.choice([0, 1, 2])]] + acks(1) + changes(1) + [["contkids"],
+                                                                                        ["sleep", 1]]
+        ops.append(["wait"])
+    elif shape == "many":
+        # more pending files than the table's slots (1,024): they keep no
+        # cross-file order (order = file), so none waits for the others
+        c.xrules = [("*.many", {"sync": "defer", "order": "file", "max_delay_ms": "10000", "max_calls": "1000000",
+                                "max_bytes": "1G"})]
+        c.children = [[["many", r.choice([1100, 1100, 200])], ["selfkill"]]]
+        ops += [["fork", 0], ["wait"]]
+        for _ in range(r.randint(3, 6)):
+            ops += [g.write(slot=r.randrange(6)), ["sleep", r.choice([700, 900])]]
+    elif shape == "killed":
+        c.children = [acks(r.randint(1, 3)) + [["selfkill"]]]
+        ops += [["fork", 0], ["wait"]] + changes(r.randint(1, 4)) + acks(1) + changes(2)
+    else:  # second: an acknowledged file acknowledged again orders the next child's change again
+        c.children = [changes(r.randint(1, 2), True), changes(r.randint(1, 2), True)]
+        w = r.randrange(6)
+        ops += [g.write(slot=w), ["fsync", w], ["fork", 0], ["wait"], g.write(slot=w), ["fsync", w],
+                ["fork", 1], ["wait"]]
+    c.threads = [ops]
+    c.exit = (r.choice(["return", "exit"]), 0)
+
+
+def gen_log(r, c, g):
+    # A service's journal synced per commit under defer, and a line per
+    # commit to the standard output it inherited, redirected to a file:
+    # the log keeps no cross-file order (order = auto), so a line is never
+    # held for a commit's sync nor waits for one.
+    c.variants = [rand_variant(r, lambda i: r.choice(["defer", "defer", "passthrough"]))]
+    c.variants[0][0] = defer_rule(r, r.choice(["20", "100", "1000"]))
+    nt = r.choice([1, 1, 2])
+
+    def commits(t, k):
+        ops = []
+        for n in range(k):
+            ops += [["write", t, r.choice([100, 512, 4096]), 0, 0], [r.choice(["fsync", "fdatasync"]), t],
+                    ["logline", n]]
+        return ops
+
+    c.threads = [[g.open(slot=t, file=t % 2, sync=0)] + commits(t, r.randrange(5, 60)) for t in range(nt)]
+    if r.random() < 0.4:
+        # a fork: the process is no longer alone in its domain, so
+        # changes that must wait, wait (no holding) from then on
+        c.children = [commits(0, r.randrange(1, 5))]
+        c.threads[0].insert(2, ["fork", 0])
+        c.threads[0].append(["wait"])
+    c.exit = (r.choice(["return", "exit"]), 0)
+
+
+def gen_trap(r, c, g):
+    # inline_syscalls = trap: the runner's own system call instructions
+    # are trapped; SIGSYS blocked or ignored by every way there is must
+    # never kill the process.
+    c.shim["inline_syscalls"] = "trap"
+    c.variants = [rand_variant(r, lambda i: r.choice(["defer", "passthrough", "group"]))]
+    ops = g.prologue()
+    for _ in range(r.randrange(1, 4)):
+        ops.append(["sigsys", r.randrange(5)])
+        for _ in range(r.randrange(1, 5)):
+            x = r.random()
+            s = r.randrange(6)
+            ops.append(["inline", s, r.choice([0, 0, 1])] if x < 0.5 else g.write(slot=s) if x < 0.8 else g.sync())
+    c.threads = [ops]
+    c.exit = (r.choice(["return", "exit", "_exit"]), 0)
+
+
+def gen_msync(r, c, g):
+    # msync(MS_SYNC) of a shared mapping under defer is an acknowledged
+    # sync like fsync: its real sync comes within the window, also when
+    # the process goes on long after it.
+    c.variants = [rand_variant(r, lambda i: r.choice(["defer", "defer", "passthrough"]))]
+    faults(r, c, 0.2)
+    ops = g.prologue()
+    for _ in range(r.randrange(1, 4)):
+        m, s = r.randrange(2), r.randrange(6)
+        ops += [["mmap", m, s], ["mwrite", m], ["msync", m]]
+        ops += [g.write() if r.random() < 0.5 else g.sync() for _ in range(r.randrange(0, 4))]
+        ops.append(["sleep", r.choice([200, 900, 1200])])
+    c.threads = [ops]
+    c.exit = (r.choice(["return", "exit", "_exit"]), 0)
 
 
 # ---- running a case --------------------------------------------------------------
@@ -557,7 +826,10 @@ def _run_case(c, with_shim, d):
     env["RECLAYER_LOG"] = os.path.join(d, "rec.log")
     if c.fail:
         env["RECLAYER_FAIL"] = c.fail
-        env["RECLAYER_FAIL_SUFFIX"] = ".dat"  # the case's files, not the shim's own
+        env["RECLAYER_FAIL_SUFFIX"] = c.fail_suffix  # the case's files, not the shim's own
+    if c.hold and with_shim:
+        env["SYNCSHIM_TEST_HOLD_AT"] = c.hold
+        env["SYNCSHIM_TEST_HOLD_FILE"] = os.path.join(d, "hold")
     if c.slow:
         env["RECLAYER_SLOW"] = c.slow
     argv = [RUNNER, os.path.join(d, "case.txt"), d, os.path.join(d, "journal")]
@@ -570,8 +842,13 @@ def _run_case(c, with_shim, d):
             p = subprocess.Popen(["/bin/sh", "-c", 'exec "$0" "$@" 0<&- 1>&- 2>&-'] + argv, env=env,
                                  start_new_session=True)
         else:
-            p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            # a case that logs has its standard output redirected to a
+            # file, as a service's is (logline)
+            out = open(os.path.join(d, "out.log"), "wb") if c.uses("logline") else subprocess.DEVNULL
+            p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                  start_new_session=True)
+            if out != subprocess.DEVNULL:
+                out.close()
         try:
             run.status = p.wait(timeout=HANG_S)
         except subprocess.TimeoutExpired:
@@ -642,9 +919,13 @@ def effective_variants(c, run):
     return eff
 
 
-def rule_of(var, fname):
-    i = int(fname[1:].split(".")[0]) if re.match(r"^f\d+\.dat$", fname) else -1
-    return var.get(i, {"sync": "passthrough"})
+def rule_of(c, var, fname):
+    if re.match(r"^f\d+\.dat$", fname):
+        return var.get(int(fname[1:].split(".")[0]), {"sync": "passthrough"})
+    for pat, rule in c.xrules:
+        if fnmatch.fnmatchcase(fname, pat):
+            return rule
+    return {"sync": "passthrough"}
 
 
 class Obj:
@@ -678,7 +959,12 @@ def check(c, run, base=None, self_test=False):
     if run.hang:
         return F
     eff = effective_variants(c, run)
-    J = [j for j in run.journal if j.get("op") != "exit"]
+    # An fsync made by the runner's own system call instruction (trap's
+    # "inline") is an fsync the shim saw where the trap is on; the baseline
+    # and an untrapped run show the recording layer nothing of it
+    trapped = c.shim.get("inline_syscalls") == "trap" and not self_test and "nothing is trapped" not in run.stderr
+    J = [dict(j, op="fsync") if j.get("op") == "ifsync" else j for j in run.journal
+         if j.get("op") != "exit" and (j.get("op") != "ifsync" or trapped)]
     exits = [j for j in run.journal if j.get("op") == "exit"]
     death = None
     if c.exit[0] == "signal" or run.status < 0:
@@ -686,6 +972,15 @@ def check(c, run, base=None, self_test=False):
     # fork children that never reached their exit: killed by the harness
     # once they outlived the process by its grace (run_one)
     killed = {j.get("proc") for j in J if j.get("proc") not in (None, "0")} - {x.get("proc") for x in exits}
+    # children killed by the case itself (selfkill, killkids): each owes
+    # no sync past its death (what it acknowledged is the domain's to make
+    # durable before another change, the order check's business)
+    child_death = {x.get("proc"): ival(x, "t0") for x in exits if x.get("mode") == "killed"}
+    for j in J:
+        if j.get("op") == "killkids":
+            for q in killed:
+                if q != j.get("proc"):
+                    child_death[q] = min(child_death.get(q, ival(j, "t0")), ival(j, "t0"))
 
     # files by inode, across inode reuse: a new object starts at an open
     # whose birth time differs from the object it would continue
@@ -749,7 +1044,7 @@ def check(c, run, base=None, self_test=False):
         rank, window, osync_req = 2, 0, True
         for var in eff:
             for p in o.paths or {None}:
-                rule = rule_of(var, p) if p else {"sync": "passthrough"}
+                rule = rule_of(c, var, p) if p else {"sync": "passthrough"}
                 rank = min(rank, RANK[rule["sync"]])
                 if rule["sync"] == "defer":
                     md = rule.get("max_delay_ms", "100")
@@ -827,6 +1122,8 @@ def check(c, run, base=None, self_test=False):
                 continue
             if j.get("proc") in killed and hi > run.reaped_ns:
                 continue  # killed by the harness within the window: nothing owed after
+            if j.get("proc") in child_death and hi > child_death[j.get("proc")]:
+                continue  # killed by the case within the window
             if o.names_lost_at is not None and o.names_lost_at < hi:
                 continue  # an unlinked file: nothing left to make durable
             pool = real_syncs + (real_msyncs if op == "msync" else [])
@@ -952,6 +1249,8 @@ def check(c, run, base=None, self_test=False):
             F.append(("phantom-error", "stderr says %r, but no real call failed %s" % (m.group(0)[:160], m.group(1))))
             break
 
+    F += check_order(c, run, J, obj_at, klass, mapped_file, eff)
+
     # 4. the app's files hold only the app's bytes
     for name, data in run.files.items():
         bad = re.search(rb"[^a-z\x00]", data)
@@ -971,6 +1270,165 @@ def check(c, run, base=None, self_test=False):
         with open(path, "w") as f:
             f.write(run.crash_bt)
         F.append(("crash", "the run died of a signal; its stack is in " + path))
+    return F
+
+
+# Real calls (the recording layer's op names) that change a file's bytes,
+# and the app's calls (the journal's) that do.
+REC_CHANGES = {"write", "pwrite", "writev", "pwritev", "sendfile", "splice", "copy_file_range", "aio_write",
+               "raw_write"}
+APP_CHANGES = {"write", "pwrite", "writev", "pwritev", "pwritev2", "cfr", "sendfile", "splice", "aiow", "rawpw"}
+REC_SYNCS = {"fsync", "fdatasync", "sync", "syncfs"}
+
+
+def check_order(c, run, J, obj_at, klass, mapped_file, eff):
+    """Ordered defer's rules seen from beneath (GUARANTEES, Ordered defer):
+    unordered (rule 1), log-held and log-waits (rule 3's inherited stdout),
+    needless-sync (the write path's promise), creds-reach and stalled (rule
+    5's domain)."""
+    F = []
+    by_tid, syncs_by_tid, syncs_by_ino, global_syncs, msyncs = {}, {}, {}, [], []
+    for x in run.rec:
+        op, key = x.get("op"), (x.get("pid"), x.get("tid"))
+        if op in REC_CHANGES and ival(x, "ret") >= 0:
+            by_tid.setdefault(key, []).append(x)
+        if op in REC_SYNCS:
+            syncs_by_tid.setdefault(key, []).append(x)
+            if op in ("sync", "syncfs"):
+                global_syncs.append(x)
+            else:
+                syncs_by_ino.setdefault(ival(x, "ino"), []).append(x)
+        elif op == "msync":
+            msyncs.append(x)
+
+    def cover_end(o, t0, by_msync):
+        """When the first real sync of o (or of everything) begun at or
+        after t0 ended; None: none did."""
+        ends = [ival(x, "t1") for x in syncs_by_ino.get(o.ino, []) + global_syncs + (msyncs if by_msync else [])
+                if ival(x, "t0") >= t0]
+        return min(ends) if ends else None
+
+    # acknowledged syncs that did not happen in the call: fsync, fdatasync
+    # and msync under defer (acks: each orders the other files' later
+    # changes), and O_SYNC writes made requests (pending: they excuse a wait)
+    acks, pending = [], []
+    for j in J:
+        op = j.get("op")
+        if j.get("racy"):
+            continue
+        if op in ("fsync", "fdatasync", "msync") and ival(j, "ret") == 0:
+            o = mapped_file(j) if op == "msync" else obj_at(ival(j, "ino"), ival(j, "t0"))
+            if o is not None and klass(o)[0] == 1:
+                a = (j, o, cover_end(o, ival(j, "t0"), op == "msync"))
+                acks.append(a)
+                pending.append(a)
+        elif op in APP_CHANGES and j.get("osync") == "1" and ival(j, "ret") > 0:
+            o = obj_at(ival(j, "ino"), ival(j, "t0"))
+            if o is not None and klass(o)[0] == 1:
+                pending.append((j, o, cover_end(o, ival(j, "t0"), False)))
+
+    # processes apart: one that took on other credentials left the domain;
+    # one whose wait for the domain's lock ran out left it too (said on
+    # stderr, without which process: then no two are held to each other)
+    apart = {j.get("proc") for j in J if j.get("op") == "dropprivs" and ival(j, "ret") == 0}
+    all_apart = "ordering domain:" in run.stderr
+
+    def same_domain(p, q):
+        return p == q or not (all_apart or p in apart or q in apart)
+
+    def order_file(o):
+        return any(rule_of(c, var, p).get("order") == "file" for var in eff for p in o.paths)
+
+    def real_changes(j, o):
+        """The call's own change, as it reached the kernel inside the call:
+        the last one there through the call's descriptor with its byte
+        count. The others are earlier writes (this thread's or another's)
+        that the shim held and applies first, in order: they were made
+        before whatever the call is judged against."""
+        t0, t1, n, fd = ival(j, "t0"), ival(j, "t1"), ival(j, "n"), ival(j, "fd")
+        xs = [x for x in by_tid.get((j.get("pid"), j.get("tid")), [])
+              if ival(x, "ino") == o.ino and t0 <= ival(x, "t0") <= t1 and ival(x, "fd") == fd and
+              (n <= 0 or ival(x, "n") in (0, n))]
+        return [max(xs, key=lambda x: ival(x, "t0"))] if xs else []
+
+    # rule 1: a change that reached the kernel inside its own call (one
+    # that waited, or needed nothing) came after every other file's
+    # acknowledged sync made before the call began; a held one reaches the
+    # kernel later from the shim's own thread, unjudged here
+    for j in J:
+        if j.get("op") not in APP_CHANGES or ival(j, "ret") <= 0 or j.get("racy"):
+            continue
+        o = obj_at(ival(j, "ino"), ival(j, "t0"))
+        if o is None or klass(o)[0] == 0 or order_file(o):
+            continue  # noop files and order = file keep no cross-file order
+        xs = real_changes(j, o)
+        if not xs:
+            continue
+        x0 = min(ival(x, "t0") for x in xs)
+        for a, ao, ce in acks:
+            if ao is o or ival(a, "t1") >= ival(j, "t0") or not same_domain(a.get("proc"), j.get("proc")):
+                continue
+            if ce is None or ce > x0:
+                F.append(("unordered", "%s th=%s i=%s (proc %s) changed %s (ino %d) at %d, before a real sync of %s "
+                          "(ino %d), whose %s th=%s i=%s (proc %s) was acknowledged at %d" %
+                          (j.get("op"), j.get("th"), j.get("i"), j.get("proc"), "/".join(sorted(o.paths)) or "?",
+                           o.ino, x0, "/".join(sorted(ao.paths)) or "?", ao.ino, a.get("op"), a.get("th"),
+                           a.get("i"), a.get("proc"), ival(a, "t1"))))
+                return F
+
+    # rule 3: a line to the inherited standard output (a file) waits for
+    # no sync and is not held: it reaches the kernel inside its own call,
+    # with no real sync of a file whose acknowledged sync was pending made
+    # in between
+    for j in J:
+        if j.get("op") != "logline" or ival(j, "ret") <= 0:
+            continue
+        lino, t0 = ival(j, "logino"), ival(j, "t0")
+        xs = [x for x in by_tid.get((j.get("pid"), j.get("tid")), [])
+              if ival(x, "ino") == lino and t0 <= ival(x, "t0") <= ival(j, "t1")]
+        if not xs:
+            F.append(("log-held", "logline th=%s i=%s (proc %s) to the inherited stdout did not reach the kernel "
+                      "in its call: it was held" % (j.get("th"), j.get("i"), j.get("proc"))))
+            return F
+        x0 = min(ival(x, "t0") for x in xs)
+        owed = {ao.ino for a, ao, ce in acks if ival(a, "t1") < t0 and (ce is None or ce > t0)}
+        for key, ss in syncs_by_tid.items():
+            for x in ss:
+                if t0 <= ival(x, "t0") and ival(x, "t1") <= x0 and owed and \
+                        (x.get("op") in ("sync", "syncfs") or ival(x, "ino") in owed):
+                    F.append(("log-waits", "logline th=%s i=%s (proc %s) to the inherited stdout waited for a real "
+                              "%s of ino %s" % (j.get("th"), j.get("i"), j.get("proc"), x.get("op"),
+                                                x.get("ino", "-"))))
+                    return F
+
+    # the write path makes no sync while nothing acknowledged is pending
+    # (a dead member's share made durable once, not at every write): a
+    # real sync on the writer's thread inside its write needs an
+    # acknowledged sync begun before the write ended that was not yet
+    # real ORACLE_TOL_MS before the write began
+    for j in J:
+        if j.get("op") not in APP_CHANGES | {"logline"}:
+            continue
+        t0, t1 = ival(j, "t0"), ival(j, "t1")
+        ss = [x for x in syncs_by_tid.get((j.get("pid"), j.get("tid")), []) if t0 <= ival(x, "t0") and
+              ival(x, "t1") <= t1]
+        if not ss:
+            continue
+        if not any(ival(a, "t0") < t1 and (ce is None or ce > t0 - TOL_NS) for a, ao, ce in pending):
+            F.append(("needless-sync", "%s th=%s i=%s (proc %s) made a real %s while no acknowledged sync was "
+                      "pending" % (j.get("op"), j.get("th"), j.get("i"), j.get("proc"), ss[0].get("op"))))
+            return F
+
+    # rule 5: a child that took on other credentials can reach nothing of
+    # the domain's (no shared memory it did not make); a member stopped
+    # inside the domain's lock costs the others a bounded wait
+    for j in J:
+        if j.get("op") == "dropprivs" and ival(j, "ret") == 0 and ival(j, "shared") > 0:
+            F.append(("creds-reach", "proc %s took on other credentials and still maps %d shared region(s) it did "
+                      "not make" % (j.get("proc"), ival(j, "shared"))))
+        if j.get("op") == "release" and ival(j, "expired") == 1:
+            F.append(("stalled", "proc %s let its held child go only after the hold's own bound (10 s) had ended it: "
+                      "a member stopped inside the domain's lock stalled it" % j.get("proc")))
     return F
 
 
