@@ -1416,6 +1416,10 @@ def check_order(c, run, J, obj_at, klass, mapped_file, eff):
                                                 x.get("ino", "-"))))
                     return F
 
+    by_jtid = {}
+    for k in J:
+        by_jtid.setdefault((k.get("pid"), k.get("tid")), []).append(k)
+
     # the write path makes no sync while nothing acknowledged is pending
     # (a dead member's share made durable once, not at every write): a
     # real sync on the writer's thread inside its write needs an
@@ -1425,8 +1429,11 @@ def check_order(c, run, J, obj_at, klass, mapped_file, eff):
         if j.get("op") not in APP_CHANGES | {"logline"}:
             continue
         t0, t1 = ival(j, "t0"), ival(j, "t1")
+        # not one a signal handler's own call made while it interrupted j
+        nested = [(ival(k, "t0"), ival(k, "t1")) for k in by_jtid.get((j.get("pid"), j.get("tid")), [])
+                  if k is not j and t0 <= ival(k, "t0") and ival(k, "t1") <= t1]
         ss = [x for x in syncs_by_tid.get((j.get("pid"), j.get("tid")), []) if t0 <= ival(x, "t0") and
-              ival(x, "t1") <= t1]
+              ival(x, "t1") <= t1 and not any(a <= ival(x, "t0") and ival(x, "t1") <= b for a, b in nested)]
         if not ss:
             continue
         if not any(ival(a, "t0") < t1 and (ce is None or ce > t0 - TOL_NS) for a, ao, ce in pending):
