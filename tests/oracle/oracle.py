@@ -1354,17 +1354,31 @@ def check_order(c, run, J, obj_at, klass, mapped_file, eff):
     def order_file(o):
         return any(rule_of(c, var, p).get("order") == "file" for var in eff for p in o.paths)
 
+    # per file: when each real change began, and when each app change that
+    # changed bytes returned
+    real_t0s, app_t1s = {}, {}
+    for xs in by_tid.values():
+        for x in xs:
+            real_t0s.setdefault(ival(x, "ino"), []).append(ival(x, "t0"))
+    for k in J:
+        if k.get("op") in APP_CHANGES and ival(k, "ret") > 0:
+            app_t1s.setdefault(ival(k, "ino"), []).append(ival(k, "t1"))
+
     def real_changes(j, o):
         """The call's own change, as it reached the kernel inside the call:
-        the last one there through the call's descriptor with its byte
-        count. The others are earlier writes (this thread's or another's)
-        that the shim held and applies first, in order: they were made
-        before whatever the call is judged against."""
+        one through the call's descriptor with its byte count that is not
+        an older one. The shim applies a file's held writes in order (this
+        thread's or another's, all made before the call began, so before
+        whatever it is judged against): a real change with fewer real
+        changes of the file before it than app changes of the file had
+        returned before the call began is one of those."""
         t0, t1, n, fd = ival(j, "t0"), ival(j, "t1"), ival(j, "n"), ival(j, "fd")
+        done = sum(1 for t in app_t1s.get(o.ino, []) if t < t0)
         xs = [x for x in by_tid.get((j.get("pid"), j.get("tid")), [])
               if ival(x, "ino") == o.ino and t0 <= ival(x, "t0") <= t1 and ival(x, "fd") == fd and
-              (n <= 0 or ival(x, "n") in (0, n))]
-        return [max(xs, key=lambda x: ival(x, "t0"))] if xs else []
+              (n <= 0 or ival(x, "n") in (0, n)) and
+              sum(1 for t in real_t0s.get(o.ino, []) if t < ival(x, "t0")) >= done]
+        return [min(xs, key=lambda x: ival(x, "t0"))] if xs else []
 
     # rule 1: a change that reached the kernel inside its own call (one
     # that waited, or needed nothing) came after every other file's
