@@ -268,11 +268,6 @@ void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f)
 		fd_mark_shim(fd, owner, f);
 }
 
-void shimfd_forget(int fd)
-{
-	fd_unmark_shim(fd);
-}
-
 /* The number is marked ours and still refers to what its owner opened. */
 bool shimfd_is_ours(int fd)
 {

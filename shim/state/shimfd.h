@@ -28,7 +28,6 @@ bool shimfd_isolated(int (*fn)(void *), void *arg, int *result);
 /* Mark fd as the shim's in the app's slot table, unless the calling thread
  * has a table of its own (then no number of the app's is involved). */
 void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f);
-void shimfd_forget(int fd);
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
 /* close()/close_range() by the app of a number we hold: 1 = it is ours
  * (the app gets EBADF), 0 = not (a stale mark, now cleared). */
