@@ -639,3 +639,30 @@ Test(docs, every_metric_listed_and_every_query_real)
 		free(doc);
 	}
 }
+
+/* Every subcommand's handler is cmd_NAME (tools/common/tool.h's rule): the
+ * lines { "NAME", HANDLER, ... } of each tool's table commands[]. */
+Test(tools, every_subcommand_handler_is_cmd_name)
+{
+	static const char *const tables[] = { "tools/syncshim/syncshim.c", "tools/synclat/synclat_cli.c" };
+	int rows = 0;
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		char *src = slurp(tables[t]);
+		char *table = strstr(src, "struct tool_cmd commands[] = {");
+		cr_assert_not_null(table, "%s: no table commands[]", tables[t]);
+		char *end = strstr(table, "\n};");
+		cr_assert_not_null(end);
+		for (char *p = strstr(table, "\n\t{ \""); p && p < end; p = strstr(p + 1, "\n\t{ \"")) {
+			char name[64], handler[96];
+			if (sscanf(p, " { \"%63[a-z_-]\", %95[A-Za-z0-9_]", name, handler) != 2)
+				continue;
+			char want[80];
+			snprintf(want, sizeof(want), "cmd_%s", name);
+			cr_expect_str_eq(handler, want, "%s: the subcommand %s is handled by %s, not %s", tables[t], name,
+					 handler, want);
+			rows++;
+		}
+		free(src);
+	}
+	cr_assert_gt(rows, 8, "only %d subcommands found: the test no longer reads the tables right", rows);
+}
