@@ -666,3 +666,139 @@ Test(tools, every_subcommand_handler_is_cmd_name)
 	}
 	cr_assert_gt(rows, 8, "only %d subcommands found: the test no longer reads the tables right", rows);
 }
+
+/* ---- the lock order ---------------------------------------------------------
+ * docs/ARCHITECTURE.md's "Locks, in order" lists every mutex and rwlock
+ * declared under shim/, one numbered item each, opening with the lock
+ * (`name`, or `owner.name` / `owner->name` for a member) and naming the
+ * file that declares it: a lock added without its place in the order, or
+ * an item left behind by one removed, fails here. */
+#define MAX_LOCKS 64
+
+struct lock_decl {
+	char file[256];
+	char name[64];
+};
+
+/* The lock declarations of one source: lines that start (after blanks, an
+ * optional "static") with a pthread lock type and a name. Parameters and
+ * comments never start a line so. */
+static size_t lock_decls_of(const char *path, struct lock_decl *out, size_t n, size_t max)
+{
+	static const char *const types[] = { "pthread_mutex_t ", "pthread_rwlock_t ", "pthread_spinlock_t " };
+	char *src = slurp(path);
+	for (char *line = src; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		char *p = line + strspn(line, " \t");
+		if (strncmp(p, "static ", 7) == 0)
+			p += 7;
+		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+			if (strncmp(p, types[t], strlen(types[t])) != 0)
+				continue;
+			char *name = p + strlen(types[t]);
+			size_t len = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+			if (len == 0 || !strchr("=;[ ", name[len]))
+				continue;
+			cr_assert_lt(n, max, "more than %zu locks: raise MAX_LOCKS", max);
+			snprintf(out[n].file, sizeof(out[n].file), "%s", path);
+			snprintf(out[n].name, sizeof(out[n].name), "%.*s", (int)len, name);
+			n++;
+		}
+	}
+	free(src);
+	return n;
+}
+
+struct lock_item {
+	char lock[96];  /* the item's first backquoted word */
+	char file[256]; /* its first backquoted path */
+};
+
+/* The numbered items of the doc's lock section. */
+static size_t lock_items(struct lock_item *out, size_t max)
+{
+	char *doc = slurp("docs/ARCHITECTURE.md");
+	char *sec = strstr(doc, "\n## Locks, in order\n");
+	cr_assert_not_null(sec, "docs/ARCHITECTURE.md has no '## Locks, in order' section");
+	sec++;
+	char *end = strstr(sec + 3, "\n## ");
+	if (end)
+		*end = '\0';
+	size_t n = 0;
+	for (char *line = sec; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		size_t digits = strspn(line, "0123456789");
+		if (digits == 0 || strncmp(line + digits, ". ", 2) != 0)
+			continue;
+		cr_assert_lt(n, max, "more than %zu items: raise MAX_LOCKS", max);
+		struct lock_item *it = &out[n++];
+		it->lock[0] = it->file[0] = '\0';
+		/* the item runs to the next numbered line or blank line */
+		char *stop = line + digits;
+		for (char *nl = strchr(stop, '\n'); nl; nl = strchr(nl + 1, '\n'))
+			if (nl[1] == '\n' || nl[1] == '\0' || (nl[1] >= '0' && nl[1] <= '9')) {
+				stop = nl;
+				break;
+			}
+		if (stop == line + digits)
+			stop = line + strlen(line);
+		for (char *q = strchr(line, '`'); q && q < stop; q = strchr(q + 1, '`')) {
+			char *close = strchr(q + 1, '`');
+			if (!close || close > stop)
+				break;
+			char word[256];
+			snprintf(word, sizeof(word), "%.*s", (int)(close - q - 1), q + 1);
+			q = close;
+			if (strncmp(word, "shim/", 5) == 0) {
+				if (!it->file[0])
+					snprintf(it->file, sizeof(it->file), "%s", word);
+			} else if (!it->lock[0]) {
+				snprintf(it->lock, sizeof(it->lock), "%.95s", word);
+			}
+		}
+	}
+	free(doc);
+	return n;
+}
+
+/* The item names the declared lock: the same file, and the lock is its
+ * name or ends in ".name" or "->name". */
+static bool item_names(const struct lock_item *it, const struct lock_decl *d)
+{
+	size_t ll = strlen(it->lock), nl = strlen(d->name);
+	if (strcmp(it->file, d->file) != 0 || ll < nl || strcmp(it->lock + ll - nl, d->name) != 0)
+		return false;
+	return ll == nl || it->lock[ll - nl - 1] == '.' || (ll - nl >= 2 && !strncmp(it->lock + ll - nl - 2, "->", 2));
+}
+
+Test(docs, lock_order_lists_every_lock)
+{
+	static struct lock_decl decls[MAX_LOCKS];
+	static struct lock_item items[MAX_LOCKS];
+	struct sources src = { 0 };
+	find_sources(&src, ".c");
+	find_sources(&src, ".h");
+	size_t nd = 0;
+	for (size_t i = 0; i < src.n; i++)
+		if (strncmp(src.path[i], "shim/", 5) == 0)
+			nd = lock_decls_of(src.path[i], decls, nd, MAX_LOCKS);
+	free_sources(&src);
+	cr_assert_gt(nd, 12, "only %zu locks found under shim/: the test no longer reads them right", nd);
+	size_t ni = lock_items(items, MAX_LOCKS);
+	for (size_t d = 0; d < nd; d++) {
+		size_t declared = 0, listed = 0;
+		for (size_t e = 0; e < nd; e++)
+			declared += !strcmp(decls[e].file, decls[d].file) && !strcmp(decls[e].name, decls[d].name);
+		for (size_t i = 0; i < ni; i++)
+			listed += item_names(&items[i], &decls[d]);
+		cr_expect_geq(listed, declared,
+			      "%s declares the lock %s, which docs/ARCHITECTURE.md's lock order does not list "
+			      "(an item '`%s` (`%s`): ...' in its place: which locks it is taken under, which under it)",
+			      decls[d].file, decls[d].name, decls[d].name, decls[d].file);
+	}
+	for (size_t i = 0; i < ni; i++) {
+		bool found = false;
+		for (size_t d = 0; d < nd && !found; d++)
+			found = item_names(&items[i], &decls[d]);
+		cr_expect(found, "docs/ARCHITECTURE.md's lock order, item %zu: `%s` (`%s`) is no lock declared there", i + 1,
+			  items[i].lock, items[i].file[0] ? items[i].file : "no file named");
+	}
+}
