@@ -1,7 +1,7 @@
 /*
- * shim.h - what every wrapper needs: the process-wide state, the guard
- * that sends the shim's own calls (and a signal handler's inside them)
- * straight to libc, the list of calls (calls.h) and the decision table
+ * shim.h - what every layer of the shim needs: the process-wide state,
+ * the guard that sends the shim's own calls (and a signal handler's
+ * inside them) straight to libc, the list of calls (calls.h) and the decision table
  * (decide.h). Each module's types and entry points are in the module's
  * own header beside it: descriptor slots in state/fdtable.h, the file
  * object in state/files.h (which embeds the flusher's, the threads',
