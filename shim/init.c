@@ -18,6 +18,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "inline_trap.h"
 #include "lifecycle.h"
 #include "live.h"
@@ -28,6 +29,7 @@
 #include "order.h"
 #include "paths.h"
 #include "reload.h"
+#include "risk.h"
 #include "shim.h"
 #include "shimfd.h"
 #include "snapshot.h"
@@ -157,6 +159,38 @@ static void atfork_child(void)
 	inline_trap_atfork_child();
 }
 
+/* ---- a file's parts ----------------------------------------------------------- */
+
+/* The log's notice of a new file, as the registry holds it. */
+static void *log_notice_new(const char *path, const char *rule_name)
+{
+	return log_file_notice_new(path, rule_name);
+}
+
+static void log_notice_post(void *notice, const struct shim_file *f)
+{
+	log_file_notice_post(notice, f);
+}
+
+static void log_notice_drop(void *notice)
+{
+	log_notice_free(notice);
+}
+
+/* Each part of a file hears of the file's life from the registry
+ * (files.c) through this table, in this order. */
+static const struct file_part file_parts[] = {
+	{ .init = flusher_init_locks, .reset = flusher_reset, .released = flusher_release_file }, /* and workers', order's */
+	{ .reset = held_reset, .released = held_release_file },
+	{ .reset = risk_reset },
+	{ .gone = log_file_gone,
+	  .notice_new = log_notice_new,
+	  .notice_post = log_notice_post,
+	  .notice_free = log_notice_drop },
+	{ .init = crash_file_init, .bind = crash_file_reset, .gone = crash_file_gone },
+	{ .init = live_file_init, .reset = live_file_reset },
+};
+
 /* ---- load and exit ---------------------------------------------------------- */
 
 /* Absolute (the app may chdir) but with symlinks kept: the reload watcher
@@ -192,6 +226,7 @@ extern void *shim_real_vfork;
 __attribute__((constructor)) static void shim_init(void)
 {
 	shim_enter();
+	registry_set_parts(file_parts, (int)(sizeof(file_parts) / sizeof(file_parts[0])));
 	shim.pid = getpid();
 	shim_say_remember_stderr();
 	libc_resolve_all();

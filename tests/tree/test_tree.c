@@ -834,11 +834,6 @@ static const char *const upward_allowed[] = {
 	"shim/state/files.h -> order.h",
 	"shim/state/files.h -> risk.h",
 	"shim/state/files.h -> workers.h",
-	"shim/state/files.c -> crash.h", /* the registry tells each part of a file's life */
-	"shim/state/files.c -> flusher.h",
-	"shim/state/files.c -> live.h",
-	"shim/state/files.c -> log.h",
-	"shim/state/files.c -> risk.h",
 	"shim/state/shimfd.c -> crash.h", /* a descriptor's owner told it was taken */
 	"shim/state/shimfd.c -> flusher.h",
 	"shim/state/shimfd.c -> log.h",
