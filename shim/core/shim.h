@@ -36,6 +36,9 @@
 #include "calls.h"
 
 #define SHIM_API __attribute__((visibility("default")))
+/* The body a family of wrappers shares (an X_BODY macro's), compiled into
+ * each wrapper, a named function that calls it: no call of its own. */
+#define SHIM_INLINE static inline __attribute__((always_inline))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 

@@ -908,3 +908,61 @@ Test(tree, no_include_reaches_up_a_layer)
 		cr_expect(seen[a], "upward_allowed names %s, which is no longer in the tree: take it off the list",
 			  upward_allowed[a]);
 }
+
+/* ---- every wrapper a named function -----------------------------------------
+ * Each call of shim/core/calls.h's list is defined as itself, a line of its
+ * own at column 0 naming it ("SHIM_API ssize_t write(int fd, ..."), so grep,
+ * ctags and a debugger's breakpoint find it; a family's shared code is an
+ * always-inline body (an X_BODY macro) the named function calls. A line
+ * inside a macro is indented and a declaration ends in ';': neither counts.
+ * vfork is the one written in assembly (".type vfork,@function"). */
+static bool defines_call(const char *text, const char *name)
+{
+	char plain[80], pointer[80], assembly[96];
+	snprintf(plain, sizeof(plain), " %s(", name);
+	snprintf(pointer, sizeof(pointer), "*%s(", name);
+	snprintf(assembly, sizeof(assembly), "\".type %s,@function", name);
+	for (const char *line = text; *line;) {
+		const char *end = strchrnul(line, '\n');
+		char buf[512];
+		size_t len = (size_t)(end - line);
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1), line);
+		if (strstr(buf, assembly))
+			return true;
+		bool at_column_0 = buf[0] != '\t' && buf[0] != ' ' && buf[0] != '#';
+		bool declaration = len > 0 && buf[strlen(buf) - 1] == ';';
+		if (at_column_0 && !declaration && strstr(buf, "SHIM_API ") &&
+		    (strstr(buf, plain) || strstr(buf, pointer)))
+			return true;
+		line = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+Test(tree, every_wrapper_is_a_named_function)
+{
+	char *list = slurp("shim/core/calls.h");
+	struct sources src = { 0 };
+	find_sources(&src, ".c");
+	char *text[MAX_SOURCES];
+	for (size_t i = 0; i < src.n; i++)
+		text[i] = strncmp(src.path[i], "shim/", 5) == 0 ? slurp(src.path[i]) : NULL;
+	int names = 0;
+	for (char *p = strstr(list, "\n\tX("); p; p = strstr(p + 1, "\n\tX(")) {
+		char name[64];
+		if (sscanf(p + 4, "%*[^,], %63[A-Za-z0-9_]", name) != 1)
+			continue;
+		names++;
+		bool found = false;
+		for (size_t i = 0; i < src.n && !found; i++)
+			found = text[i] && defines_call(text[i], name);
+		cr_expect(found, "%s, in shim/core/calls.h's list, has no definition of its own under shim/ (a line "
+			  "'SHIM_API TYPE %s(...' at column 0): a macro-made wrapper cannot be grepped or broken on",
+			  name, name);
+	}
+	for (size_t i = 0; i < src.n; i++)
+		free(text[i]);
+	free_sources(&src);
+	free(list);
+	cr_assert_gt(names, 150, "only %d calls read from shim/core/calls.h", names);
+}
