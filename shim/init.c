@@ -191,6 +191,27 @@ static const struct file_part file_parts[] = {
 	{ .init = live_file_init, .reset = live_file_reset },
 };
 
+/* ---- the owners of the shim's descriptors ------------------------------------ */
+
+static void log_lost(struct shim_file *f, int fd)
+{
+	(void)f;
+	log_fd_lost(fd);
+}
+
+static void log_vacated(struct shim_file *f, int fd)
+{
+	(void)f;
+	log_vacate(fd);
+}
+
+/* What shimfd.c tells each owner of a descriptor of the shim's. */
+static const struct shimfd_owner fd_owners[SHIMFD_OWNERS] = {
+	[OWN_LOG] = { .identity = log_identity, .lost = log_lost, .vacate = log_vacated, .release = log_release_fd },
+	[OWN_FILE] = { .lost = flusher_priv_lost, .vacate = flusher_vacate, .release = flusher_release_privs },
+	[OWN_CRASH] = { .identity = crash_identity, .lost = crash_fd_lost },
+};
+
 /* ---- load and exit ---------------------------------------------------------- */
 
 /* Absolute (the app may chdir) but with symlinks kept: the reload watcher
@@ -227,6 +248,7 @@ __attribute__((constructor)) static void shim_init(void)
 {
 	shim_enter();
 	registry_set_parts(file_parts, (int)(sizeof(file_parts) / sizeof(file_parts[0])));
+	shimfd_set_owners(fd_owners);
 	shim.pid = getpid();
 	shim_say_remember_stderr();
 	libc_resolve_all();

@@ -46,15 +46,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "crash.h"
 #include "fdtable.h"
 #include "files.h"
-#include "flusher.h"
-#include "log.h"
 #include "shim.h"
 #include "shimfd.h"
 
 #define HIGH_BASE 100
+
+/* The owners of the shim's descriptors, told what happens to theirs
+ * (shimfd.h). */
+static const struct shimfd_owner *owners;
+static const struct shimfd_owner no_owner;
+
+void shimfd_set_owners(const struct shimfd_owner *table)
+{
+	owners = table;
+}
+
+static const struct shimfd_owner *owner_hooks(enum shim_fd_owner owner)
+{
+	return owners ? &owners[owner] : &no_owner;
+}
+
+static bool owner_identity(enum shim_fd_owner owner, dev_t *dev, ino_t *ino)
+{
+	const struct shimfd_owner *o = owner_hooks(owner);
+	return o->identity && o->identity(dev, ino);
+}
 
 /* After the modules' own child handlers closed what they know of (the
  * private descriptors, the parent's log): a descriptor still marked
@@ -88,13 +106,13 @@ bool shimfd_is_ours(int fd)
 	case OWN_NONE:
 		return false;
 	case OWN_LOG:
-		if (!log_identity(&want_dev, &want_ino))
+		if (!owner_identity(OWN_LOG, &want_dev, &want_ino))
 			return false;
 		break;
 	case OWN_FILE:
 	case OWN_CRASH:
 		if (!f && fd_shim_owner(fd, NULL) == OWN_CRASH) {
-			if (!crash_identity(&want_dev, &want_ino))
+			if (!owner_identity(OWN_CRASH, &want_dev, &want_ino))
 				return false;
 			break;
 		}
@@ -116,12 +134,9 @@ void shimfd_lost(int fd)
 	if (owner == OWN_NONE)
 		return;
 	fd_unmark_shim(fd);
-	if (owner == OWN_LOG)
-		log_fd_lost(fd);
-	else if (owner == OWN_FILE && f)
-		flusher_priv_lost(f, fd);
-	else if (owner == OWN_CRASH)
-		crash_fd_lost(f, fd);
+	const struct shimfd_owner *o = owner_hooks(owner);
+	if (o->lost && (owner != OWN_FILE || f)) /* a private descriptor is told with its file */
+		o->lost(f, fd);
 }
 
 void shimfd_close(int fd)
@@ -198,11 +213,11 @@ void shimfd_vacate(int fd)
 	if (owner == OWN_NONE)
 		return;
 	int e = errno;
-	if (owner == OWN_LOG)
-		log_vacate(fd);
-	else if (owner == OWN_FILE && f)
-		flusher_vacate(f, fd);
-	else if (owner == OWN_CRASH)
+	const struct shimfd_owner *o = owner_hooks(owner);
+	if (owner == OWN_LOG || (owner == OWN_FILE && f)) {
+		if (o->vacate)
+			o->vacate(f, fd);
+	} else if (owner == OWN_CRASH)
 		shimfd_lost(fd); /* the app's dup2 closes it: reopened elsewhere */
 	else
 		fd_unmark_shim(fd); /* a short-lived read loses its descriptor, nothing more */
@@ -211,8 +226,11 @@ void shimfd_vacate(int fd)
 
 bool shimfd_relieve_emfile(void)
 {
-	bool any = flusher_release_privs();
-	if (log_release_fd())
-		any = true;
+	/* The flusher's private descriptors first, then the log's. */
+	static const enum shim_fd_owner order[] = { OWN_FILE, OWN_LOG };
+	bool any = false;
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (owner_hooks(order[i])->release && owner_hooks(order[i])->release())
+			any = true;
 	return any;
 }

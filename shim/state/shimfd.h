@@ -42,4 +42,29 @@ void shimfd_atfork_child(void);
  * can; true if the call is worth retrying. */
 bool shimfd_relieve_emfile(void);
 
+/*
+ * What the owners of the shim's long-lived descriptors (the log's, the
+ * flusher's private ones, crash-test mode's) hear from shimfd: one table
+ * indexed by enum shim_fd_owner, filled from above at load
+ * (shimfd_set_owners, init.c), so shimfd calls no layer above it. Any
+ * hook may be NULL (that owner has nothing to say).
+ */
+struct shimfd_owner {
+	/* The file the owner's own descriptor refers to (one not tied to a
+	 * file object); false when it has none. */
+	bool (*identity)(dev_t *dev, ino_t *ino);
+	/* The kernel handed fd to the app: the owner's was closed behind its
+	 * back (f: the file it was for, or NULL). */
+	void (*lost)(struct shim_file *f, int fd);
+	/* The app is about to dup2 onto fd: the owner moves it elsewhere. */
+	void (*vacate)(struct shim_file *f, int fd);
+	/* The app ran out of descriptors: give back what it can; true if it
+	 * gave any. */
+	bool (*release)(void);
+};
+#define SHIMFD_OWNERS (OWN_CRASH + 1)
+/* At load, before the shim opens a descriptor; the table (SHIMFD_OWNERS
+ * entries) stays the caller's. */
+void shimfd_set_owners(const struct shimfd_owner *owners);
+
 #endif

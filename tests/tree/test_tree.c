@@ -834,9 +834,6 @@ static const char *const upward_allowed[] = {
 	"shim/state/files.h -> order.h",
 	"shim/state/files.h -> risk.h",
 	"shim/state/files.h -> workers.h",
-	"shim/state/shimfd.c -> crash.h", /* a descriptor's owner told it was taken */
-	"shim/state/shimfd.c -> flusher.h",
-	"shim/state/shimfd.c -> log.h",
 	"shim/state/reload.c -> flusher.h", /* a reload makes what was owed durable, and logs itself */
 	"shim/state/reload.c -> log.h",
 	"shim/state/knobs.c -> order.h", /* a file whose writes stop being counted */
