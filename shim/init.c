@@ -181,6 +181,7 @@ static void log_notice_drop(void *notice)
  * (files.c) through this table, in this order. */
 static const struct file_part file_parts[] = {
 	{ .init = flusher_init_locks, .reset = flusher_reset, .released = flusher_release_file }, /* and workers', order's */
+	{ .writes_uncounted = order_writes_uncounted, .starts_deferring = order_starts_deferring },
 	{ .reset = held_reset, .released = held_release_file },
 	{ .reset = risk_reset },
 	{ .gone = log_file_gone,

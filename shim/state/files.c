@@ -72,6 +72,16 @@ void registry_set_parts(const struct file_part *p, int n)
 				parts[i_].hook(f);        \
 	} while (0)
 
+void file_parts_writes_uncounted(struct shim_file *f)
+{
+	EACH_PART(writes_uncounted, f);
+}
+
+void file_parts_starts_deferring(struct shim_file *f)
+{
+	EACH_PART(starts_deferring, f);
+}
+
 static void registry_lock(void)
 {
 	pthread_mutex_lock(&registry_mu);

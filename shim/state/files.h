@@ -136,6 +136,10 @@ struct file_part {
 	void (*released)(struct shim_file *f);
 	/* It leaves the registry for the free list. Registry lock held. */
 	void (*gone)(struct shim_file *f);
+	/* Its knobs changed what its writes need (knobs_set): they stop being
+	 * counted, or start being deferred. Registry lock held. */
+	void (*writes_uncounted)(struct shim_file *f);
+	void (*starts_deferring)(struct shim_file *f);
 	/* A notice of the new file, made before the registry lock (it may
 	 * allocate), posted under it before any record can name the file, or
 	 * freed when another thread made the file first. */
@@ -146,5 +150,8 @@ struct file_part {
 #define FILE_PARTS_MAX 8
 /* At load, before any file is made; the table stays the caller's. */
 void registry_set_parts(const struct file_part *parts, int n);
+/* Every part's writes_uncounted, or starts_deferring (knobs.c). */
+void file_parts_writes_uncounted(struct shim_file *f);
+void file_parts_starts_deferring(struct shim_file *f);
 
 #endif
