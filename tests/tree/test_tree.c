@@ -834,8 +834,6 @@ static const char *const upward_allowed[] = {
 	"shim/state/files.h -> order.h",
 	"shim/state/files.h -> risk.h",
 	"shim/state/files.h -> workers.h",
-	"shim/state/reload.c -> flusher.h", /* a reload makes what was owed durable, and logs itself */
-	"shim/state/reload.c -> log.h",
 };
 
 struct header_home {
