@@ -206,6 +206,12 @@ static void log_vacated(struct shim_file *f, int fd)
 	log_vacate(fd);
 }
 
+/* The thread that took a slot of the log's hears of its end. */
+static void log_watch_thread_end(void)
+{
+	thread_end_watch(THREAD_END_LOG);
+}
+
 /* What shimfd.c tells each owner of a descriptor of the shim's. */
 static const struct shimfd_owner fd_owners[SHIMFD_OWNERS] = {
 	[OWN_LOG] = { .identity = log_identity, .lost = log_lost, .vacate = log_vacated, .release = log_release_fd },
@@ -250,6 +256,7 @@ __attribute__((constructor)) static void shim_init(void)
 	shim_enter();
 	registry_set_parts(file_parts, (int)(sizeof(file_parts) / sizeof(file_parts[0])));
 	shimfd_set_owners(fd_owners);
+	log_set_thread_end_watch(log_watch_thread_end);
 	shim.pid = getpid();
 	shim_say_remember_stderr();
 	libc_resolve_all();

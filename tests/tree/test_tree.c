@@ -827,7 +827,6 @@ static int layer_rank(const char *folder)
  * removed with its include). Each is a lower layer reaching up: state's
  * file object embeds the upper layers' parts, and a few calls across. */
 static const char *const upward_allowed[] = {
-	"shim/observe/log.c -> lifecycle.h", /* the thread-end key hands a log slot back */
 	"shim/state/files.h -> crash.h",     /* struct shim_file embeds each part */
 	"shim/state/files.h -> flusher.h",
 	"shim/state/files.h -> held.h",
