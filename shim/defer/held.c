@@ -486,7 +486,7 @@ static int write_batch(struct shim_file *f, int fd, void *arg)
 			break;
 		}
 		struct iovec one = { c->data, c->len };
-		struct crash_write cw = { .locked = false };
+		struct crash_write cw = { .locked = false, .written_ns = c->t_ns };
 		if (unlikely(file_write_work(f) & WRITES_CRASH))
 			crash_write_begin(f, fd, (off_t)c->off, &one, 1, false, &cw);
 		size_t done = 0;

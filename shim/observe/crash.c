@@ -82,7 +82,8 @@ static uint64_t append(struct undo_rec *h, const void *p1, uint32_t n1, const vo
 	h->magic = UNDO_REC_MAGIC;
 	h->pid = (uint32_t)getpid();
 	h->plen = n1 + n2;
-	h->mono_ns = trace_now();
+	if (!h->mono_ns) /* a record may carry an earlier time: a held write's */
+		h->mono_ns = trace_now();
 	h->crc = 0;
 	uint32_t crc = logfmt_crc32c(0, h, sizeof(*h));
 	crc = logfmt_crc32c(crc, p1, n1);
@@ -266,10 +267,10 @@ static bool read_all(int fd, uint8_t *buf, size_t n, uint64_t off)
 }
 
 static void write_rec(struct shim_file *f, uint64_t off, uint64_t len, uint64_t old_size, uint16_t flags,
-		      const uint8_t *pre, uint32_t n)
+		      uint64_t at_ns, const uint8_t *pre, uint32_t n)
 {
 	struct undo_rec h = { .type = UNDO_WRITE, .flags = flags, .dev = f->dev, .ino = f->ino,
-			      .off = off, .len = len, .old_size = old_size };
+			      .off = off, .len = len, .old_size = old_size, .mono_ns = at_ns };
 	append(&h, pre, n, NULL, 0);
 }
 
@@ -277,11 +278,11 @@ static void write_rec(struct shim_file *f, uint64_t off, uint64_t len, uint64_t 
  * (the part below old_size) in chunks of at most CHUNK bytes, the last
  * record also covering whatever the write appends. */
 static void record_write(struct shim_file *f, int rfd, uint64_t off, uint64_t len, uint64_t old_size,
-			 uint16_t flags)
+			 uint16_t flags, uint64_t at_ns)
 {
 	uint64_t pre = off < old_size ? (len < old_size - off ? len : old_size - off) : 0;
 	if (!pre) {
-		write_rec(f, off, len, old_size, flags, NULL, 0);
+		write_rec(f, off, len, old_size, flags, at_ns, NULL, 0);
 		return;
 	}
 	uint8_t *buf = shim_alloc(pre < CHUNK ? pre : CHUNK);
@@ -289,10 +290,10 @@ static void record_write(struct shim_file *f, int rfd, uint64_t off, uint64_t le
 		uint64_t n = pre - done < CHUNK ? pre - done : CHUNK;
 		if (!buf || rfd < 0 || !read_all(rfd, buf, n, off + done)) {
 			limit(f->dev, f->ino, "the bytes a write overwrote could not be read: it cannot be undone");
-			write_rec(f, off + done, len - done, old_size, flags | UNDO_F_NO_PREIMAGE, NULL, 0);
+			write_rec(f, off + done, len - done, old_size, flags | UNDO_F_NO_PREIMAGE, at_ns, NULL, 0);
 			break;
 		}
-		write_rec(f, off + done, done + n == pre ? len - done : n, old_size, flags, buf, (uint32_t)n);
+		write_rec(f, off + done, done + n == pre ? len - done : n, old_size, flags, at_ns, buf, (uint32_t)n);
 		done += n;
 	}
 	shim_free(buf);
@@ -332,7 +333,7 @@ void crash_write_begin(struct shim_file *f, int fd, off_t off, const struct iove
 			off = (LIBC(fcntl)(fd, F_GETFL) & O_APPEND) ? st.st_size : LIBC(lseek)(fd, 0, SEEK_CUR);
 		if (off >= 0)
 			record_write(f, read_fd(f, fd), (uint64_t)off, iov_bytes(iov, cnt), (uint64_t)st.st_size,
-				     synced ? UNDO_F_OSYNC : 0);
+				     synced ? UNDO_F_OSYNC : 0, w->written_ns);
 	}
 	errno = e;
 }

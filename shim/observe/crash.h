@@ -52,6 +52,10 @@ struct crash_write {
 	struct shim_file *f;
 	bool locked;
 	int cancel; /* the cancel state to restore: the write runs with it disabled while locked */
+	/* When the program made the write (trace_now), for a held write the
+	 * shim applies later: a loss is counted from the program's write, not
+	 * from the shim's. 0: now. */
+	uint64_t written_ns;
 };
 void crash_write_begin(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt,
 		       bool synced, struct crash_write *w);

@@ -48,7 +48,7 @@ void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index)
 void knobs_of(const struct shim_file *f, struct knobs *out)
 {
 	const uint64_t *src = ((const union knob_words *)(const void *)&f->knobs)->w;
-	union knob_words copy;
+	uint64_t *dst = ((union knob_words *)(void *)out)->w; /* the caller's: a torn copy is retried */
 	for (;;) {
 		uint32_t s = atomic_load_explicit(&f->knob_seq, memory_order_acquire);
 		if (s & 1) {
@@ -56,12 +56,11 @@ void knobs_of(const struct shim_file *f, struct knobs *out)
 			continue;
 		}
 		for (size_t i = 0; i < KNOB_WORDS; i++)
-			copy.w[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 		atomic_thread_fence(memory_order_acquire);
 		if (atomic_load_explicit(&f->knob_seq, memory_order_relaxed) == s)
-			break;
+			return;
 	}
-	*out = copy.k;
 }
 
 /* Writes are counted wherever a sync may be answered without the device:

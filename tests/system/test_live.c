@@ -1799,17 +1799,20 @@ Test(live, status_finds_a_process_in_another_mount_namespace, .timeout = 90)
 	bool writing = h_size(data) > 0;
 	struct h_result st = { 0 }, top = { 0 }, met = { 0 };
 	const char *counters = h_fmt("counters /proc/%d/root/tmp/syncshim-0/%d.live", (int)pid, (int)pid);
+	/* The counters publish a rule's matched files before the file's own
+	 * entry (the next publication): poll until all three readers have
+	 * what they are asked for, or the time is up. */
 	for (double end = h_now() + 30; writing && h_now() < end; usleep(100000)) {
 		st = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/syncshim' status %d", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
 				h_ctx.prefix, h_ctx.build, (int)pid), 20);
-		if (h_has(st.out, counters) && h_has(st.out, "default (defer): ") && h_has(st.out, " matched; at risk"))
-			break;
-	}
-	if (writing) {
+		if (!(h_has(st.out, counters) && h_has(st.out, "default (defer): ") && h_has(st.out, " matched; at risk")))
+			continue;
 		top = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' top --json", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
 				 h_ctx.prefix, h_ctx.build), 20);
 		met = h_sh(h_fmt("env -u SYNCSHIM_LIVE_DIR %s%s '%s/synclat' metrics --per-file", h_ctx.prefix[0] ? "LD_PRELOAD=" : "",
 				 h_ctx.prefix, h_ctx.build), 20);
+		if (h_has(top.out, h_fmt("{\"pid\": %d,", (int)pid)) && h_has(met.out, "/tmp/d.dat"))
+			break;
 	}
 	h_write_file(h_fmt("%s/stop", priv), "");
 	struct h_result r = h_reap(&c, pid, 30, false, 0);
