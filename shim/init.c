@@ -192,6 +192,14 @@ static const struct file_part file_parts[] = {
 	{ .init = live_file_init, .reset = live_file_reset },
 };
 
+/* ---- the log's threads ---------------------------------------------------------- */
+
+/* The thread that took a slot of the log's hears of its end. */
+static void log_watch_thread_end(void)
+{
+	thread_end_watch(THREAD_END_LOG);
+}
+
 /* ---- the owners of the shim's descriptors ------------------------------------ */
 
 static void log_lost(struct shim_file *f, int fd)
@@ -204,12 +212,6 @@ static void log_vacated(struct shim_file *f, int fd)
 {
 	(void)f;
 	log_vacate(fd);
-}
-
-/* The thread that took a slot of the log's hears of its end. */
-static void log_watch_thread_end(void)
-{
-	thread_end_watch(THREAD_END_LOG);
 }
 
 /* What shimfd.c tells each owner of a descriptor of the shim's. */
