@@ -132,18 +132,30 @@ static void wake_one(void)
 	syscall(SYS_futex, &sched_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/*
+ * Between the claim (queued, poked) and the push the file is promised to
+ * the threads but not yet theirs to find: a claim like a lock's. It runs
+ * with shim_busy raised, so a signal handler that lands there passes
+ * straight to libc; as an ordinary caller its write would wait for this
+ * very file's sync (ordered defer), which no thread could see until the
+ * handler returned.
+ */
 void workers_schedule(struct shim_file *f, bool urgent)
 {
 	struct sched *sc = &f->sched;
+	shim_enter();
 	if (atomic_exchange(&sc->queued, 1) == 0) {
+		TEST_POINT("schedule");
 		if (!file_tryref(f)) { /* dying under a racing close: its closer drains it */
 			atomic_store(&sc->queued, 0);
+			shim_leave();
 			return;
 		}
 		struct shim_file *head = atomic_load(&ready_stack);
 		do
 			sc->ready_next = head;
 		while (!atomic_compare_exchange_weak(&ready_stack, &head, f));
+		shim_leave();
 		wake_one();
 	} else if (urgent) {
 		/* Held already, maybe filed under a later deadline: have a
@@ -159,7 +171,10 @@ void workers_schedule(struct shim_file *f, bool urgent)
 				atomic_store(&sc->poked, 0);
 			}
 		}
+		shim_leave();
 		wake_one();
+	} else {
+		shim_leave();
 	}
 }
 

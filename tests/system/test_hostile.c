@@ -157,6 +157,24 @@ Test(hostile, handler_inside_the_order_domain_lock)
 	cr_assert_gt(h_num_after(r.out, "handler=", 0), 5, "the handlers hardly ran:\n%s", r.out);
 }
 
+/* A handler inside the moment a file is being handed to the flusher
+ * threads (claimed, not yet where they look): under defer its write must
+ * wait for that file's acknowledged sync, which no thread could find
+ * until the handler returned. It passes straight to libc there, as in
+ * every section of the shim's own. */
+Test(hostile, handler_while_its_thread_hands_a_file_to_the_flusher)
+{
+	struct h_cmd c;
+	hs_cmd(&c, H_SHIM, "defer");
+	h_env(&c, "SYNCSHIM_TEST_SIGNAL_AT=schedule");
+	c.timeout_s = 30;
+	h_args(&c, h_prog("sig_sync"), "-d", h_ctx.dir, "-n", "40", "-t", "2", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "sig_sync with handlers while a file is scheduled");
+	cr_assert(h_has(r.out, "sig_sync: ok"), "%s", r.out);
+	cr_assert_gt(h_num_after(r.out, "handler=", 0), 5, "the handlers hardly ran:\n%s", r.out);
+}
+
 /* Without test points: under group a real sync (made 3 ms slow) is being
  * led most of the time, and a 10 ms timer's handler syncs the same file
  * from whichever thread it lands in, often the leader's. It must not wait
