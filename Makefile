@@ -114,7 +114,7 @@ LIBDIR := /usr/lib/$(if $(LIBDIR),$(LIBDIR),x86_64-linux-gnu)
 # The shim's private allocator and ini parser are linked in statically and
 # kept hidden, so the host's malloc and symbols are never replaced.
 # The ThreadSanitizer build uses libc's allocator (TSan cannot see
-# jemalloc's own synchronisation): see shim/state/alloc.c.
+# jemalloc's own synchronisation): see shim/core/alloc.c.
 SHIM_ALLOC := $(if $(filter -DSYNCSHIM_TSAN,$(SAN)),,$(B)/jemalloc_private.a)
 SHIM_STATIC := $(LIBDIR)/libinih.a $(SHIM_ALLOC)
 SHIM_LDFLAGS := -shared -Wl,--exclude-libs,ALL -Wl,--version-script=$(B)/exports.map \
@@ -170,9 +170,9 @@ $(B)/libsyncshim.so: $(SHIM_OBJS) $(PURE_OBJS) $(SYNCLOG_LIB) $(B)/exports.map $
 	$(CC) $(LDSAN) -o $@ $(SHIM_OBJS) $(PURE_OBJS) $(SYNCLOG_LIB) $(SHIM_STATIC) $(SHIM_LDFLAGS)
 
 # The export map is made from the one list of interposed calls
-# (SHIM_CALLS in shim/calls/calls.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
+# (SHIM_CALLS in shim/core/calls.h) plus SHIM_EXTRA_EXPORTS: a wrapper can
 # never be written and silently left unexported.
-CALLS_H := shim/calls/calls.h
+CALLS_H := shim/core/calls.h
 $(B)/exports.map: $(CALLS_H)
 	@mkdir -p $(B)
 	@{ echo '{'; echo '  global:'; \
@@ -181,7 +181,7 @@ $(B)/exports.map: $(CALLS_H)
 	  echo '  local: *;'; echo '};'; } > $@
 
 # The private allocator, deaf to the host's MALLOC_CONF and
-# /etc/malloc.conf, with its fork handlers ours to call (shim/state/alloc.c).
+# /etc/malloc.conf, with its fork handlers ours to call (shim/core/alloc.c).
 $(B)/jemalloc_private.a: $(LIBDIR)/libjemalloc_pic.a Makefile
 	@mkdir -p $(B)
 	objcopy --redefine-sym secure_getenv=syncshim_je_secure_getenv \
@@ -291,7 +291,7 @@ asan: deps
 # for a reason:
 #   report_signal_unsafe=0  the shim allocates inside signal handlers by
 #     design: it uses its allocator only with shim_busy raised, so a handler
-#     never re-enters it (shim/state/alloc.c); TSan's own malloc check cannot know.
+#     never re-enters it (shim/core/alloc.c); TSan's own malloc check cannot know.
 #   die_after_fork=0        the tests fork from threaded programs on purpose.
 #   report_thread_leaks=0   the shim's threads are joinable (set*id joins
 #     them) and never joined at exit, on purpose, so every host "leaks"

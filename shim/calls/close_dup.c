@@ -285,13 +285,9 @@ SHIM_API int dup3(int oldfd, int newfd, int flags)
 
 /* fcntl's third argument is an int, a long or a pointer depending on cmd;
  * passing it on as a pointer-sized value is what libc itself does. */
-#define FCNTL_WRAPPER(name)                                                          \
-	SHIM_API int name(int fd, int cmd, ...)                                      \
+#define FCNTL_BODY(name)                                                             \
+	SHIM_INLINE int name##_body(int fd, int cmd, void *arg)                      \
 	{                                                                            \
-		va_list ap;                                                          \
-		va_start(ap, cmd);                                                   \
-		void *arg = va_arg(ap, void *);                                      \
-		va_end(ap);                                                          \
 		if (cmd == F_SETFL) { /* O_APPEND may change */                     \
 			pos_forget(fd);                                              \
 			fd_state_clear(fd, SLOT_PLAIN_WRITER);                       \
@@ -304,5 +300,23 @@ SHIM_API int dup3(int oldfd, int newfd, int flags)
 		return dup_done(fd, r);                                              \
 	}
 
-FCNTL_WRAPPER(fcntl)
-FCNTL_WRAPPER(fcntl64)
+FCNTL_BODY(fcntl)
+FCNTL_BODY(fcntl64)
+
+SHIM_API int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl_body(fd, cmd, arg);
+}
+
+SHIM_API int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl64_body(fd, cmd, arg);
+}

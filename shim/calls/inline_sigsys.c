@@ -211,8 +211,8 @@ static sighandler_t app_handler(sighandler_t h, int flags)
 	return old.sa_handler;
 }
 
-#define SIGNAL_LIKE(name, flags)                                                     \
-	SHIM_API sighandler_t name(int sig, sighandler_t h)                          \
+#define SIGNAL_LIKE_BODY(name, flags)                                                \
+	SHIM_INLINE sighandler_t name##_body(int sig, sighandler_t h)                \
 	{                                                                            \
 		if (sig != SIGSYS || !inline_trap_active())                          \
 			return LIBC(name)(sig, h);                                   \
@@ -222,11 +222,36 @@ static sighandler_t app_handler(sighandler_t h, int flags)
 		}                                                                    \
 		return app_handler(h, flags);                                        \
 	}
-SIGNAL_LIKE(signal, SA_RESTART)
-SIGNAL_LIKE(bsd_signal, SA_RESTART)
-SIGNAL_LIKE(ssignal, SA_RESTART)
-SIGNAL_LIKE(sysv_signal, SA_RESETHAND | SA_NODEFER)
-SIGNAL_LIKE(__sysv_signal, SA_RESETHAND | SA_NODEFER)
+SIGNAL_LIKE_BODY(signal, SA_RESTART)
+SIGNAL_LIKE_BODY(bsd_signal, SA_RESTART)
+SIGNAL_LIKE_BODY(ssignal, SA_RESTART)
+SIGNAL_LIKE_BODY(sysv_signal, SA_RESETHAND | SA_NODEFER)
+SIGNAL_LIKE_BODY(__sysv_signal, SA_RESETHAND | SA_NODEFER)
+
+SHIM_API sighandler_t signal(int sig, sighandler_t h)
+{
+	return signal_body(sig, h);
+}
+
+SHIM_API sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	return bsd_signal_body(sig, h);
+}
+
+SHIM_API sighandler_t ssignal(int sig, sighandler_t h)
+{
+	return ssignal_body(sig, h);
+}
+
+SHIM_API sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	return sysv_signal_body(sig, h);
+}
+
+SHIM_API sighandler_t __sysv_signal(int sig, sighandler_t h)
+{
+	return __sysv_signal_body(sig, h);
+}
 
 /* SIG_HOLD would block it: the handler stays, and is what is returned. */
 SHIM_API sighandler_t sigset(int sig, sighandler_t disp)

@@ -182,32 +182,30 @@ static int open_end(struct open_req *q, int fd)
 			r = call;                                                    \
 	} while (0)
 
-#define OPEN_PATH_WRAPPER(name)                                                      \
-	SHIM_API int name(const char *path, int flags, ...)                          \
-	{                                                                            \
-		mode_t mode = 0;                                                     \
+/* The mode open's variadic tail holds, read only when flags say there is
+ * one (in the wrapper itself: a body cannot read its caller's tail). */
+#define OPEN_MODE_ARG(mode, flags)                                                   \
+	do {                                                                         \
 		if (open_needs_mode(flags)) {                                        \
 			va_list ap;                                                  \
 			va_start(ap, flags);                                         \
 			mode = (mode_t)va_arg(ap, int);                              \
 			va_end(ap);                                                  \
 		}                                                                    \
+	} while (0)
+
+#define OPEN_PATH_BODY(name)                                                         \
+	SHIM_INLINE int name##_body(const char *path, int flags, mode_t mode)        \
+	{                                                                            \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, AT_FDCWD, path, flags), r;                   \
 		OPEN_CALL(r, LIBC(name)(path, fl, mode));                            \
 		return open_end(&q, r);                                              \
 	}
 
-#define OPENAT_WRAPPER(name)                                                         \
-	SHIM_API int name(int dirfd, const char *path, int flags, ...)               \
+#define OPENAT_BODY(name)                                                            \
+	SHIM_INLINE int name##_body(int dirfd, const char *path, int flags, mode_t mode) \
 	{                                                                            \
-		mode_t mode = 0;                                                     \
-		if (open_needs_mode(flags)) {                                        \
-			va_list ap;                                                  \
-			va_start(ap, flags);                                         \
-			mode = (mode_t)va_arg(ap, int);                              \
-			va_end(ap);                                                  \
-		}                                                                    \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, dirfd, path, flags), r;                      \
 		OPEN_CALL(r, LIBC(name)(dirfd, path, fl, mode));                     \
@@ -215,8 +213,8 @@ static int open_end(struct open_req *q, int fd)
 	}
 
 /* _FORTIFY_SOURCE variants: called without O_CREAT, so there is no mode. */
-#define FORTIFY_PATH_WRAPPER(name)                                                   \
-	SHIM_API int name(const char *path, int flags)                               \
+#define FORTIFY_PATH_BODY(name)                                                      \
+	SHIM_INLINE int name##_body(const char *path, int flags)                     \
 	{                                                                            \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, AT_FDCWD, path, flags), r;                   \
@@ -224,8 +222,8 @@ static int open_end(struct open_req *q, int fd)
 		return open_end(&q, r);                                              \
 	}
 
-#define FORTIFY_AT_WRAPPER(name)                                                     \
-	SHIM_API int name(int dirfd, const char *path, int flags)                    \
+#define FORTIFY_AT_BODY(name)                                                        \
+	SHIM_INLINE int name##_body(int dirfd, const char *path, int flags)          \
 	{                                                                            \
 		struct open_req q;                                                   \
 		int fl = open_begin(&q, dirfd, path, flags), r;                      \
@@ -234,8 +232,8 @@ static int open_end(struct open_req *q, int fd)
 	}
 
 /* creat() cannot ask for O_SYNC, but its files still need binding. */
-#define CREAT_WRAPPER(name)                                                          \
-	SHIM_API int name(const char *path, mode_t mode)                             \
+#define CREAT_BODY(name)                                                             \
+	SHIM_INLINE int name##_body(const char *path, mode_t mode)                   \
 	{                                                                            \
 		struct open_req q;                                                   \
 		int r;                                                               \
@@ -244,13 +242,71 @@ static int open_end(struct open_req *q, int fd)
 		return open_end(&q, r);                                              \
 	}
 
-OPEN_PATH_WRAPPER(open)
-OPEN_PATH_WRAPPER(open64)
-OPENAT_WRAPPER(openat)
-OPENAT_WRAPPER(openat64)
-FORTIFY_PATH_WRAPPER(__open_2)
-FORTIFY_PATH_WRAPPER(__open64_2)
-FORTIFY_AT_WRAPPER(__openat_2)
-FORTIFY_AT_WRAPPER(__openat64_2)
-CREAT_WRAPPER(creat)
-CREAT_WRAPPER(creat64)
+OPEN_PATH_BODY(open)
+OPEN_PATH_BODY(open64)
+OPENAT_BODY(openat)
+OPENAT_BODY(openat64)
+FORTIFY_PATH_BODY(__open_2)
+FORTIFY_PATH_BODY(__open64_2)
+FORTIFY_AT_BODY(__openat_2)
+FORTIFY_AT_BODY(__openat64_2)
+CREAT_BODY(creat)
+CREAT_BODY(creat64)
+
+SHIM_API int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE_ARG(mode, flags);
+	return open_body(path, flags, mode);
+}
+
+SHIM_API int open64(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE_ARG(mode, flags);
+	return open64_body(path, flags, mode);
+}
+
+SHIM_API int openat(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE_ARG(mode, flags);
+	return openat_body(dirfd, path, flags, mode);
+}
+
+SHIM_API int openat64(int dirfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	OPEN_MODE_ARG(mode, flags);
+	return openat64_body(dirfd, path, flags, mode);
+}
+
+SHIM_API int __open_2(const char *path, int flags)
+{
+	return __open_2_body(path, flags);
+}
+
+SHIM_API int __open64_2(const char *path, int flags)
+{
+	return __open64_2_body(path, flags);
+}
+
+SHIM_API int __openat_2(int dirfd, const char *path, int flags)
+{
+	return __openat_2_body(dirfd, path, flags);
+}
+
+SHIM_API int __openat64_2(int dirfd, const char *path, int flags)
+{
+	return __openat64_2_body(dirfd, path, flags);
+}
+
+SHIM_API int creat(const char *path, mode_t mode)
+{
+	return creat_body(path, mode);
+}
+
+SHIM_API int creat64(const char *path, mode_t mode)
+{
+	return creat64_body(path, mode);
+}

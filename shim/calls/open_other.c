@@ -202,8 +202,8 @@ static FILE *stream_got(FILE *fp, const char *path)
 	return fp;
 }
 
-#define FOPEN_WRAPPER(name)                                                          \
-	SHIM_API FILE *name(const char *path, const char *mode)                      \
+#define FOPEN_BODY(name)                                                             \
+	SHIM_INLINE FILE *name##_body(const char *path, const char *mode)            \
 	{                                                                            \
 		FILE *fp = LIBC(name)(path, mode);                                   \
 		if (!fp && errno == EMFILE && !shim_bypass() && shimfd_relieve_emfile()) \
@@ -211,15 +211,25 @@ static FILE *stream_got(FILE *fp, const char *path)
 		return stream_got(fp, path);                                         \
 	}
 
-FOPEN_WRAPPER(fopen)
-FOPEN_WRAPPER(fopen64)
+FOPEN_BODY(fopen)
+FOPEN_BODY(fopen64)
+
+SHIM_API FILE *fopen(const char *path, const char *mode)
+{
+	return fopen_body(path, mode);
+}
+
+SHIM_API FILE *fopen64(const char *path, const char *mode)
+{
+	return fopen64_body(path, mode);
+}
 
 /* freopen closes the stream's descriptor inside libc: that close is
  * prepared like the app's own (a sync using it finishes first), though
  * its error, if any, has nowhere to go but the orphan check. */
 
-#define FREOPEN_WRAPPER(name)                                                        \
-	SHIM_API FILE *name(const char *path, const char *mode, FILE *stream)        \
+#define FREOPEN_BODY(name)                                                           \
+	SHIM_INLINE FILE *name##_body(const char *path, const char *mode, FILE *stream) \
 	{                                                                            \
 		if (!shim_bypass() && stream) {                                      \
 			int e = errno;                                               \
@@ -231,8 +241,18 @@ FOPEN_WRAPPER(fopen64)
 		return stream_got(LIBC(name)(path, mode, stream), path);             \
 	}
 
-FREOPEN_WRAPPER(freopen)
-FREOPEN_WRAPPER(freopen64)
+FREOPEN_BODY(freopen)
+FREOPEN_BODY(freopen64)
+
+SHIM_API FILE *freopen(const char *path, const char *mode, FILE *stream)
+{
+	return freopen_body(path, mode, stream);
+}
+
+SHIM_API FILE *freopen64(const char *path, const char *mode, FILE *stream)
+{
+	return freopen64_body(path, mode, stream);
+}
 
 /* ---- temporary files: a path the caller asked for, bound by its rule ---- */
 
@@ -249,22 +269,62 @@ static int temp_got(int fd, const char *path)
 	return fd;
 }
 
-#define MKSTEMP_WRAPPER(name, params, args)                                          \
-	SHIM_API int name params                                                     \
+#define MKSTEMP_BODY(name, params, args)                                             \
+	SHIM_INLINE int name##_body params                                           \
 	{                                                                            \
 		int r;                                                               \
 		RETRY_EMFILE(r, LIBC(name) args);                                    \
 		return temp_got(r, tmpl);                                            \
 	}
 
-MKSTEMP_WRAPPER(mkstemp, (char *tmpl), (tmpl))
-MKSTEMP_WRAPPER(mkstemp64, (char *tmpl), (tmpl))
-MKSTEMP_WRAPPER(mkostemp, (char *tmpl, int flags), (tmpl, flags))
-MKSTEMP_WRAPPER(mkostemp64, (char *tmpl, int flags), (tmpl, flags))
-MKSTEMP_WRAPPER(mkstemps, (char *tmpl, int suffixlen), (tmpl, suffixlen))
-MKSTEMP_WRAPPER(mkstemps64, (char *tmpl, int suffixlen), (tmpl, suffixlen))
-MKSTEMP_WRAPPER(mkostemps, (char *tmpl, int suffixlen, int flags), (tmpl, suffixlen, flags))
-MKSTEMP_WRAPPER(mkostemps64, (char *tmpl, int suffixlen, int flags), (tmpl, suffixlen, flags))
+MKSTEMP_BODY(mkstemp, (char *tmpl), (tmpl))
+MKSTEMP_BODY(mkstemp64, (char *tmpl), (tmpl))
+MKSTEMP_BODY(mkostemp, (char *tmpl, int flags), (tmpl, flags))
+MKSTEMP_BODY(mkostemp64, (char *tmpl, int flags), (tmpl, flags))
+MKSTEMP_BODY(mkstemps, (char *tmpl, int suffixlen), (tmpl, suffixlen))
+MKSTEMP_BODY(mkstemps64, (char *tmpl, int suffixlen), (tmpl, suffixlen))
+MKSTEMP_BODY(mkostemps, (char *tmpl, int suffixlen, int flags), (tmpl, suffixlen, flags))
+MKSTEMP_BODY(mkostemps64, (char *tmpl, int suffixlen, int flags), (tmpl, suffixlen, flags))
+
+SHIM_API int mkstemp(char *tmpl)
+{
+	return mkstemp_body(tmpl);
+}
+
+SHIM_API int mkstemp64(char *tmpl)
+{
+	return mkstemp64_body(tmpl);
+}
+
+SHIM_API int mkostemp(char *tmpl, int flags)
+{
+	return mkostemp_body(tmpl, flags);
+}
+
+SHIM_API int mkostemp64(char *tmpl, int flags)
+{
+	return mkostemp64_body(tmpl, flags);
+}
+
+SHIM_API int mkstemps(char *tmpl, int suffixlen)
+{
+	return mkstemps_body(tmpl, suffixlen);
+}
+
+SHIM_API int mkstemps64(char *tmpl, int suffixlen)
+{
+	return mkstemps64_body(tmpl, suffixlen);
+}
+
+SHIM_API int mkostemps(char *tmpl, int suffixlen, int flags)
+{
+	return mkostemps_body(tmpl, suffixlen, flags);
+}
+
+SHIM_API int mkostemps64(char *tmpl, int suffixlen, int flags)
+{
+	return mkostemps64_body(tmpl, suffixlen, flags);
+}
 
 /* An unnamed file: bound at its first sync, by the kernel's name for it. */
 static FILE *unnamed_got(FILE *fp)

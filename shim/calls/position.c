@@ -123,8 +123,8 @@ SHIM_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 }
 
 /* At offset -1 preadv2 reads at the position and moves it. */
-#define PREADV2_WRAPPER(name, off_type)                                              \
-	SHIM_API ssize_t name(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
+#define PREADV2_BODY(name, off_type)                                                 \
+	SHIM_INLINE ssize_t name##_body(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
 	{                                                                            \
 		held_before_read(fd);                                                \
 		if (off != -1)                                                       \
@@ -137,11 +137,21 @@ SHIM_API ssize_t readv(int fd, const struct iovec *iov, int cnt)
 		return r;                                                            \
 	}
 
-PREADV2_WRAPPER(preadv2, off_t)
-PREADV2_WRAPPER(preadv64v2, off64_t)
+PREADV2_BODY(preadv2, off_t)
+PREADV2_BODY(preadv64v2, off64_t)
 
-#define LSEEK_WRAPPER(name, off_type)                                                \
-	SHIM_API off_type name(int fd, off_type off, int whence)                     \
+SHIM_API ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	return preadv2_body(fd, iov, cnt, off, flags);
+}
+
+SHIM_API ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+	return preadv64v2_body(fd, iov, cnt, off, flags);
+}
+
+#define LSEEK_BODY(name, off_type)                                                   \
+	SHIM_INLINE off_type name##_body(int fd, off_type off, int whence)           \
 	{                                                                            \
 		if (whence != SEEK_SET && whence != SEEK_CUR)                        \
 			held_before_read(fd); /* the end, data and holes it sees */  \
@@ -153,8 +163,18 @@ PREADV2_WRAPPER(preadv64v2, off64_t)
 		return r;                                                            \
 	}
 
-LSEEK_WRAPPER(lseek, off_t)
-LSEEK_WRAPPER(lseek64, off64_t)
+LSEEK_BODY(lseek, off_t)
+LSEEK_BODY(lseek64, off64_t)
+
+SHIM_API off_t lseek(int fd, off_t off, int whence)
+{
+	return lseek_body(fd, off, whence);
+}
+
+SHIM_API off64_t lseek64(int fd, off64_t off, int whence)
+{
+	return lseek64_body(fd, off, whence);
+}
 
 /* ---- calls that move a position out of sight: the mark goes first --------- */
 
@@ -164,8 +184,8 @@ SHIM_API FILE *fdopen(int fd, const char *mode)
 	return LIBC(fdopen)(fd, mode);
 }
 
-#define SENDFILE_WRAPPER(name, off_type)                                             \
-	SHIM_API ssize_t name(int out, int in, off_type *off, size_t n)             \
+#define SENDFILE_BODY(name, off_type)                                                \
+	SHIM_INLINE ssize_t name##_body(int out, int in, off_type *off, size_t n)   \
 	{                                                                            \
 		pos_forget(out);                                                     \
 		held_before_read(in);                                                \
@@ -176,8 +196,18 @@ SHIM_API FILE *fdopen(int fd, const char *mode)
 		return LIBC(name)(out, in, off, n);                                  \
 	}
 
-SENDFILE_WRAPPER(sendfile, off_t)
-SENDFILE_WRAPPER(sendfile64, off64_t)
+SENDFILE_BODY(sendfile, off_t)
+SENDFILE_BODY(sendfile64, off64_t)
+
+SHIM_API ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	return sendfile_body(out, in, off, n);
+}
+
+SHIM_API ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+{
+	return sendfile64_body(out, in, off, n);
+}
 
 SHIM_API ssize_t splice(int in, off64_t *off_in, int out, off64_t *off_out, size_t n, unsigned int flags)
 {

@@ -60,8 +60,8 @@ static void threads_resume(void)
 	workers_resume();
 }
 
-#define SETID_WRAPPER(name, params, args)          \
-	SHIM_API int name params                     \
+#define SETID_BODY(name, params, args)             \
+	SHIM_INLINE int name##_body params           \
 	{                                            \
 		if (shim_bypass())                   \
 			return LIBC(name) args;      \
@@ -73,13 +73,63 @@ static void threads_resume(void)
 		return rc_;                          \
 	}
 
-SETID_WRAPPER(setuid, (uid_t u), (u))
-SETID_WRAPPER(setgid, (gid_t g), (g))
-SETID_WRAPPER(seteuid, (uid_t u), (u))
-SETID_WRAPPER(setegid, (gid_t g), (g))
-SETID_WRAPPER(setreuid, (uid_t ru, uid_t eu), (ru, eu))
-SETID_WRAPPER(setregid, (gid_t rg, gid_t eg), (rg, eg))
-SETID_WRAPPER(setresuid, (uid_t ru, uid_t eu, uid_t su), (ru, eu, su))
-SETID_WRAPPER(setresgid, (gid_t rg, gid_t eg, gid_t sg), (rg, eg, sg))
-SETID_WRAPPER(setgroups, (size_t n, const gid_t *list), (n, list))
-SETID_WRAPPER(initgroups, (const char *user, gid_t g), (user, g))
+SETID_BODY(setuid, (uid_t u), (u))
+SETID_BODY(setgid, (gid_t g), (g))
+SETID_BODY(seteuid, (uid_t u), (u))
+SETID_BODY(setegid, (gid_t g), (g))
+SETID_BODY(setreuid, (uid_t ru, uid_t eu), (ru, eu))
+SETID_BODY(setregid, (gid_t rg, gid_t eg), (rg, eg))
+SETID_BODY(setresuid, (uid_t ru, uid_t eu, uid_t su), (ru, eu, su))
+SETID_BODY(setresgid, (gid_t rg, gid_t eg, gid_t sg), (rg, eg, sg))
+SETID_BODY(setgroups, (size_t n, const gid_t *list), (n, list))
+SETID_BODY(initgroups, (const char *user, gid_t g), (user, g))
+
+SHIM_API int setuid(uid_t u)
+{
+	return setuid_body(u);
+}
+
+SHIM_API int setgid(gid_t g)
+{
+	return setgid_body(g);
+}
+
+SHIM_API int seteuid(uid_t u)
+{
+	return seteuid_body(u);
+}
+
+SHIM_API int setegid(gid_t g)
+{
+	return setegid_body(g);
+}
+
+SHIM_API int setreuid(uid_t ru, uid_t eu)
+{
+	return setreuid_body(ru, eu);
+}
+
+SHIM_API int setregid(gid_t rg, gid_t eg)
+{
+	return setregid_body(rg, eg);
+}
+
+SHIM_API int setresuid(uid_t ru, uid_t eu, uid_t su)
+{
+	return setresuid_body(ru, eu, su);
+}
+
+SHIM_API int setresgid(gid_t rg, gid_t eg, gid_t sg)
+{
+	return setresgid_body(rg, eg, sg);
+}
+
+SHIM_API int setgroups(size_t n, const gid_t *list)
+{
+	return setgroups_body(n, list);
+}
+
+SHIM_API int initgroups(const char *user, gid_t g)
+{
+	return initgroups_body(user, g);
+}

@@ -114,7 +114,7 @@ static ssize_t write_was_held(struct shim_file *f, int fd, uint32_t state, enum 
  * that extends the file costs it no lseek or fstat. A write where it
  * lands is known (and that the program does not expect durable on return:
  * an O_SYNC kept) may be held rather than wait. */
-#define WRITE_WRAPPER(name, op, params, args, MOVES, OFF, IOV, CNT)                  \
+#define WRITE_BODY(name, op, params, args, MOVES, OFF, IOV, CNT)                     \
 	static __attribute__((noinline)) ssize_t name##_tracked params               \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
@@ -146,7 +146,7 @@ static ssize_t write_was_held(struct shim_file *f, int fd, uint32_t state, enum 
 		write_done(f, fd, state, op, MOVES ? (exact ? (off_t)at : -1) : OFF, r, &t, false); \
 		return r;                                                            \
 	}                                                                            \
-	SHIM_API ssize_t name params                                                 \
+	SHIM_INLINE ssize_t name##_body params                                       \
 	{                                                                            \
 		if (!MOVES) {                                                        \
 			uint32_t state = 0;                                          \
@@ -169,17 +169,47 @@ static inline off_t write_lands(bool moves, off_t off, int64_t at)
 }
 
 #define ONE(buf, n) (&(struct iovec){ (void *)(buf), (n) })
-WRITE_WRAPPER(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n), true, -1, ONE(buf, n), 1)
-WRITE_WRAPPER(pwrite, OP_PWRITE, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), false, off,
-	      ONE(buf, n), 1)
-WRITE_WRAPPER(pwrite64, OP_PWRITE, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), false,
-	      off, ONE(buf, n), 1)
-WRITE_WRAPPER(writev, OP_WRITEV, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), true, -1, iov,
-	      cnt)
-WRITE_WRAPPER(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off_t off),
-	      (fd, iov, cnt, off), false, off, iov, cnt)
-WRITE_WRAPPER(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
-	      (fd, iov, cnt, off), false, off, iov, cnt)
+WRITE_BODY(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n), true, -1, ONE(buf, n), 1)
+WRITE_BODY(pwrite, OP_PWRITE, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), false, off,
+	   ONE(buf, n), 1)
+WRITE_BODY(pwrite64, OP_PWRITE, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), false,
+	   off, ONE(buf, n), 1)
+WRITE_BODY(writev, OP_WRITEV, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), true, -1, iov,
+	   cnt)
+WRITE_BODY(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off_t off),
+	   (fd, iov, cnt, off), false, off, iov, cnt)
+WRITE_BODY(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
+	   (fd, iov, cnt, off), false, off, iov, cnt)
+
+SHIM_API ssize_t write(int fd, const void *buf, size_t n)
+{
+	return write_body(fd, buf, n);
+}
+
+SHIM_API ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	return pwrite_body(fd, buf, n, off);
+}
+
+SHIM_API ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	return pwrite64_body(fd, buf, n, off);
+}
+
+SHIM_API ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	return writev_body(fd, iov, cnt);
+}
+
+SHIM_API ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return pwritev_body(fd, iov, cnt, off);
+}
+
+SHIM_API ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	return pwritev64_body(fd, iov, cnt, off);
+}
 
 /* The kernel copies into fd_out: a write to that file like any other. */
 SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t *off_out, size_t len,
@@ -236,8 +266,8 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 
 /* At offset -1 pwritev2 writes at the position and moves it, as write;
  * RWF_APPEND lands at the end (and at -1 moves the position there). */
-#define PWRITEV2_WRAPPER(name, off_type)                                             \
-	SHIM_API ssize_t name(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
+#define PWRITEV2_BODY(name, off_type)                                                \
+	SHIM_INLINE ssize_t name##_body(int fd, const struct iovec *iov, int cnt, off_type off, int flags) \
 	{                                                                            \
 		bool moves = off == -1;                                              \
 		if (moves && (flags & RWF_APPEND))                                   \
@@ -276,5 +306,15 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		return r;                                                            \
 	}
 
-PWRITEV2_WRAPPER(pwritev2, off_t)
-PWRITEV2_WRAPPER(pwritev64v2, off64_t)
+PWRITEV2_BODY(pwritev2, off_t)
+PWRITEV2_BODY(pwritev64v2, off64_t)
+
+SHIM_API ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	return pwritev2_body(fd, iov, cnt, off, flags);
+}
+
+SHIM_API ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+	return pwritev64v2_body(fd, iov, cnt, off, flags);
+}

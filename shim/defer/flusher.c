@@ -546,9 +546,20 @@ static int sync_call(struct shim_file *f, struct sync_fd s, bool full)
 	return flusher_real_sync_fd(s.fd, full);
 }
 
-/* The real sync a leader makes, told to the observers; 0, its errno,
- * EIO (no way to the file, not even a directory of its file system),
- * or NOT_DONE. */
+/* A deferred sync owed to a file the shim can no longer reach (no
+ * descriptor, no name: a ring's entry submitted on a number the app was
+ * closing): every file system's, which covers it. Never an error the disk
+ * did not give (it was EIO once: the ring's next FSYNC failed with it);
+ * sync() reports none, so a write-back error there goes untold. */
+static int sync_everything(bool *reached)
+{
+	LIBC(sync)();
+	*reached = true;
+	return 0;
+}
+
+/* The real sync a leader makes, told to the observers; 0, its errno, or
+ * NOT_DONE. */
 static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full)
 {
 	int err;
@@ -556,13 +567,13 @@ static int real_sync(struct shim_file *f, struct sync_fd s, int own, bool full)
 	struct real_sync_seen seen = flusher_real_sync_begins(f);
 	bool reached = false;
 	if (s.fd < 0 && s.kind != SFD_NAME) {
-		err = own >= 0 ? NOT_DONE : EIO; /* defer with no way to the file: cannot vouch */
+		err = own >= 0 ? NOT_DONE : sync_everything(&reached);
 	} else {
 		TEST_POINT("lead");
 		err = sync_call(f, s, full);
 		reached = err >= 0;
-		if (err < 0)
-			err = own >= 0 ? NOT_DONE : EIO; /* neither its name nor its file system: as above */
+		if (err < 0) /* neither its name nor its file system */
+			err = own >= 0 ? NOT_DONE : sync_everything(&reached);
 		if (err == EBADF && own >= 0)
 			err = NOT_DONE;
 	}

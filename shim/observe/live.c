@@ -86,6 +86,16 @@ void live_stats_reset(struct live_stats *s)
 		memset(s, 0, sizeof(*s));
 }
 
+void live_file_init(struct shim_file *f)
+{
+	f->live = live_stats_new();
+}
+
+void live_file_reset(struct shim_file *f)
+{
+	live_stats_reset(f->live);
+}
+
 static void add_max(_Atomic uint64_t *p, uint64_t v)
 {
 	uint64_t old = atomic_load_explicit(p, memory_order_relaxed);

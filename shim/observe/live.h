@@ -44,6 +44,10 @@ void live_atfork_child(void);
 /* A new file object's statistics (NULL when live is off). */
 struct live_stats *live_stats_new(void);
 void live_stats_reset(struct live_stats *s);
+/* A file's part (files.h's table): its counters made with the object
+ * (NULL unless live = on), zeroed for each new file. */
+void live_file_init(struct shim_file *f);
+void live_file_reset(struct shim_file *f);
 
 static inline void live_wrote(struct shim_file *f, ssize_t r)
 {

@@ -53,7 +53,6 @@
 #include "fdtable.h"
 #include "files.h"
 #include "knobs.h"
-#include "lifecycle.h"
 #include "log.h"
 #include "logfmt.h"
 #include "procself.h"
@@ -235,11 +234,18 @@ static uint64_t ns_to_stamp(uint64_t mono_ns)
 
 #define SLOT_RETIRING UINT32_MAX
 
-/* A slot is the thread's until it ends: its end (lifecycle.c's key)
- * hands the slot back at once, counts and ring as they are, and the next
- * thread to claim it goes on counting into them and producing into the
- * ring (one producer at a time: the handing back is a release store, the
- * claim an acquiring CAS). The logger sums every slot ever used, so
+static void (*watch_thread_end)(void);
+
+void log_set_thread_end_watch(void (*watch)(void))
+{
+	watch_thread_end = watch;
+}
+
+/* A slot is the thread's until it ends: its end (lifecycle.c's key,
+ * asked for through watch_thread_end) hands the slot back at once, counts
+ * and ring as they are, and the next thread to claim it goes on counting
+ * into them and producing into the ring (one producer at a time: the
+ * handing back is a release store, the claim an acquiring CAS). The logger sums every slot ever used, so
  * nothing the ended thread counted or recorded is lost. */
 static struct thread_log *claim_thread(void)
 {
@@ -251,7 +257,8 @@ static struct thread_log *claim_thread(void)
 							    memory_order_acquire, memory_order_relaxed)) {
 			if (!atomic_load_explicit(&log_state.threads[i].used, memory_order_relaxed))
 				atomic_store_explicit(&log_state.threads[i].used, 1, memory_order_release);
-			thread_end_watch(THREAD_END_LOG);
+			if (watch_thread_end)
+				watch_thread_end();
 			return my_log = &log_state.threads[i];
 		}
 	}

@@ -24,6 +24,10 @@ void log_thread_quiesced(void); /* set*id ended the logger thread: the next call
 void log_atfork_child(void);
 /* The thread ended (lifecycle.c): give its counting slot back. */
 void log_thread_ended(void);
+/* How a thread that took a counting slot asks to hear of its end
+ * (lifecycle.c's key, which then calls log_thread_ended): set at load
+ * (init.c), so the log calls no layer above it. */
+void log_set_thread_end_watch(void (*watch)(void));
 
 /* A new file's FILE block: made before the registry lock (allocates,
  * statfs), posted under it (fills in the id, queues; no allocation). NULL

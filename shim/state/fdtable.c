@@ -30,7 +30,6 @@
 
 #include "fdtable.h"
 #include "files.h"
-#include "flusher.h"
 #include "paths.h"
 #include "shim.h"
 #include "shimfd.h"

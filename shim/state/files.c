@@ -32,14 +32,9 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "crash.h"
 #include "files.h"
-#include "flusher.h"
 #include "knobs.h"
-#include "live.h"
-#include "log.h"
 #include "matched.h"
-#include "risk.h"
 #include "shim.h"
 #include "snapshot.h"
 #include "syncerr.h"
@@ -58,6 +53,34 @@ static _Atomic int nfiles; /* in the registry: walks of an empty one are free */
  * below: per-file memory must follow the files known at once, not the
  * files ever seen). */
 static _Atomic int nallocated, nfree;
+
+/* The parts of a file, told of its life (files.h). */
+static const struct file_part *parts;
+static int nparts;
+
+void registry_set_parts(const struct file_part *p, int n)
+{
+	parts = p;
+	nparts = n < FILE_PARTS_MAX ? n : FILE_PARTS_MAX;
+}
+
+/* Every part's hook of one kind, in the table's order. */
+#define EACH_PART(hook, f)                                \
+	do {                                              \
+		for (int i_ = 0; i_ < nparts; i_++)       \
+			if (parts[i_].hook)               \
+				parts[i_].hook(f);        \
+	} while (0)
+
+void file_parts_writes_uncounted(struct shim_file *f)
+{
+	EACH_PART(writes_uncounted, f);
+}
+
+void file_parts_starts_deferring(struct shim_file *f)
+{
+	EACH_PART(starts_deferring, f);
+}
 
 static void registry_lock(void)
 {
@@ -166,7 +189,7 @@ static struct shim_file *revive_locked(struct shim_file *f)
 struct file_parts {
 	struct shim_file *obj;
 	char *path;
-	struct log_notice *notice;
+	void *notice[FILE_PARTS_MAX]; /* each part's, made before the lock */
 	struct knobs knobs;
 };
 
@@ -196,9 +219,7 @@ static void parts_gather(struct file_parts *p, const char *abspath, struct shim_
 	p->obj = obj;
 	if (!p->obj && (p->obj = shim_alloc(sizeof(*p->obj)))) {
 		atomic_fetch_add(&nallocated, 1);
-		flusher_init_locks(p->obj);
-		crash_file_init(p->obj);
-		p->obj->live = live_stats_new();
+		EACH_PART(init, p->obj);
 	}
 	unsigned ticket;
 	const struct policy *pol = policy_enter(&ticket);
@@ -207,13 +228,16 @@ static void parts_gather(struct file_parts *p, const char *abspath, struct shim_
 	char rule_name[POLICY_NAME_MAX];
 	memcpy(rule_name, r->name, sizeof(rule_name));
 	policy_leave(ticket);
-	p->notice = log_file_notice_new(abspath, rule_name);
+	for (int i = 0; i < nparts; i++)
+		p->notice[i] = parts[i].notice_new ? parts[i].notice_new(abspath, rule_name) : NULL;
 }
 
 static void parts_give_back(struct file_parts *p)
 {
 	shim_free(p->path);
-	log_notice_free(p->notice);
+	for (int i = 0; i < nparts; i++)
+		if (parts[i].notice_free)
+			parts[i].notice_free(p->notice[i]);
 	if (p->obj) {
 		shim_enter();
 		registry_lock();
@@ -239,20 +263,20 @@ static struct shim_file *file_new_locked(dev_t dev, ino_t ino, struct file_parts
 	f->path = p->path;
 	p->path = NULL;
 	syncerr_reset(f); /* nfds is 0 already: every slot held a reference */
-	crash_file_reset(f); /* before the knobs: they say whether writes are logged */
+	EACH_PART(bind, f); /* before the knobs: crash-test scope says whether writes are logged */
 	knobs_set(f, &p->knobs);
 	matched_note(p->knobs.rule_index, f->path);
-	flusher_reset(f);
-	held_reset(f);
-	risk_reset(f);
-	live_stats_reset(f->live);
+	EACH_PART(reset, f);
 	f->ghost = f->dead = f->unhashed = false;
 	atomic_store(&f->unlinked_when_closed, false);
 	atomic_store(&f->std_stream, false);
 	f->birth = 0; /* the caller's, once made */
 	f->free_next = NULL;
-	log_file_notice_post(p->notice, f); /* before any record can name it */
-	p->notice = NULL;
+	for (int i = 0; i < nparts; i++) { /* before any record can name it */
+		if (parts[i].notice_post)
+			parts[i].notice_post(p->notice[i], f);
+		p->notice[i] = NULL;
+	}
 	unsigned b = hash_of(dev, ino);
 	f->hash_next = buckets[b];
 	buckets[b] = f;
@@ -333,8 +357,7 @@ struct shim_file *file_lookup_or_create(dev_t dev, ino_t ino, uint64_t birth, co
  */
 static char *retire_locked(struct shim_file *f)
 {
-	flusher_release_file(f);
-	held_release_file(f);
+	EACH_PART(released, f);
 	bool unreported = atomic_load(&f->err_seq) != atomic_load(&f->err_seen_seq);
 	bool reopenable = !atomic_load(&f->unlinked_when_closed) && !f->unhashed;
 	if (unreported && !f->ghost && reopenable && nghosts < MAX_GHOSTS) {
@@ -352,8 +375,7 @@ static char *recycle_locked(struct shim_file *f)
 		f->ghost = false;
 		atomic_store(&nghosts_seen, --nghosts);
 	}
-	log_file_gone(f);
-	crash_file_gone(f);
+	EACH_PART(gone, f);
 	syncerr_note_dropped(f); /* an error no descriptor reported leaves with it */
 	unhash_locked(f);
 	char *path = f->path;

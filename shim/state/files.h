@@ -113,4 +113,45 @@ void file_mark_std_stream(struct shim_file *f);
 /* Re-apply the live policy to every known file (reload). */
 void registry_rematch(const struct policy *p);
 
+/*
+ * What each part of a file (the flusher's, the threads', order's, held
+ * writes', data at risk's, the log's, crash-test mode's, the live
+ * counters') hears of the file's life from the registry: one table, filled
+ * from above at load (registry_set_parts, init.c), so the registry calls
+ * no layer above it. The parts are told in the table's order; any hook
+ * may be NULL.
+ */
+struct file_part {
+	/* A new object, once (it is recycled, never freed): its locks, what
+	 * it allocates. No lock held. */
+	void (*init)(struct shim_file *f);
+	/* A file takes the object, before its knobs are set (what they are
+	 * computed from). Registry lock held. */
+	void (*bind)(struct shim_file *f);
+	/* The same, after its knobs are set: the part's state for a new file.
+	 * Registry lock held. */
+	void (*reset)(struct shim_file *f);
+	/* Its last reference is gone (it may stay known as a ghost). Registry
+	 * lock held. */
+	void (*released)(struct shim_file *f);
+	/* It leaves the registry for the free list. Registry lock held. */
+	void (*gone)(struct shim_file *f);
+	/* Its knobs changed what its writes need (knobs_set): they stop being
+	 * counted, or start being deferred. Registry lock held. */
+	void (*writes_uncounted)(struct shim_file *f);
+	void (*starts_deferring)(struct shim_file *f);
+	/* A notice of the new file, made before the registry lock (it may
+	 * allocate), posted under it before any record can name the file, or
+	 * freed when another thread made the file first. */
+	void *(*notice_new)(const char *path, const char *rule_name);
+	void (*notice_post)(void *notice, const struct shim_file *f);
+	void (*notice_free)(void *notice);
+};
+#define FILE_PARTS_MAX 8
+/* At load, before any file is made; the table stays the caller's. */
+void registry_set_parts(const struct file_part *parts, int n);
+/* Every part's writes_uncounted, or starts_deferring (knobs.c). */
+void file_parts_writes_uncounted(struct shim_file *f);
+void file_parts_starts_deferring(struct shim_file *f);
+
 #endif

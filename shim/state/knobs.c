@@ -18,7 +18,6 @@
 
 #include "files.h"
 #include "knobs.h"
-#include "order.h"
 #include "pace.h"
 #include "shim.h"
 
@@ -96,8 +95,8 @@ void knobs_set(struct shim_file *f, const struct knobs *k)
 	atomic_store_explicit(&f->knob_seq, s + 2, memory_order_release);
 	uint8_t w = write_work_of(f, k) | (f->live ? WRITES_LIVE : 0) | (f->crash.tracked ? WRITES_CRASH : 0);
 	if (!(w & WRITES_COUNTED))
-		order_writes_uncounted(f); /* its writes stop being followed (order.c) */
+		file_parts_writes_uncounted(f); /* its writes stop being followed (order.c) */
 	else if ((w & WRITES_DEFERRED) && !(file_write_work(f) & WRITES_DEFERRED))
-		order_starts_deferring(f); /* its writes were not followed until now */
+		file_parts_starts_deferring(f); /* its writes were not followed until now */
 	atomic_store_explicit(&f->write_work, w, memory_order_relaxed);
 }

@@ -29,7 +29,7 @@ struct knobs {
 	int32_t rule_index;          /* -1: the [shim] default rule */
 	uint8_t real_sync;           /* enum real_sync: which call the flusher makes */
 	uint8_t act[CALL_COUNT];     /* enum shim_action, by enum shim_call */
-	uint8_t order;               /* enum order_mode (order.h) */
+	uint8_t order;               /* enum order_mode (policy.h) */
 	uint8_t pad[19 - CALL_COUNT];
 };
 

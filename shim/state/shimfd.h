@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "fdtable.h"
+#include "owntable.h"
 
 struct shim_file;
 
@@ -17,18 +18,9 @@ void shimfd_close(int fd);
 /* open()/dup by the shim for itself: O_CLOEXEC, marked, never on a number
  * the app is using. -1 with errno. */
 int shimfd_open(const char *path, int flags, enum shim_fd_owner owner);
-/* The calling shim thread's own descriptor table (false: none could be made). */
-bool shimfd_private_table(void);
-int shimfd_stderr(void); /* the app's fd 2 as this thread may write it, or -1 */
-void shimfd_stderr_done(int fd);
-/* fn(arg) in a child sharing our memory, with a descriptor table of its
- * own (its result in *result); false: it could not run there, and the
- * caller does the work itself. fn takes no lock and calls LIBC()'s. */
-bool shimfd_isolated(int (*fn)(void *), void *arg, int *result);
 /* Mark fd as the shim's in the app's slot table, unless the calling thread
  * has a table of its own (then no number of the app's is involved). */
 void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f);
-void shimfd_forget(int fd);
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f);
 /* close()/close_range() by the app of a number we hold: 1 = it is ours
  * (the app gets EBADF), 0 = not (a stale mark, now cleared). */
@@ -42,20 +34,37 @@ void shimfd_lost(int fd);
 /* Where the shim's long-lived descriptors go: above the numbers the app
  * is likely to use, so its own numbering is what it would be without us. */
 int shimfd_high_base(void);
-/* No fork copies the app's table between these two (a descriptor of the
- * shim's on the app's table that is not marked yet, or no longer); nothing
- * between them takes a lock. No-ops in a thread with a table of its own. */
-void shimfd_nofork_begin(void);
-void shimfd_nofork_end(void);
-/* fork's handlers (init.c): the child closes the parent's short-lived
- * descriptors and its log's first number, still marked (after the
- * modules' own child handlers). */
-void shimfd_atfork_prepare(void);
-void shimfd_atfork_parent(void);
-void shimfd_atfork_child_begin(void); /* first: the lock again */
+/* fork's child handler (init.c): the child closes the parent's
+ * short-lived descriptors and its log's first number, still marked (after
+ * the modules' own child handlers). */
 void shimfd_atfork_child(void);
 /* The app's open/dup/socket failed with EMFILE: give back what the shim
  * can; true if the call is worth retrying. */
 bool shimfd_relieve_emfile(void);
+
+/*
+ * What the owners of the shim's long-lived descriptors (the log's, the
+ * flusher's private ones, crash-test mode's) hear from shimfd: one table
+ * indexed by enum shim_fd_owner, filled from above at load
+ * (shimfd_set_owners, init.c), so shimfd calls no layer above it. Any
+ * hook may be NULL (that owner has nothing to say).
+ */
+struct shimfd_owner {
+	/* The file the owner's own descriptor refers to (one not tied to a
+	 * file object); false when it has none. */
+	bool (*identity)(dev_t *dev, ino_t *ino);
+	/* The kernel handed fd to the app: the owner's was closed behind its
+	 * back (f: the file it was for, or NULL). */
+	void (*lost)(struct shim_file *f, int fd);
+	/* The app is about to dup2 onto fd: the owner moves it elsewhere. */
+	void (*vacate)(struct shim_file *f, int fd);
+	/* The app ran out of descriptors: give back what it can; true if it
+	 * gave any. */
+	bool (*release)(void);
+};
+#define SHIMFD_OWNERS (OWN_CRASH + 1)
+/* At load, before the shim opens a descriptor; the table (SHIMFD_OWNERS
+ * entries) stays the caller's. */
+void shimfd_set_owners(const struct shimfd_owner *owners);
 
 #endif

@@ -990,7 +990,7 @@ Test(launcher, no_allocator_exported)
 	cr_expect(fsync_seen, "nm shows no fsync: wrong library or nm output?\n%s", r.out);
 }
 
-/* The names SHIM_CALLS and SHIM_EXTRA_EXPORTS list in shim/calls/calls.h (the
+/* The names SHIM_CALLS and SHIM_EXTRA_EXPORTS list in shim/core/calls.h (the
  * test reads the header, from the top of the tree: the list is the
  * truth), one per line, sorted. */
 static int str_cmp(const void *a, const void *b)
@@ -1000,8 +1000,8 @@ static int str_cmp(const void *a, const void *b)
 
 static char *listed_exports(void)
 {
-	char *text = h_read_file("shim/calls/calls.h"), *names[256];
-	cr_assert(h_has(text, "SHIM_CALLS"), "shim/calls/calls.h not found (tests run from the top of the tree)");
+	char *text = h_read_file("shim/core/calls.h"), *names[256];
+	cr_assert(h_has(text, "SHIM_CALLS"), "shim/core/calls.h not found (tests run from the top of the tree)");
 	size_t n = 0;
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line && n < 250; line = strtok_r(NULL, "\n", &save)) {
@@ -1033,7 +1033,7 @@ Test(launcher, exports_exactly_the_list_of_calls)
 				     h_shim_lib()), NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "nm -D");
-	cr_assert_str_eq(r.out, want, "exported symbols differ from shim/calls/calls.h's list");
+	cr_assert_str_eq(r.out, want, "exported symbols differ from shim/core/calls.h's list");
 }
 
 /* LD_PRELOAD already set: syncshim run appends the shim, keeps the rest. */

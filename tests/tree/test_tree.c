@@ -639,3 +639,323 @@ Test(docs, every_metric_listed_and_every_query_real)
 		free(doc);
 	}
 }
+
+/* Every subcommand's handler is cmd_NAME (tools/common/tool.h's rule): the
+ * lines { "NAME", HANDLER, ... } of each tool's table commands[]. */
+Test(tools, every_subcommand_handler_is_cmd_name)
+{
+	static const char *const tables[] = { "tools/syncshim/syncshim.c", "tools/synclat/synclat_cli.c" };
+	int rows = 0;
+	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+		char *src = slurp(tables[t]);
+		char *table = strstr(src, "struct tool_cmd commands[] = {");
+		cr_assert_not_null(table, "%s: no table commands[]", tables[t]);
+		char *end = strstr(table, "\n};");
+		cr_assert_not_null(end);
+		for (char *p = strstr(table, "\n\t{ \""); p && p < end; p = strstr(p + 1, "\n\t{ \"")) {
+			char name[64], handler[96];
+			if (sscanf(p, " { \"%63[a-z_-]\", %95[A-Za-z0-9_]", name, handler) != 2)
+				continue;
+			char want[80];
+			snprintf(want, sizeof(want), "cmd_%s", name);
+			cr_expect_str_eq(handler, want, "%s: the subcommand %s is handled by %s, not %s", tables[t], name,
+					 handler, want);
+			rows++;
+		}
+		free(src);
+	}
+	cr_assert_gt(rows, 8, "only %d subcommands found: the test no longer reads the tables right", rows);
+}
+
+/* ---- the lock order ---------------------------------------------------------
+ * docs/ARCHITECTURE.md's "Locks, in order" lists every mutex and rwlock
+ * declared under shim/, one numbered item each, opening with the lock
+ * (`name`, or `owner.name` / `owner->name` for a member) and naming the
+ * file that declares it: a lock added without its place in the order, or
+ * an item left behind by one removed, fails here. */
+#define MAX_LOCKS 64
+
+struct lock_decl {
+	char file[256];
+	char name[64];
+};
+
+/* The lock declarations of one source: lines that start (after blanks, an
+ * optional "static") with a pthread lock type and a name. Parameters and
+ * comments never start a line so. */
+static size_t lock_decls_of(const char *path, struct lock_decl *out, size_t n, size_t max)
+{
+	static const char *const types[] = { "pthread_mutex_t ", "pthread_rwlock_t ", "pthread_spinlock_t " };
+	char *src = slurp(path);
+	for (char *line = src; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		char *p = line + strspn(line, " \t");
+		if (strncmp(p, "static ", 7) == 0)
+			p += 7;
+		for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+			if (strncmp(p, types[t], strlen(types[t])) != 0)
+				continue;
+			char *name = p + strlen(types[t]);
+			size_t len = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+			if (len == 0 || !strchr("=;[ ", name[len]))
+				continue;
+			cr_assert_lt(n, max, "more than %zu locks: raise MAX_LOCKS", max);
+			snprintf(out[n].file, sizeof(out[n].file), "%s", path);
+			snprintf(out[n].name, sizeof(out[n].name), "%.*s", (int)len, name);
+			n++;
+		}
+	}
+	free(src);
+	return n;
+}
+
+struct lock_item {
+	char lock[96];  /* the item's first backquoted word */
+	char file[256]; /* its first backquoted path */
+};
+
+/* The numbered items of the doc's lock section. */
+static size_t lock_items(struct lock_item *out, size_t max)
+{
+	char *doc = slurp("docs/ARCHITECTURE.md");
+	char *sec = strstr(doc, "\n## Locks, in order\n");
+	cr_assert_not_null(sec, "docs/ARCHITECTURE.md has no '## Locks, in order' section");
+	sec++;
+	char *end = strstr(sec + 3, "\n## ");
+	if (end)
+		*end = '\0';
+	size_t n = 0;
+	for (char *line = sec; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		size_t digits = strspn(line, "0123456789");
+		if (digits == 0 || strncmp(line + digits, ". ", 2) != 0)
+			continue;
+		cr_assert_lt(n, max, "more than %zu items: raise MAX_LOCKS", max);
+		struct lock_item *it = &out[n++];
+		it->lock[0] = it->file[0] = '\0';
+		/* the item runs to the next numbered line or blank line */
+		char *stop = line + digits;
+		for (char *nl = strchr(stop, '\n'); nl; nl = strchr(nl + 1, '\n'))
+			if (nl[1] == '\n' || nl[1] == '\0' || (nl[1] >= '0' && nl[1] <= '9')) {
+				stop = nl;
+				break;
+			}
+		if (stop == line + digits)
+			stop = line + strlen(line);
+		for (char *q = strchr(line, '`'); q && q < stop; q = strchr(q + 1, '`')) {
+			char *close = strchr(q + 1, '`');
+			if (!close || close > stop)
+				break;
+			char word[256];
+			snprintf(word, sizeof(word), "%.*s", (int)(close - q - 1), q + 1);
+			q = close;
+			if (strncmp(word, "shim/", 5) == 0) {
+				if (!it->file[0])
+					snprintf(it->file, sizeof(it->file), "%s", word);
+			} else if (!it->lock[0]) {
+				snprintf(it->lock, sizeof(it->lock), "%.95s", word);
+			}
+		}
+	}
+	free(doc);
+	return n;
+}
+
+/* The item names the declared lock: the same file, and the lock is its
+ * name or ends in ".name" or "->name". */
+static bool item_names(const struct lock_item *it, const struct lock_decl *d)
+{
+	size_t ll = strlen(it->lock), nl = strlen(d->name);
+	if (strcmp(it->file, d->file) != 0 || ll < nl || strcmp(it->lock + ll - nl, d->name) != 0)
+		return false;
+	return ll == nl || it->lock[ll - nl - 1] == '.' || (ll - nl >= 2 && !strncmp(it->lock + ll - nl - 2, "->", 2));
+}
+
+Test(docs, lock_order_lists_every_lock)
+{
+	static struct lock_decl decls[MAX_LOCKS];
+	static struct lock_item items[MAX_LOCKS];
+	struct sources src = { 0 };
+	find_sources(&src, ".c");
+	find_sources(&src, ".h");
+	size_t nd = 0;
+	for (size_t i = 0; i < src.n; i++)
+		if (strncmp(src.path[i], "shim/", 5) == 0)
+			nd = lock_decls_of(src.path[i], decls, nd, MAX_LOCKS);
+	free_sources(&src);
+	cr_assert_gt(nd, 12, "only %zu locks found under shim/: the test no longer reads them right", nd);
+	size_t ni = lock_items(items, MAX_LOCKS);
+	for (size_t d = 0; d < nd; d++) {
+		size_t declared = 0, listed = 0;
+		for (size_t e = 0; e < nd; e++)
+			declared += !strcmp(decls[e].file, decls[d].file) && !strcmp(decls[e].name, decls[d].name);
+		for (size_t i = 0; i < ni; i++)
+			listed += item_names(&items[i], &decls[d]);
+		cr_expect_geq(listed, declared,
+			      "%s declares the lock %s, which docs/ARCHITECTURE.md's lock order does not list "
+			      "(an item '`%s` (`%s`): ...' in its place: which locks it is taken under, which under it)",
+			      decls[d].file, decls[d].name, decls[d].name, decls[d].file);
+	}
+	for (size_t i = 0; i < ni; i++) {
+		bool found = false;
+		for (size_t d = 0; d < nd && !found; d++)
+			found = item_names(&items[i], &decls[d]);
+		cr_expect(found, "docs/ARCHITECTURE.md's lock order, item %zu: `%s` (`%s`) is no lock declared there", i + 1,
+			  items[i].lock, items[i].file[0] ? items[i].file : "no file named");
+	}
+}
+
+/* ---- the shim's layers ------------------------------------------------------
+ * shim/'s folders are layers, each including only from those below it:
+ * init.c (the top), calls/, then defer/ and observe/ (side by side), then
+ * state/, then core/, format/ and policy/ (the bottom). A header is found
+ * by its name (the Makefile puts every folder on the include path), so a
+ * '#include "name.h"' is placed by where name.h lives. */
+static int layer_rank(const char *folder)
+{
+	static const struct {
+		const char *prefix;
+		int rank;
+	} ranks[] = { { "shim/calls", 3 }, { "shim/defer", 2 },	   { "shim/observe", 2 }, { "shim/state", 1 },
+		      { "shim/core", 0 },  { "shim/format", 0 }, { "policy", 0 } };
+	for (size_t i = 0; i < sizeof(ranks) / sizeof(ranks[0]); i++)
+		if (strncmp(folder, ranks[i].prefix, strlen(ranks[i].prefix)) == 0)
+			return ranks[i].rank;
+	return strcmp(folder, "shim") == 0 ? 4 : -1;
+}
+
+/* The upward includes still to be undone, as "FILE -> HEADER": the list
+ * only shrinks (an entry no longer in the tree fails too, so it is
+ * removed with its include). Each is a lower layer reaching up: state's
+ * file object embeds the upper layers' parts, and a few calls across. */
+static const char *const upward_allowed[] = {
+	"shim/state/files.h -> crash.h",     /* struct shim_file embeds each part */
+	"shim/state/files.h -> flusher.h",
+	"shim/state/files.h -> held.h",
+	"shim/state/files.h -> order.h",
+	"shim/state/files.h -> risk.h",
+	"shim/state/files.h -> workers.h",
+};
+
+struct header_home {
+	char name[64];
+	char folder[256];
+};
+
+Test(tree, no_include_reaches_up_a_layer)
+{
+	static struct header_home homes[MAX_SOURCES];
+	size_t nh = 0;
+	struct sources src = { 0 };
+	find_sources(&src, ".h");
+	for (size_t i = 0; i < src.n; i++) {
+		if (strncmp(src.path[i], "shim/", 5) != 0 && strncmp(src.path[i], "policy/", 7) != 0)
+			continue;
+		const char *slash = strrchr(src.path[i], '/');
+		snprintf(homes[nh].name, sizeof(homes[nh].name), "%s", slash + 1);
+		snprintf(homes[nh].folder, sizeof(homes[nh].folder), "%.*s", (int)(slash - src.path[i]), src.path[i]);
+		nh++;
+	}
+	free_sources(&src);
+	const size_t nallowed = sizeof(upward_allowed) / sizeof(upward_allowed[0]);
+	bool seen[sizeof(upward_allowed) / sizeof(upward_allowed[0])] = { false };
+	int includes = 0;
+	find_sources(&src, ".c");
+	find_sources(&src, ".h");
+	for (size_t i = 0; i < src.n; i++) {
+		if (strncmp(src.path[i], "shim/", 5) != 0)
+			continue;
+		char folder[256];
+		snprintf(folder, sizeof(folder), "%.*s", (int)(strrchr(src.path[i], '/') - src.path[i]), src.path[i]);
+		int from = layer_rank(folder);
+		cr_expect_geq(from, 0, "%s: a folder of shim/ that is no layer: give it its rank here", src.path[i]);
+		char *text = slurp(src.path[i]);
+		for (char *p = text; (p = strstr(p, "#include \"")); p++) {
+			if (p != text && p[-1] != '\n')
+				continue;
+			char name[64];
+			if (sscanf(p + 10, "%63[^\"]", name) != 1)
+				continue;
+			const char *home = NULL;
+			for (size_t h = 0; h < nh && !home; h++)
+				if (strcmp(homes[h].name, name) == 0)
+					home = homes[h].folder;
+			if (!home)
+				continue; /* not one of the shim's or the policy's */
+			includes++;
+			if (layer_rank(home) <= from || !strcmp(home, folder))
+				continue;
+			char edge[400];
+			snprintf(edge, sizeof(edge), "%s -> %s", src.path[i], name);
+			bool allowed = false;
+			for (size_t a = 0; a < nallowed; a++)
+				if (strcmp(upward_allowed[a], edge) == 0)
+					allowed = seen[a] = true;
+			cr_expect(allowed, "%s includes %s, from %s/, a layer above its own: move what it needs down, or "
+				  "let the layer above tell it (a hook)",
+				  src.path[i], name, home);
+		}
+		free(text);
+	}
+	free_sources(&src);
+	cr_assert_gt(includes, 200, "only %d includes read: the test no longer reads them right", includes);
+	for (size_t a = 0; a < nallowed; a++)
+		cr_expect(seen[a], "upward_allowed names %s, which is no longer in the tree: take it off the list",
+			  upward_allowed[a]);
+}
+
+/* ---- every wrapper a named function -----------------------------------------
+ * Each call of shim/core/calls.h's list is defined as itself, a line of its
+ * own at column 0 naming it ("SHIM_API ssize_t write(int fd, ..."), so grep,
+ * ctags and a debugger's breakpoint find it; a family's shared code is an
+ * always-inline body (an X_BODY macro) the named function calls. A line
+ * inside a macro is indented and a declaration ends in ';': neither counts.
+ * vfork is the one written in assembly (".type vfork,@function"). */
+static bool defines_call(const char *text, const char *name)
+{
+	char plain[80], pointer[80], assembly[96];
+	snprintf(plain, sizeof(plain), " %s(", name);
+	snprintf(pointer, sizeof(pointer), "*%s(", name);
+	snprintf(assembly, sizeof(assembly), "\".type %s,@function", name);
+	for (const char *line = text; *line;) {
+		const char *end = strchrnul(line, '\n');
+		char buf[512];
+		size_t len = (size_t)(end - line);
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1), line);
+		if (strstr(buf, assembly))
+			return true;
+		bool at_column_0 = buf[0] != '\t' && buf[0] != ' ' && buf[0] != '#';
+		bool declaration = len > 0 && buf[strlen(buf) - 1] == ';';
+		if (at_column_0 && !declaration && strstr(buf, "SHIM_API ") &&
+		    (strstr(buf, plain) || strstr(buf, pointer)))
+			return true;
+		line = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+Test(tree, every_wrapper_is_a_named_function)
+{
+	char *list = slurp("shim/core/calls.h");
+	struct sources src = { 0 };
+	find_sources(&src, ".c");
+	char *text[MAX_SOURCES];
+	for (size_t i = 0; i < src.n; i++)
+		text[i] = strncmp(src.path[i], "shim/", 5) == 0 ? slurp(src.path[i]) : NULL;
+	int names = 0;
+	for (char *p = strstr(list, "\n\tX("); p; p = strstr(p + 1, "\n\tX(")) {
+		char name[64];
+		if (sscanf(p + 4, "%*[^,], %63[A-Za-z0-9_]", name) != 1)
+			continue;
+		names++;
+		bool found = false;
+		for (size_t i = 0; i < src.n && !found; i++)
+			found = text[i] && defines_call(text[i], name);
+		cr_expect(found, "%s, in shim/core/calls.h's list, has no definition of its own under shim/ (a line "
+			  "'SHIM_API TYPE %s(...' at column 0): a macro-made wrapper cannot be grepped or broken on",
+			  name, name);
+	}
+	for (size_t i = 0; i < src.n; i++)
+		free(text[i]);
+	free_sources(&src);
+	free(list);
+	cr_assert_gt(names, 150, "only %d calls read from shim/core/calls.h", names);
+}

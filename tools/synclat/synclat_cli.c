@@ -7,8 +7,10 @@
  *   synclat compare [...] -a LOG [-a LOG...] -b LOG [-b LOG...]
  *   synclat top [options]        (top.c: the live counters, like top)
  *   synclat metrics [options]    (metrics.c: the same for Prometheus)
+ *   synclat suggest [-o INI] LOG...  (suggest.c: rules from a run's records)
  *
- * Exit status: 0 ok, 1 usage error, 2 bad input (unreadable, truncated,
+ * Each subcommand is a cmd_NAME in the table commands[] (tool.h).
+ * Exit status: 0 ok, 2 a usage error or bad input (unreadable, truncated,
  * corrupt or foreign log; the message names the file and byte offset) or
  * an output file that cannot be written.
  *
@@ -162,7 +164,7 @@ static int write_file(const char *path, const struct side *a, const struct side 
 	return 0;
 }
 
-static int cmd_report(char **paths, size_t n, const struct opts *o, FILE *out, FILE *err)
+static int print_report(char **paths, size_t n, const struct opts *o, FILE *out, FILE *err)
 {
 	if (n == 0)
 		return usage(err, "no LOG given");
@@ -174,7 +176,7 @@ static int cmd_report(char **paths, size_t n, const struct opts *o, FILE *out, F
 	return rc;
 }
 
-static int cmd_compare(char **args, size_t nargs, struct opts *o, FILE *out, FILE *err)
+static int print_compare(char **args, size_t nargs, struct opts *o, FILE *out, FILE *err)
 {
 	char **paths[2] = { o->side[0], o->side[1] };
 	size_t n[2] = { o->nside[0], o->nside[1] };
@@ -300,8 +302,8 @@ static int report_or_compare(int argc, char **argv, bool compare, FILE *out, FIL
 			char **rest = argv + optind;
 			size_t nrest = (size_t)(argc - optind);
 			compare_set_lead(o.lead);
-			rc = compare ? cmd_compare(rest, nrest, &o, out, err)
-				     : cmd_report(rest, nrest, &o, out, err);
+			rc = compare ? print_compare(rest, nrest, &o, out, err)
+				     : print_report(rest, nrest, &o, out, err);
 		}
 	}
 	free(o.side[0]);
@@ -309,28 +311,28 @@ static int report_or_compare(int argc, char **argv, bool compare, FILE *out, FIL
 	return rc;
 }
 
-static int cmd_report_main(int argc, char **argv, FILE *out, FILE *err)
+static int cmd_report(int argc, char **argv, FILE *out, FILE *err)
 {
 	return report_or_compare(argc, argv, false, out, err);
 }
 
-static int cmd_compare_main(int argc, char **argv, FILE *out, FILE *err)
+static int cmd_compare(int argc, char **argv, FILE *out, FILE *err)
 {
 	return report_or_compare(argc, argv, true, out, err);
 }
 
 static const struct tool_cmd commands[] = {
-	{ "report", cmd_report_main, "report [--csv|--json] [--per-second] [--files] [--salvage] LOG...",
+	{ "report", cmd_report, "report [--csv|--json] [--per-second] [--files] [--salvage] LOG...",
 	  "one run's latency logs: percentiles per call, data at risk, rules that matched nothing" },
-	{ "compare", cmd_compare_main, "compare [--csv|--json] [--svg FILE] [--html FILE] [--lead TEXT] [--salvage]\n"
+	{ "compare", cmd_compare, "compare [--csv|--json] [--svg FILE] [--html FILE] [--lead TEXT] [--salvage]\n"
 				       "                       A.log[,A2.log...] B.log[,B2.log...]\n"
 				       "       synclat compare [options] -a LOG [-a LOG...] -b LOG [-b LOG...]",
 	  "two runs side by side: gain and price (data at risk), tables and plots" },
-	{ "top", top_main, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]",
+	{ "top", cmd_top, "top [-d SECONDS] [-p PID] [-f TEXT] [-s KEY] [-g] [--dir DIR] [--once | --json]",
 	  "the running processes under the shim, live, like top" },
-	{ "metrics", metrics_main, "metrics [--out FILE | --listen HOST:PORT] [--per-file] [--dir DIR]",
+	{ "metrics", cmd_metrics, "metrics [--out FILE | --listen HOST:PORT] [--per-file] [--dir DIR]",
 	  "the live counters for Prometheus: a file, or an HTTP endpoint" },
-	{ "suggest", suggest_main, "suggest [-o INI] [--salvage] LOG...",
+	{ "suggest", cmd_suggest, "suggest [-o INI] [--salvage] LOG...",
 	  "propose rules from a run's call records (what syncshim profile uses)" },
 };
 

@@ -281,7 +281,7 @@ static int suggest_logs(const char *absdir, const char *ini, FILE *out, FILE *er
 		rc = EXIT_INPUT;
 	} else {
 		fflush(out);
-		rc = suggest_main(n, args, out, err);
+		rc = cmd_suggest(n, args, out, err);
 	}
 	for (int i = first; i < n; i++)
 		free(args[i]);

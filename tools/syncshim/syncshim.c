@@ -1,9 +1,11 @@
 /*
- * syncshim - run a program with the shim preloaded, or A/B two policies.
+ * syncshim - run a program with the shim preloaded, A/B two policies,
+ * propose rules, cut power, show what runs under it.
  *
  *   syncshim run [-c FILE] [-p POLICY] [-o LOG] [-m MODE] -- CMD [ARGS]
  *   syncshim check FILE [PATH...]
  *   syncshim ab [-n ROUNDS] [-o DIR] A B -- CMD [ARGS]   (ab.c, abserve.c)
+ *   syncshim profile [-o INI] [-d DIR] -- CMD [ARGS]   (profile.c)
  *   syncshim crashtest [-n TRIALS] [-p POLICY | -c FILE] [--cut ...] --scope GLOB ... -- CMD [ARGS]
  *   syncshim status [PID...]   (status.c)
  *

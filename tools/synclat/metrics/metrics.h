@@ -31,6 +31,6 @@ int metrics_serve(const char *addr, const struct live_where *w, bool per_file, F
 
 /* "synclat metrics ARGS" (argv[0] is "metrics"): 0 ok, 2 a usage error or
  * the output file could not be written. */
-int metrics_main(int argc, char **argv, FILE *out, FILE *err);
+int cmd_metrics(int argc, char **argv, FILE *out, FILE *err);
 
 #endif

@@ -132,7 +132,7 @@ static int parse_metrics(int argc, char **argv, const char **outp, const char **
 	return optind < argc ? usage(err, "no arguments are taken, only options") : 0;
 }
 
-int metrics_main(int argc, char **argv, FILE *out, FILE *err)
+int cmd_metrics(int argc, char **argv, FILE *out, FILE *err)
 {
 	const char *path = NULL, *dir = NULL, *listen_at = NULL;
 	bool per_file = false;

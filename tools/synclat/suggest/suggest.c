@@ -941,7 +941,7 @@ static int write_text(const char *path, const char *text, FILE *out, FILE *err)
 	return 0;
 }
 
-int suggest_main(int argc, char **argv, FILE *out, FILE *err)
+int cmd_suggest(int argc, char **argv, FILE *out, FILE *err)
 {
 	static const struct option longopts[] = {
 		{ "salvage", no_argument, NULL, 'S' },

@@ -17,7 +17,7 @@
  * the report on out, the ini on -o's file (or on out after the report);
  * 0 ok, 2 a usage error, a log that cannot be read or an ini that cannot be
  * written. */
-int suggest_main(int argc, char **argv, FILE *out, FILE *err);
+int cmd_suggest(int argc, char **argv, FILE *out, FILE *err);
 
 /* The glob that stands for path and its like: each run of digits, and
  * each run of 8 or more hex digits with a digit in it, becomes '*', and

@@ -131,7 +131,7 @@ static int top_once(const struct top_cfg *c, FILE *out, FILE *err)
 	return rc;
 }
 
-int top_main(int argc, char **argv, FILE *out, FILE *err)
+int cmd_top(int argc, char **argv, FILE *out, FILE *err)
 {
 	struct top_cfg c;
 	int rc = parse_top(argc, argv, &c, out, err);

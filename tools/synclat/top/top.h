@@ -20,7 +20,7 @@ struct top_cfg {
 
 /* "synclat top ARGS" (argv[0] is "top"): 0 ok, 1 usage error or no
  * terminal, 2 the snapshot could not be read (out of memory). */
-int top_main(int argc, char **argv, FILE *out, FILE *err);
+int cmd_top(int argc, char **argv, FILE *out, FILE *err);
 
 /* The interactive view on standard input and output until q. */
 int top_interactive(struct top_cfg *c, FILE *err);

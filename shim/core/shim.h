@@ -1,7 +1,7 @@
 /*
- * shim.h - what every wrapper needs: the process-wide state, the guard
- * that sends the shim's own calls (and a signal handler's inside them)
- * straight to libc, the list of calls (calls.h) and the decision table
+ * shim.h - what every layer of the shim needs: the process-wide state,
+ * the guard that sends the shim's own calls (and a signal handler's
+ * inside them) straight to libc, the list of calls (calls.h) and the decision table
  * (decide.h). Each module's types and entry points are in the module's
  * own header beside it: descriptor slots in state/fdtable.h, the file
  * object in state/files.h (which embeds the flusher's, the threads',
@@ -36,6 +36,9 @@
 #include "calls.h"
 
 #define SHIM_API __attribute__((visibility("default")))
+/* The body a family of wrappers shares (an X_BODY macro's), compiled into
+ * each wrapper, a named function that calls it: no call of its own. */
+#define SHIM_INLINE static inline __attribute__((always_inline))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -125,8 +128,11 @@ static inline void shim_nocancel_end(int old)
 #define SHIM_HOT __attribute__((section("syncshim_hot")))
 #define SHIM_HOT_FIRST __attribute__((section("syncshim_hot"), aligned(4096)))
 
-/* ---- init.c -------------------------------------------------------------- */
+/* ---- say.c: the shim's messages ------------------------------------------ */
 void shim_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void shim_say_remember_stderr(void); /* at load: what fd 2 is, so a later message goes there only while it still is */
+
+/* ---- threads.c: the shim's own threads ------------------------------------- */
 /* Start one of the shim's own threads: detached, small stack, every
  * signal blocked (the app's signals are not ours to take), named so top -H
  * and perf tell it from the app's. 0 or -1; errno is left as it was. */
@@ -139,8 +145,18 @@ void shim_thread_gone_in_child(pthread_t t);
  * woken when set); each thread's loop ends when it sees it. */
 extern _Atomic uint32_t shim_threads_quit;
 void shim_join_threads(void); /* every thread of the table, once it ended */
+/* fork's handlers (init.c): the prepare handler waits (bounded) for
+ * threads created and not yet running; the child has none of the
+ * parent's threads. */
+void shim_threads_wait_started(void);
+void shim_threads_atfork_child(void);
+
+/* ---- init.c ------------------------------------------------------------------ */
 /* Built-in defaults, then the ini file, then the environment. */
 int shim_build_policy(const char *config, struct policy *p, char *err, size_t errlen);
+
+/* ---- testpoint.c: the test suite's hooks ------------------------------------ */
+void shim_test_points_init(void); /* at load, from the environment */
 /* Test hook: raise the configured signal at a named critical point
  * (SYNCSHIM_TEST_SIGNAL_AT), so tests can run handlers exactly there. */
 extern int shim_test_points;
@@ -155,7 +171,7 @@ void shim_test_point_hit(const char *where);
  * (no descriptor) and waits, up to 10 s, until SYNCSHIM_TEST_HOLD_FILE
  * exists: a test does something exactly while the shim is there; then it
  * makes SYNCSHIM_TEST_HOLD_FILE.left and goes on. A chain "a,b" holds that
- * thread again at b (SYNCSHIM_TEST_HOLD_FILE.1, .1.left; init.c). */
+ * thread again at b (SYNCSHIM_TEST_HOLD_FILE.1, .1.left; testpoint.c). */
 extern int shim_test_holds;
 void shim_test_hold_hit(const char *where);
 #define TEST_HOLD(where)                                                             \
