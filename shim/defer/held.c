@@ -479,8 +479,10 @@ struct apply_batch {
 static int write_batch(struct shim_file *f, int fd, void *arg)
 {
 	struct apply_batch *b = arg;
-	struct held_change *c = b->first;
-	for (int i = 0; i < b->n; i++, c = c->next) {
+	struct held_change *c = NULL;
+	for (int i = 0; i < b->n; i++) {
+		/* Never the last one's next: a writer may be linking to it (held_mu) */
+		c = i ? c->next : b->first;
 		if (fd < 0) {
 			b->err = EIO; /* no way to the file left: the data cannot be vouched for */
 			break;
