@@ -140,21 +140,29 @@ Test(hostile, handlers_sync_inside_every_critical_section)
 	}
 }
 
+/* sig_sync under defer with the shim raising its signal at one test point
+ * (SYNCSHIM_TEST_SIGNAL_AT): every handler's write and fsync must complete,
+ * and enough of them must have run for the point to have been met. */
+static void handlers_at(const char *point, const char *iters, const char *what)
+{
+	struct h_cmd c;
+	hs_cmd(&c, H_SHIM, "defer");
+	h_envf(&c, "SYNCSHIM_TEST_SIGNAL_AT=%s", point);
+	c.timeout_s = 30;
+	h_args(&c, h_prog("sig_sync"), "-d", h_ctx.dir, "-n", iters, "-t", "2", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, what);
+	cr_assert(h_has(r.out, "sig_sync: ok"), "%s", r.out);
+	cr_assert_gt(h_num_after(r.out, "handler=", 0), 5, "the handlers hardly ran:\n%s", r.out);
+}
+
 /* The domain's lock (one for every process of a service) held, and a
  * handler that writes: under defer its write waits for other files like
  * any write, which takes the same lock. Every section holding it is one
  * of the shim's, where the handler's calls go straight to libc. */
 Test(hostile, handler_inside_the_order_domain_lock)
 {
-	struct h_cmd c;
-	hs_cmd(&c, H_SHIM, "defer");
-	h_env(&c, "SYNCSHIM_TEST_SIGNAL_AT=domain");
-	c.timeout_s = 30;
-	h_args(&c, h_prog("sig_sync"), "-d", h_ctx.dir, "-n", "30", "-t", "2", NULL);
-	struct h_result r = h_run(&c);
-	h_assert_ok(r, "sig_sync with handlers inside the domain lock");
-	cr_assert(h_has(r.out, "sig_sync: ok"), "%s", r.out);
-	cr_assert_gt(h_num_after(r.out, "handler=", 0), 5, "the handlers hardly ran:\n%s", r.out);
+	handlers_at("domain", "30", "sig_sync with handlers inside the domain lock");
 }
 
 /* A handler inside the moment a file is being handed to the flusher
@@ -164,15 +172,7 @@ Test(hostile, handler_inside_the_order_domain_lock)
  * every section of the shim's own. */
 Test(hostile, handler_while_its_thread_hands_a_file_to_the_flusher)
 {
-	struct h_cmd c;
-	hs_cmd(&c, H_SHIM, "defer");
-	h_env(&c, "SYNCSHIM_TEST_SIGNAL_AT=schedule");
-	c.timeout_s = 30;
-	h_args(&c, h_prog("sig_sync"), "-d", h_ctx.dir, "-n", "40", "-t", "2", NULL);
-	struct h_result r = h_run(&c);
-	h_assert_ok(r, "sig_sync with handlers while a file is scheduled");
-	cr_assert(h_has(r.out, "sig_sync: ok"), "%s", r.out);
-	cr_assert_gt(h_num_after(r.out, "handler=", 0), 5, "the handlers hardly ran:\n%s", r.out);
+	handlers_at("schedule", "40", "sig_sync with handlers while a file is scheduled");
 }
 
 /* Without test points: under group a real sync (made 3 ms slow) is being
