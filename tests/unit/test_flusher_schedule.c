@@ -186,13 +186,19 @@ static void app_write(struct shim_file *f, int fd, size_t n)
 	flusher_after_write(f, fd, 0);
 }
 
-/* The app's fdatasync under defer (shim/calls/sync.c): answered at once. */
-static void app_fdatasync(struct shim_file *f, int fd)
+/* The app's fdatasync under defer (shim/calls/sync.c), made at now (0:
+ * the code reads its own clock): answered at once. */
+static void app_fdatasync_at(struct shim_file *f, int fd, uint64_t now)
 {
 	struct knobs k;
 	knobs_of(f, &k);
 	cr_assert_eq(k.act[CALL_FDATASYNC], ACT_DEFER);
-	cr_assert_eq(flusher_app_sync(f, &k, ACT_DEFER, fd, false), 0, "%s", strerror(errno));
+	cr_assert_eq(flusher_app_sync(f, &k, ACT_DEFER, fd, false, now), 0, "%s", strerror(errno));
+}
+
+static void app_fdatasync(struct shim_file *f, int fd)
+{
+	app_fdatasync_at(f, fd, 0);
 }
 
 /* The threads' round, at time now (the code's clock, ns): what was handed
@@ -304,13 +310,15 @@ Test(flusher_schedule, max_calls_requests_make_the_sync_due_at_once)
 #define FILES 48
 
 /* Files whose windows shrink as their requests come (the last asked is due
- * first): each is due at its own deadline, taken in deadline order, and
- * made durable by a real sync of its own descriptor. */
+ * first; the requests are made a microsecond apart on the code's clock, so
+ * the order does not hang on how fast this machine makes them): each is
+ * due at its own deadline, taken in deadline order, and made durable by a
+ * real sync of its own descriptor. */
 Test(flusher_schedule, many_files_each_get_their_own_sync_in_deadline_order)
 {
 	struct shim_file *f[FILES];
 	int fd[FILES];
-	uint64_t due[FILES];
+	uint64_t due[FILES], base = trace_now();
 	for (int i = 0; i < FILES; i++) {
 		char name[32], rule[256];
 		snprintf(name, sizeof(name), "file%02d", i);
@@ -318,7 +326,7 @@ Test(flusher_schedule, many_files_each_get_their_own_sync_in_deadline_order)
 			 (unsigned)(10 * (FILES - i)));
 		f[i] = open_deferred_with(name, rule, &fd[i]);
 		app_write(f[i], fd[i], 512);
-		app_fdatasync(f[i], fd[i]);
+		app_fdatasync_at(f[i], fd[i], base + (uint64_t)i * 1000);
 		due[i] = atomic_load(&f[i]->sched.first_req_ns) + 10ull * (FILES - i) * MS;
 	}
 	for (int i = 1; i < FILES; i++)
