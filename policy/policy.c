@@ -123,7 +123,11 @@ static void rule_init_defaults(struct rule *r)
 	r->order = ORDER_AUTO;
 	r->max_delay_ms = 100;
 	r->max_bytes = 16u << 20;
-	r->max_calls = 1000;
+	/* The window bounds what is at risk; a count bound low enough to beat
+	 * it at ordinary rates only multiplies real syncs for the programs that
+	 * sync most (one per 1,000 calls was 670 a second in the per-commit
+	 * log benchmark, 8% of its speed). */
+	r->max_calls = 10000;
 	r->writeback_bytes = 0;
 	r->group_wait_us = POLICY_AUTO; /* lingers only when it gathers callers */
 	r->max_at_risk_ms = 0;

@@ -158,7 +158,7 @@ Test(defaults, built_in_values)
 	cr_expect_eq(p.deflt.on_close, ON_CLOSE_ASYNC);
 	cr_expect_eq(p.deflt.max_delay_ms, 100);
 	cr_expect_eq(p.deflt.max_bytes, 16u << 20);
-	cr_expect_eq(p.deflt.max_calls, 1000);
+	cr_expect_eq(p.deflt.max_calls, 10000);
 	cr_expect_eq(p.deflt.writeback_bytes, 0);
 	cr_expect_eq(p.deflt.group_wait_us, POLICY_AUTO);
 	cr_expect_str_empty(p.deflt.name);
@@ -238,7 +238,7 @@ Test(good, every_key_from_fixture_file)
 	cr_expect_eq(s->on_close, ON_CLOSE_ASYNC);
 	cr_expect_eq(s->max_delay_ms, 100);
 	cr_expect_eq(s->max_bytes, 16u << 20);
-	cr_expect_eq(s->max_calls, 1000);
+	cr_expect_eq(s->max_calls, 10000);
 }
 
 Test(good, byte_suffixes)
@@ -1243,7 +1243,7 @@ Test(shipped, shim_ini_documents_every_key)
 		"\npolicy = passthrough\n", "\nlog =\n", "\nlog_mode = summary\n", "\nmax_flushers = 16\n",
 		"\nring_records = 16384\n", "\nreload = true\n", "\n; osync = auto\n",
 		"\n; real_sync = auto\n", "\n; on_close = async\n", "\n; order = domain\n", "\n; max_delay_ms = 100\n",
-		"\n; max_bytes = 16M\n", "\n; max_calls = 1000\n", "\n; writeback_bytes = 0\n",
+		"\n; max_bytes = 16M\n", "\n; max_calls = 10000\n", "\n; writeback_bytes = 0\n",
 		"\n; group_wait_us = auto\n", "\n; max_at_risk_ms = 0\n", "\nlive = auto\n", "\nlive_dir =\n",
 	};
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
