@@ -118,8 +118,8 @@ static struct h_result dup2_race_run(struct h_cmd *c, const char *dir, const cha
 	return h_run(c);
 }
 
-/* The window the race above hits only now and then (oracle fdrace:15753764,
- * 15753767, 8439381), made to happen: thread A's dup2 of x.noop reaches
+/* The window the race above hits only now and then (a noop rule
+ * answering for the passthrough file the kernel has), made to happen: thread A's dup2 of x.noop reaches
  * the kernel first, main's dup2 of y.pass second (the kernel keeps
  * y.pass), main's slot copy and check run whole, then A's copy names
  * x.noop, and A is held before its own check while main fsyncs the number

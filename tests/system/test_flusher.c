@@ -831,7 +831,7 @@ Test(barrier, fork_parent_and_child_keep_their_syncs)
  * flusher thread closes it then): the child must never inherit that
  * descriptor with no one left to close it. A fork between the flusher's
  * taking it off the file and its close did that in about one round in
- * ten (the oracle's seed 15690134, class fork). 400 rounds; the child
+ * ten. 400 rounds; the child
  * counts its own descriptors in /proc/self/fd (tests/progs/fork_privs).
  */
 Test(barrier, fork_child_inherits_no_private_descriptor)

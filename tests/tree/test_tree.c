@@ -190,9 +190,9 @@ static int longest_function(const char *path, char *name, size_t cap)
 }
 
 /* Function length is a judgment, not a rule: a function is as long as
- * what it does reads best in one piece. A 60-line limit (issue 12) made
- * code worse: policy.c's set_key split its tail into a second switch over
- * the same key ids only to get under it (issue 16). So this is a ceiling
+ * what it does reads best in one piece. A 60-line limit made code worse:
+ * policy.c's set_key once split its tail into a second switch over the
+ * same key ids only to get under it. So this is a ceiling
  * that only catches the pathological (a function no reader can hold in
  * mind, usually several that grew together): 120 lines, about two screens,
  * twice the old limit. */
