@@ -71,7 +71,8 @@ static int synced_call(struct shim_file *f, int fd, enum shim_op op)
 	return -1;
 }
 
-static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, enum shim_op op)
+/* now: when the call began (CLOCK_MONOTONIC ns; 0: not read). */
+static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, enum shim_op op, uint64_t now)
 {
 	/* A deferred sync that failed is reported whatever the policy is now. */
 	int err = syncerr_take(f, fd);
@@ -89,7 +90,7 @@ static int apply_sync_rule(struct shim_file *f, const struct knobs *k, int fd, e
 		return synced_call(f, fd, OP_FDATASYNC);
 	case ACT_DEFER:
 	case ACT_GROUP:
-		return flusher_app_sync(f, k, act, fd, op == OP_FSYNC);
+		return flusher_app_sync(f, k, act, fd, op == OP_FSYNC, now);
 	default:
 		return synced_call(f, fd, op);
 	}
@@ -286,7 +287,7 @@ static int sync_call(int fd, enum shim_op op)
 	if (!s.f)
 		return untracked_sync_call(fd, op);
 	app_sync_begin_as(&s, true, s.k.act[op == OP_FSYNC ? CALL_FSYNC : CALL_FDATASYNC] == ACT_NOOP);
-	return app_sync_end(&s, op, apply_sync_rule(s.f, &s.k, fd, op));
+	return app_sync_end(&s, op, apply_sync_rule(s.f, &s.k, fd, op, s.live_t0));
 }
 
 SHIM_API int fsync(int fd)
@@ -350,7 +351,7 @@ static int msync_defer(struct shim_file *f, const struct knobs *k, void *addr, s
 		errno = err;
 		return -1;
 	}
-	return flusher_app_sync(f, k, ACT_DEFER, -1, false);
+	return flusher_app_sync(f, k, ACT_DEFER, -1, false, 0);
 }
 
 static int apply_msync_rule(struct shim_file *f, const struct knobs *k, void *addr, size_t len, int flags)

@@ -424,7 +424,7 @@ enum around_sync around_sync_decide(struct shim_file *f, int fd, bool datasync, 
 	} else if (act == ACT_NOOP) {
 		risk_acked(f, trace_now());
 		out = AROUND_DONE;
-	} else if (flusher_app_sync(f, &k, ACT_DEFER, fd, !datasync) == 0) {
+	} else if (flusher_app_sync(f, &k, ACT_DEFER, fd, !datasync, t0) == 0) {
 		out = AROUND_DONE;
 	} else if (can_fail) {
 		*err = errno;

@@ -814,16 +814,19 @@ static bool over_threshold(struct shim_file *f, const struct knobs *k)
 	return atomic_load(&f->fl.pending_calls) >= k->max_calls || dirty_bytes(f) >= k->max_bytes;
 }
 
-/* A deferred request: numbered, the deadline armed, the flusher told.
- * Lock-free. fd is an app descriptor the flusher may borrow. */
-static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
+/* A deferred request at now (0: not read yet): numbered, the deadline
+ * armed, the flusher told. Lock-free. fd is an app descriptor the flusher
+ * may borrow. */
+static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync, uint64_t now)
 {
-	if (fd >= 0) /* an msync has none: keep the one offered before */
-		atomic_store(&f->fl.req_fd, fd);
+	if (fd >= 0 && atomic_load_explicit(&f->fl.req_fd, memory_order_relaxed) != fd)
+		atomic_store(&f->fl.req_fd, fd); /* an msync has none: keep the one offered before */
 	uint64_t seq = next_request(&f->fl, want_fsync);
 	order_acked(f); /* after the number: later changes wait for it */
-	risk_acked(f, trace_now());
-	workers_arm(f);
+	if (!now)
+		now = trace_now();
+	risk_acked(f, now);
+	workers_arm(f, now);
 	atomic_fetch_add(&f->fl.pending_calls, 1);
 	/* Wake the flusher once per crossing, not once per request after it. */
 	bool urgent = over_threshold(f, k) && workers_force(f);
@@ -840,18 +843,20 @@ static int wait_for_device(struct shim_file *f, int fd, uint64_t seq)
 	return err ? err : syncerr_take(f, fd);
 }
 
-static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync)
+static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool want_fsync, uint64_t now)
 {
 	if (atomic_load(&shim.exiting) && fd >= 0)
 		return want_fsync ? LIBC(fsync)(fd) : LIBC(fdatasync)(fd);
-	uint64_t seq = defer_request(f, k, fd, want_fsync);
+	if (!now)
+		now = trace_now();
+	uint64_t seq = defer_request(f, k, fd, want_fsync, now);
 	int err = 0;
 	/* After queueing, so a thread retiring right now cannot miss it. */
 	if (workers_ensure(false) < 0) {
 		err = flusher_drain(f);
 		if (fd >= 0)
 			err = syncerr_take(f, fd);
-	} else if (fd >= 0 && pace_over_ceiling(risk_oldest(f), trace_now(), k->at_risk_ns)) {
+	} else if (fd >= 0 && k->at_risk_ns && pace_over_ceiling(risk_oldest(f), trace_now(), k->at_risk_ns)) {
 		err = wait_for_device(f, fd, seq);
 	}
 	if (err) {
@@ -863,7 +868,7 @@ static int defer_sync(struct shim_file *f, const struct knobs *k, int fd, bool w
 }
 
 int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_action act, int fd,
-		     bool want_fsync)
+		     bool want_fsync, uint64_t now)
 {
 	if (act == ACT_GROUP && fd >= 0) {
 		pthread_testcancel();
@@ -876,7 +881,7 @@ int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_actio
 		}
 		return 0;
 	}
-	return defer_sync(f, k, fd, want_fsync);
+	return defer_sync(f, k, fd, want_fsync, now);
 }
 
 /* A write to an O_SYNC/O_DSYNC file under osync=defer with no flusher to
@@ -897,27 +902,30 @@ static void osync_inline(struct shim_file *f, int fd)
 
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state)
 {
-	struct knobs k;
-	knobs_of(f, &k);
 	if (slot_state & SLOT_OSYNC_DEFER) {
 		if (atomic_load(&shim.exiting) || !workers_running()) {
 			osync_inline(f, fd);
 		} else {
-			defer_request(f, &k, fd, (slot_state & SLOT_APP_OSYNC) != 0);
+			struct knobs k;
+			knobs_of(f, &k);
+			defer_request(f, &k, fd, (slot_state & SLOT_APP_OSYNC) != 0, 0);
 			/* Checked after queueing: a retiring thread either sees
 			 * our request or has left, and we cannot spawn one here. */
 			if (!workers_running())
 				osync_inline(f, fd);
 		}
 	}
-	uint64_t written = risk_written(&f->risk);
-	uint64_t mark = atomic_load_explicit(&f->fl.wb_mark, memory_order_relaxed);
-	if (k.writeback_bytes && written >= mark + k.writeback_bytes &&
-	    atomic_compare_exchange_strong(&f->fl.wb_mark, &mark, written)) {
-		atomic_store(&f->fl.req_fd, fd);
-		workers_writeback(f);
+	/* Two thresholds, each read alone (KNOB_ONE): every write pays this. */
+	uint64_t wb = KNOB_ONE(f, writeback_bytes);
+	if (wb) {
+		uint64_t written = risk_written(&f->risk);
+		uint64_t mark = atomic_load_explicit(&f->fl.wb_mark, memory_order_relaxed);
+		if (written >= mark + wb && atomic_compare_exchange_strong(&f->fl.wb_mark, &mark, written)) {
+			atomic_store(&f->fl.req_fd, fd);
+			workers_writeback(f);
+		}
 	}
-	if (dirty_bytes(f) >= k.max_bytes && workers_armed(f) && workers_force(f))
+	if (dirty_bytes(f) >= KNOB_ONE(f, max_bytes) && workers_armed(f) && workers_force(f))
 		workers_schedule(f, true);
 }
 

@@ -44,10 +44,11 @@ void flusher_reset(struct shim_file *f);
 void flusher_release_file(struct shim_file *f);
 
 /* An app's fsync/fdatasync (fd >= 0, checked by fd_get) or msync (fd -1)
- * that the decision table made act (ACT_DEFER or ACT_GROUP). Returns 0 or
- * -1 with errno, like the call it stands for. */
+ * that the decision table made act (ACT_DEFER or ACT_GROUP), at now
+ * (CLOCK_MONOTONIC ns the caller read as the call began; 0: read here).
+ * Returns 0 or -1 with errno, like the call it stands for. */
 int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_action act, int fd,
-		     bool want_fsync);
+		     bool want_fsync, uint64_t now);
 /* Write path, defer files only: thresholds, early writeback and O_SYNC
  * writes under osync=defer. Lock-free, no system call. */
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state);

@@ -650,7 +650,11 @@ void order_acked(struct shim_file *f)
 			struct order_slot *sl = &d->slots[SLOT_INDEX(slot)];
 			if (!(slot & OVERFLOW_SLOT)) {
 				atomic_store_explicit(&sl->fd, atomic_load(&f->fl.req_fd), memory_order_relaxed);
-				atomic_store(&sl->hi, same_file_hi(f));
+				/* the same hi every time for an append log whose end is
+				 * not known (UINT64_MAX): no store, ack_seq's below fences */
+				uint64_t hi = same_file_hi(f);
+				if (atomic_load_explicit(&sl->hi, memory_order_relaxed) != hi)
+					atomic_store(&sl->hi, hi);
 			}
 			atomic_store(&sl->acked, atomic_fetch_add(&d->ack_seq, 1) + 1);
 			domain_unuse();
@@ -1562,16 +1566,11 @@ static bool try_hold(struct write_view *w, bool others, bool only_self)
 	return false;
 }
 
-bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt,
-		      bool holdable)
+/* The write has something to follow: it waits, or is held (true). Out of
+ * line, so the cheap answers of order_write_slow pay for no frame. */
+static __attribute__((noinline)) bool wait_or_hold(struct shim_file *f, int fd, off_t off, const struct iovec *iov,
+						   int cnt, bool holdable, bool others, bool only_self)
 {
-	/* A hint, confirmed by listed: the slot may be changing meanwhile. */
-	uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
-	bool only_self = (summary >> 32) == 1 && slot && (uint32_t)summary == slot && atomic_load(&f->ord.listed);
-	bool others = (file_write_work(f) & WRITES_ORDERED) && !only_self;
-	bool fheld = held_count(&f->hold) > 0;
-	if (!others && !atomic_load(&f->ord.listed) && !fheld)
-		return false;
 	if (!file_tryref(f)) /* the write path holds none: a close may be recycling it */
 		return false;
 	int e = errno;
@@ -1591,6 +1590,27 @@ bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
 	file_put(f);
 	errno = e;
 	return held;
+}
+
+bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt,
+		      bool holdable)
+{
+	/* A hint, confirmed by listed: the slot may be changing meanwhile. */
+	uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
+	bool only_self = (summary >> 32) == 1 && slot && (uint32_t)summary == slot && atomic_load(&f->ord.listed);
+	bool others = (file_write_work(f) & WRITES_ORDERED) && !only_self;
+	bool fheld = held_count(&f->hold) > 0;
+	if (!others && !fheld) {
+		if (!atomic_load(&f->ord.listed))
+			return false;
+		/* An append with only its own file to follow and nothing of it
+		 * held: forward of every byte promised (changes_promised_bytes),
+		 * so it neither waits nor is held. A journal's every write, with
+		 * its own sync pending. */
+		if (off == ORDER_AT_END)
+			return false;
+	}
+	return wait_or_hold(f, fd, off, iov, cnt, holdable, others, only_self);
 }
 
 void order_before_change(struct shim_file *f)

@@ -97,7 +97,8 @@ void order_end_skipped(struct order_link *ord, uint64_t lo, uint64_t hi, uint64_
 static inline void order_known_end_after(struct order_link *ord, off_t off, uint64_t end)
 {
 	if (off < 0) {
-		atomic_store(&ord->known_end, ORDER_END_LOST);
+		if (atomic_load(&ord->known_end) != ORDER_END_LOST) /* lost for good: no store per write */
+			atomic_store(&ord->known_end, ORDER_END_LOST);
 		return;
 	}
 	uint64_t ke = atomic_load(&ord->known_end);
@@ -122,7 +123,11 @@ static inline void order_after_write(struct order_link *ord, off_t off, ssize_t 
 		atomic_store_explicit(&ord->wreq, wreq, memory_order_relaxed);
 	uint64_t end = off < 0 ? UINT64_MAX : (uint64_t)off + (uint64_t)r;
 	order_known_end_after(ord, off, end);
-	uint64_t before = atomic_exchange_explicit(&ord->last_end, end, memory_order_relaxed);
+	/* An append at an end not known (O_APPEND) ends where the last did, at
+	 * "not known": then there is nothing to swap. */
+	uint64_t before = atomic_load_explicit(&ord->last_end, memory_order_relaxed);
+	if (before != end)
+		before = atomic_exchange_explicit(&ord->last_end, end, memory_order_relaxed);
 	/* Back, and ending short of where the write before it ended (sqlite's
 	 * new WAL header): the bytes past it are not what followed a log's end.
 	 * One that rewrites the tail of the write before it and goes on past

@@ -10,6 +10,12 @@
  * still not durable. Concurrent real syncs of one file (passthrough
  * callers on several threads) share `covering` with compare-and-swap:
  * the figures stay conservative (never younger than the truth).
+ *
+ * The most bytes at risk in a reader's interval: acked and durable only
+ * grow, so the bytes at risk (acked - durable) only drop when durable
+ * moves, at the end of a real sync. That end records the peak it ends
+ * into each reader's worst; a reader takes the larger of its worst and
+ * what is at risk now. An acknowledgement, the hot path, only moves acked.
  */
 #include "files.h"
 #include "risk.h"
@@ -58,9 +64,6 @@ void risk_acked(struct shim_file *f, uint64_t now)
 	struct risk *r = &f->risk;
 	store_max(&r->acked, atomic_load_explicit(&r->written, memory_order_relaxed));
 	store_oldest(&r->since, now);
-	uint64_t bytes = at_risk_bytes(r);
-	for (int i = 0; i < RISK_READERS; i++)
-		store_max(&r->worst_bytes[i], bytes);
 }
 
 void risk_acked_at_once(struct shim_file *f)
@@ -69,9 +72,6 @@ void risk_acked_at_once(struct shim_file *f)
 	store_max(&r->acked, atomic_load_explicit(&r->written, memory_order_relaxed));
 	if (!atomic_load_explicit(&r->since, memory_order_relaxed))
 		store_oldest(&r->since, trace_now());
-	uint64_t bytes = at_risk_bytes(r);
-	for (int i = 0; i < RISK_READERS; i++)
-		store_max(&r->worst_bytes[i], bytes);
 }
 
 struct risk_sync risk_sync_begins(struct shim_file *f, uint64_t held)
@@ -86,8 +86,17 @@ struct risk_sync risk_sync_begins(struct shim_file *f, uint64_t held)
 void risk_sync_ends(struct shim_file *f, struct risk_sync s, bool ok, uint64_t now)
 {
 	struct risk *r = &f->risk;
-	if (ok)
+	if (ok) {
+		/* The only drop of the bytes at risk: the peak it ends goes to
+		 * the readers' worst (acked read after durable moved, so an
+		 * acknowledgement racing with it is in the peak or after it). */
+		uint64_t durable0 = atomic_load(&r->durable);
 		store_max(&r->durable, s.written);
+		uint64_t acked = atomic_load(&r->acked);
+		uint64_t peak = acked > durable0 ? acked - durable0 : 0;
+		for (int i = 0; i < RISK_READERS; i++)
+			store_max(&r->worst_bytes[i], peak);
+	}
 	if (!s.since)
 		return;
 	uint64_t mine = s.since;

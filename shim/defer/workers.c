@@ -74,10 +74,13 @@ void workers_reset(struct shim_file *f)
 	sc->in_heap = false;
 }
 
-void workers_arm(struct shim_file *f)
+void workers_arm(struct shim_file *f, uint64_t now)
 {
+	/* Armed already (every request but the first of a round): a load. */
+	if (atomic_load(&f->sched.first_req_ns) != 0)
+		return;
 	uint64_t zero = 0;
-	atomic_compare_exchange_strong(&f->sched.first_req_ns, &zero, trace_now());
+	atomic_compare_exchange_strong(&f->sched.first_req_ns, &zero, now ? now : trace_now());
 }
 
 bool workers_armed(struct shim_file *f)
@@ -117,7 +120,7 @@ void workers_rearm(struct shim_file *f, uint64_t since)
 	uint64_t zero = 0;
 	if (since)
 		atomic_compare_exchange_strong(&f->sched.first_req_ns, &zero, since);
-	workers_arm(f);
+	workers_arm(f, 0);
 	workers_schedule(f, false);
 }
 
@@ -144,6 +147,12 @@ static void wake_one(void)
 void workers_schedule(struct shim_file *f, bool urgent)
 {
 	struct sched *sc = &f->sched;
+	/* Queued already and nothing urgent (every request of a round but its
+	 * first): nothing to claim. A thread that unqueues it right after this
+	 * load re-checks has_pending after its unqueue, and finds the request
+	 * armed (workers_arm came first). */
+	if (!urgent && atomic_load(&sc->queued))
+		return;
 	shim_enter();
 	if (atomic_exchange(&sc->queued, 1) == 0) {
 		TEST_POINT("schedule");
@@ -462,7 +471,7 @@ static void work_on(struct shim_file *f)
 	 * the disarm is seen by the re-check and re-armed. */
 	workers_disarm(f);
 	if (flusher_owes(f))
-		workers_arm(f);
+		workers_arm(f, 0);
 }
 
 /* sched_mu held on entry and return. One round: returns false when this

@@ -15,8 +15,9 @@ struct shim_file;
 
 /* f->sched, for a (recycled) object starting as a new file. */
 void workers_reset(struct shim_file *f);
-/* Start the deadline clock of f's oldest pending request (lock-free). */
-void workers_arm(struct shim_file *f);
+/* Start the deadline clock of f's oldest pending request, made at now
+ * (0: the clock is read, only if not armed already). Lock-free. */
+void workers_arm(struct shim_file *f, uint64_t now);
 bool workers_armed(struct shim_file *f);
 /* A real sync of f begins: nothing is waiting for a deadline any more.
  * Returns when the oldest request it covers came (0: none deferred). */

@@ -35,6 +35,10 @@ struct knobs {
 
 void knobs_from_rule(struct knobs *k, const struct rule *r, int rule_index);
 void knobs_of(const struct shim_file *f, struct knobs *out);
+/* One word of f's rule read alone, without the copy: for a threshold the
+ * write path compares against, where the value from before a reload and
+ * the one after are both right. */
+#define KNOB_ONE(f, field) __atomic_load_n(&(f)->knobs.field, __ATOMIC_RELAXED)
 void knobs_set(struct shim_file *f, const struct knobs *k); /* one writer at a time */
 
 #endif

@@ -11,6 +11,7 @@
 #include <sys/time.h>
 
 #include "hist.h"
+#include "livefmt.h"
 
 #define N 20000
 
@@ -466,4 +467,31 @@ Test(hist, local_recording_matches_atomic)
 	cr_assert_eq(memcmp(&ta, &tb, sizeof(ta)), 0);
 	free(a);
 	free(b);
+}
+
+/* The live counters' bucket (livefmt.h) starts its walk from the value's
+ * bit length: it must agree with a plain scan of the bounds at every
+ * bound, either side of it, and at every power of two. */
+static unsigned live_bucket_by_scan(uint64_t ns)
+{
+	unsigned i = 0;
+	while (i < LIVE_NBOUNDS && live_bound_ns(i) < ns)
+		i++;
+	return i;
+}
+
+Test(live_buckets, the_walk_from_the_bit_length_agrees_with_a_scan)
+{
+	for (unsigned i = 0; i < LIVE_NBOUNDS; i++)
+		for (int d = -1; d <= 1; d++) {
+			uint64_t v = live_bound_ns(i) + (uint64_t)(int64_t)d;
+			cr_assert_eq(live_bucket(v), live_bucket_by_scan(v), "value %llu", (unsigned long long)v);
+		}
+	for (unsigned b = 0; b < 64; b++)
+		for (int d = -1; d <= 1; d++) {
+			uint64_t v = (1ull << b) + (uint64_t)(int64_t)d;
+			cr_assert_eq(live_bucket(v), live_bucket_by_scan(v), "value %llu", (unsigned long long)v);
+		}
+	cr_assert_eq(live_bucket(0), 0);
+	cr_assert_eq(live_bucket(UINT64_MAX), LIVE_NBOUNDS);
 }

@@ -14,7 +14,8 @@
 #               that fails there makes its mutations "unsure", not killed
 #   NAME...     only these mutations
 #
-# The scratch copy is /tmp/syncshim-mutate.XXXXXX (removed at the end, kept
+# The scratch copy is ../syncshim-mutate.XXXXXX beside the tree (MUTATE_TMPDIR
+# elsewhere; removed at the end, kept
 # with KEEP=1); the build directory is copied along, so each mutation
 # rebuilds one object and relinks.
 set -euo pipefail
@@ -36,7 +37,9 @@ done
 shift $((OPTIND - 1))
 ONLY=" $* "
 
-SCRATCH=$(mktemp -d /tmp/syncshim-mutate.XXXXXX)
+# Not under /tmp by default: suites that run programs in a mount namespace
+# with a private /tmp would lose the tree's binaries there.
+SCRATCH=$(mktemp -d "${MUTATE_TMPDIR:-$PWD/..}/syncshim-mutate.XXXXXX")
 trap '[ -n "${KEEP:-}" ] && echo "mutate.sh: scratch kept in $SCRATCH" >&2 || rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM
 T=$SCRATCH/tree
