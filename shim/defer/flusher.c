@@ -884,6 +884,15 @@ int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_actio
 	return defer_sync(f, k, fd, want_fsync, now);
 }
 
+int flusher_defer(struct shim_file *f, int fd, bool want_fsync, uint64_t now)
+{
+	/* What defer_sync reads of the rule, and nothing else: each word alone. */
+	struct knobs k = { .max_bytes = KNOB_ONE(f, max_bytes),
+			   .max_calls = KNOB_ONE(f, max_calls),
+			   .at_risk_ns = KNOB_ONE(f, at_risk_ns) };
+	return defer_sync(f, &k, fd, want_fsync, now);
+}
+
 /* A write to an O_SYNC/O_DSYNC file under osync=defer with no flusher to
  * hand it to: made durable right here, on the checked descriptor (the
  * slot may be stale: a socket now holds the number). */

@@ -49,6 +49,9 @@ void flusher_release_file(struct shim_file *f);
  * Returns 0 or -1 with errno, like the call it stands for. */
 int flusher_app_sync(struct shim_file *f, const struct knobs *k, enum shim_action act, int fd,
 		     bool want_fsync, uint64_t now);
+/* The same for a deferred fsync/fdatasync (fd >= 0), the rule's
+ * thresholds read alone rather than copied whole (sync.c's fast path). */
+int flusher_defer(struct shim_file *f, int fd, bool want_fsync, uint64_t now);
 /* Write path, defer files only: thresholds, early writeback and O_SYNC
  * writes under osync=defer. Lock-free, no system call. */
 void flusher_after_write(struct shim_file *f, int fd, uint32_t slot_state);

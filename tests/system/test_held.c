@@ -227,6 +227,30 @@ Test(held, an_overwrite_of_its_own_acknowledged_bytes_is_held)
 	cr_assert_eq(byte_at(&run, "A", 0), 'Q');
 }
 
+/*
+ * A file that holds a change (B's append, behind A's acknowledgement)
+ * and is written again over bytes its own acknowledged sync promised
+ * (B's first 4 KiB, acknowledged after they reached the kernel): the
+ * overwrite waits for that sync of B too, not only for the held change
+ * it is queued behind (A's sync does not make B durable).
+ */
+static const char *const held_then_own_overwrite[] = { "a:B", "a:A", "s:A", "s:B", "a:B", "p:B:0:Z", NULL };
+
+Test(held, an_overwrite_behind_its_files_held_write_still_waits_for_its_own_promise)
+{
+	struct run run = held_run(held_then_own_overwrite);
+	unsigned long long b = ino_of(&run, "B");
+	cr_assert_geq(held_count(&run), 2, "the append and the overwrite of B are held:\n%s", h_read_file(run.stats));
+	const struct h_rec *sb = sync_after(&run, b, (unsigned long long)step_field(&run, 3, "t0"));
+	cr_assert_not_null(sb, "B's acknowledged sync was never made real");
+	const struct h_rec *over = nth_write(&run, b, 2);
+	cr_assert_eq(over->off, 0, "B's third write is the overwrite");
+	cr_assert_geq(over->t0, sb->t1,
+		      "B's overwrite (t0=%llu) reached the kernel before B's acknowledged bytes were durable (t1=%llu)",
+		      over->t0, sb->t1);
+	cr_assert_eq(byte_at(&run, "B", 0), 'Z');
+}
+
 /* Writes behind a held one are held behind it: the kernel sees them in
  * the order they were made, so the later one's bytes are the file's. */
 static const char *const behind[] = { "a:B", "s:B", "p:A:0:Z", "p:A:0:Y", "p:A:4096:X", NULL };

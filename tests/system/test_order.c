@@ -94,6 +94,29 @@ static unsigned long long step_time(const struct run *run, int i, const char *wh
 	return strtoull(v + 4, NULL, 10);
 }
 
+/*
+ * Whether record r is about the test's file with inode ino. An inode
+ * number outlives its file: the live counters' files, replaced while the
+ * program runs, free theirs, and a test file made later may get one
+ * (the second child's Y once took the number of the first child's live
+ * file, whose writes then passed for Y's). So only records from the first
+ * open of ino under the test's directory on count as the file's.
+ */
+static bool of_file(const struct run *run, const struct h_rec *r, unsigned long long ino)
+{
+	if (r->ino != ino)
+		return false;
+	unsigned long long born = ULLONG_MAX;
+	size_t dl = strlen(run->dir);
+	for (size_t i = 0; i < run->log.n; i++) {
+		const struct h_rec *o = &run->log.r[i];
+		if (o->ino == ino && o->path && !strncmp(o->path, run->dir, dl) && o->path[dl] == '/' &&
+		    o->t0 < born && (!strcmp(o->op, "open") || !strcmp(o->op, "creat")))
+			born = o->t0;
+	}
+	return born == ULLONG_MAX || r->t0 >= born;
+}
+
 static bool is_write(const struct h_rec *r)
 {
 	return !strcmp(r->op, "write") || !strcmp(r->op, "pwrite") || !strcmp(r->op, "writev") ||
@@ -106,7 +129,7 @@ static const struct h_rec *nth_write(const struct run *run, unsigned long long i
 	const struct h_rec *best[64];
 	int n = 0;
 	for (size_t i = 0; i < run->log.n && n < 64; i++)
-		if (run->log.r[i].ino == ino && is_write(&run->log.r[i]))
+		if (of_file(run, &run->log.r[i], ino) && is_write(&run->log.r[i]))
 			best[n++] = &run->log.r[i];
 	for (int i = 0; i < n; i++) /* tiny: insertion sort by t0 */
 		for (int j = i; j > 0 && best[j]->t0 < best[j - 1]->t0; j--) {
@@ -125,7 +148,7 @@ static const struct h_rec *synced_between(const struct run *run, unsigned long l
 {
 	for (size_t i = 0; i < run->log.n; i++) {
 		const struct h_rec *r = &run->log.r[i];
-		if (r->ino == ino && (!strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync")) && r->ret == 0 &&
+		if (of_file(run, r, ino) && (!strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync")) && r->ret == 0 &&
 		    r->t0 >= from && r->t1 <= by)
 			return r;
 	}
@@ -138,7 +161,7 @@ static int syncs_before(const struct run *run, unsigned long long ino, unsigned 
 	int n = 0;
 	for (size_t i = 0; i < run->log.n; i++) {
 		const struct h_rec *r = &run->log.r[i];
-		if (r->ino == ino && (!strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync")) && r->t0 < t)
+		if (of_file(run, r, ino) && (!strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync")) && r->t0 < t)
 			n++;
 	}
 	return n;
@@ -1213,7 +1236,7 @@ static int syncs_by_between(const struct run *run, long pid, unsigned long long 
 	for (size_t i = 0; i < run->log.n; i++) {
 		const struct h_rec *r = &run->log.r[i];
 		if ((pid < 0 || r->pid == pid) && is_any_sync(r) && r->t0 >= from && r->t1 <= by &&
-		    (r->ino == ino || !strcmp(r->op, "sync") || !strcmp(r->op, "syncfs")))
+		    (of_file(run, r, ino) || !strcmp(r->op, "sync") || !strcmp(r->op, "syncfs")))
 			n++;
 	}
 	return n;
@@ -1395,7 +1418,7 @@ static struct run log_line_run(const char *log_rule)
 static const struct h_rec *write_of(const struct run *run, unsigned long long ino, int nth)
 {
 	for (size_t i = 0; i < run->log.n; i++)
-		if (run->log.r[i].ino == ino && is_write(&run->log.r[i]) && nth-- == 0)
+		if (of_file(run, &run->log.r[i], ino) && is_write(&run->log.r[i]) && nth-- == 0)
 			return &run->log.r[i];
 	cr_assert_fail("write #%d of inode %llu not in the log", nth, ino);
 	return NULL;

@@ -125,6 +125,27 @@ Test(sync, noop_policy_drops_fsync)
 	cr_expect_eq(h_count(&nop.log, "write", nop.ino), N_SYNCS, "noop: the writes themselves still happen");
 }
 
+/* With a latency log on, a noop fsync takes the general path (the log
+ * times it), not noop's fast one: that path drops the sync too. */
+Test(sync, noop_policy_drops_fsync_with_the_latency_log_on)
+{
+	struct loop nop;
+	h_cmd_policy(&nop.c, layers_for("noop"), "noop");
+	h_envf(&nop.c, "SYNCSHIM_LOG=%s", h_path("noop.%p.log"));
+	nop.file = h_path("noop-logged.dat");
+	h_args(&nop.c, h_prog("syncloop"), "-f", nop.file, "-m", "fsync", NULL);
+	h_argf(&nop.c, "-n%d", N_SYNCS);
+	h_argf(&nop.c, "-s%d", REC_SIZE);
+	nop.r = h_run(&nop.c);
+	h_assert_ok(nop.r, "syncloop under noop with a log");
+	cr_assert(h_check_pattern(nop.file, (long long)N_SYNCS * REC_SIZE), "wrong contents");
+	nop.ino = h_ino(nop.file);
+	nop.log = h_log_load(&nop.c);
+	cr_assert_eq(h_count(&nop.log, "write", nop.ino), N_SYNCS, "the writes themselves happen (the layer records)");
+	cr_expect_eq(h_count(&nop.log, "fsync", 0), 0, "noop with a log: fsync reached libc");
+	cr_expect_eq(h_count(&nop.log, "fdatasync", 0), 0, "noop with a log: fdatasync reached libc");
+}
+
 /* noop covers every sync call, not just fsync. */
 Test(sync, noop_policy_drops_every_sync_call)
 {
