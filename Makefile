@@ -300,7 +300,7 @@ asan: deps
 #     through the shim's (instrumented) open while the report holds TSan's
 #     thread registry lock, and an access there that TSan takes for a race
 #     (it no longer sees the reporting thread's locks) waits for that lock
-#     forever (gdb: hostile/shim_never_makes_an_open_fail_with_emfile's
+#     forever (gdb: shim_fds/shim_never_makes_an_open_fail_with_emfile's
 #     nofile in ReportRace under free_take_locked, under SymbolizeStack);
 #     and after main's pthread_exit /proc/self/exe is gone (the thread group
 #     leader has exited: ENOENT in strace), the stack cannot be symbolized
@@ -314,7 +314,7 @@ TSAN_CFLAGS := $(BASE) -O1 -fsanitize=thread -DSYNCSHIM_TSAN -fPIC $(SRC_INC)
 # shim's writer side has to be instrumented too.)
 TSAN_OBJS := $(patsubst %.c,$(TSAN_DIR)/tsan/obj/%.o,$(SHIM_SRCS) $(PURE_SRCS))
 TSAN_SYNCLOG := $(TSAN_DIR)/tsan/libsynclog.a
-TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_crash test_endings test_order test_sched
+TSAN_SUITES := test_signal_handlers test_host_runtime test_shim_fds test_sync_errors test_unseen_fds test_fd_races test_unlinked_files test_flusher test_shim test_log test_livepub test_crash test_endings test_order test_sched
 # Tests the TSan runtime itself cannot run, left out of make tsan alone
 # (make test and make asan run them; criterion's pattern, | between them):
 # - fifty_forks forks while other threads allocate, and gcc 12's libtsan
@@ -366,7 +366,7 @@ TSAN_SUITES := test_hostile test_flusher test_shim test_log test_livepub test_cr
 #   then deadlocks through the shim's open as above (gdb: ReportRace ->
 #   __asan_backtrace_open -> open_bind -> registry_lock). A trial's bash
 #   with the live counters on could meet the same.
-TSAN_SKIP := hostile/fifty_forks_from_threads_never_hang|hostile/only_processes_that_did_something_leave_a_log|stress/threads_forks_and_reloads|hostile/close_all_then_open_never_mixes_log_into_app_files|hostile/setid_from_a_threaded_host_never_aborts|livepub/reload_reads_the_ini_on_no_number_of_the_apps|order_sqlite/wal_checkpoints_under_defer_keep_the_database_whole|livepub/rule_table_counts_paths_and_shows_a_rule_that_matched_nothing
+TSAN_SKIP := host_runtime/fifty_forks_from_threads_never_hang|shim_fds/only_processes_that_did_something_leave_a_log|stress/threads_forks_and_reloads|shim_fds/close_all_then_open_never_mixes_log_into_app_files|host_runtime/setid_from_a_threaded_host_never_aborts|livepub/reload_reads_the_ini_on_no_number_of_the_apps|order_sqlite/wal_checkpoints_under_defer_keep_the_database_whole|livepub/rule_table_counts_paths_and_shows_a_rule_that_matched_nothing
 
 $(TSAN_DIR)/tsan/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -394,14 +394,14 @@ tsan: deps
 	  SYNCSHIM_ASAN=1 \
 	  $(TSAN_DIR)/tests/$$t --jobs 2 --filter '!($(TSAN_SKIP))' || fail=1; done; exit $$fail
 
-# Soak: the chaos stress (tests/system/test_chaos.c) going round for SOAK_SECONDS,
-# each run longer than in `make test`, then the durability oracle for as
-# long. Not part of `make test`.
+# Soak: the all-at-once stress (tests/system/test_all_at_once.c) going
+# round for SOAK_SECONDS, each run longer than in `make test`, then the
+# durability oracle for as long. Not part of `make test`.
 SOAK_SECONDS ?= 600
 soak: deps
-	@$(MAKE) --no-print-directory test-deps $(B)/tests/test_chaos
-	SYNCSHIM_CHAOS_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
-	  $(B)/tests/test_chaos --jobs 1 --verbose
+	@$(MAKE) --no-print-directory test-deps $(B)/tests/test_all_at_once
+	SYNCSHIM_ALL_AT_ONCE_SECONDS=$(SOAK_SECONDS) SYNCSHIM_BUILD=$(abspath $(B)) \
+	  $(B)/tests/test_all_at_once --jobs 1 --verbose
 	@$(MAKE) --no-print-directory oracle ORACLE_SECONDS=$(SOAK_SECONDS)
 	@if [ -n "$(SOAK_MUTATE)" ]; then $(MAKE) --no-print-directory mutate; fi
 

@@ -235,9 +235,10 @@ static void before_dup_onto(int oldfd, int newfd)
  * Until that check, though, a stale slot looks like any other binding
  * (kernel: ours, then theirs; copies: theirs, then ours): a sync of the
  * number in between got the replaced file's rule, a noop answering for a
- * passthrough file (oracle fdrace:15753764, 15753767, 8439381). So from
- * before the copy to after the check shim.dups_onto is raised, and while
- * it is no binding is vouched for without a look at the kernel
+ * passthrough file (test_fd_races holds it:
+ * fsync_between_a_racing_dup2s_copy_and_its_check_gets_the_kernels_file).
+ * So from before the copy to after the check shim.dups_onto is raised,
+ * and while it is no binding is vouched for without a look at the kernel
  * (fdtable.c, vouched()). Ordering: the increment comes before the
  * copy's release stores, so a reader that has seen the copy (its acquire
  * load of the slot's file) sees the count raised; the decrement comes

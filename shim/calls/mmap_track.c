@@ -22,6 +22,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "mmap_track.h"
 #include "order.h"
 #include "shim.h"

@@ -20,6 +20,7 @@
 #include "fdtable.h"
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "knobs.h"
 #include "live.h"
 #include "log.h"

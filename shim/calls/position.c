@@ -37,6 +37,7 @@
 #include "calls.h"
 #include "fdtable.h"
 #include "files.h"
+#include "held.h"
 #include "order.h"
 #include "position.h"
 #include "shim.h"

@@ -15,6 +15,7 @@
 #include "crash.h"
 #include "fdtable.h"
 #include "files.h"
+#include "held.h"
 #include "order.h"
 #include "paths.h"
 #include "shim.h"

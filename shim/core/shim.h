@@ -121,9 +121,10 @@ static inline void shim_nocancel_end(int old)
  * What a write's fast half (shim/calls/write.c) reads on every call, kept
  * on one page: after each system call every page touched is a TLB miss
  * where the kernel empties the TLB at each entry (page table isolation
- * without PCID, as on this project's VMs: docs/bench-log.md Run 24, about 6 ns a
- * page against a 4 KiB pwrite's 1.7 us). One section, placed whole; the
- * first in link order (libc.c's table) starts it on a page of its own.
+ * without PCID, as on this project's VMs: about 6 ns a page against a
+ * 4 KiB pwrite's 1.7 us, measured in docs/bench-log.md). One section,
+ * placed whole; the first in link order (libc.c's table) starts it on a
+ * page of its own.
  */
 #define SHIM_HOT __attribute__((section("syncshim_hot")))
 #define SHIM_HOT_FIRST __attribute__((section("syncshim_hot"), aligned(4096)))

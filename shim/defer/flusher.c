@@ -260,8 +260,9 @@ static int privs_cap(void)
  * open and named by its file's priv_fd (the child's reset closes it) or
  * closed: a fork between a flusher thread's taking priv_fd and its close,
  * or between a closer's dup and its store, gave the child a descriptor no
- * one would ever close (the oracle's seed 15690134, class fork; one fork
- * in ten right after a close under max_delay_ms = auto). Every such
+ * one would ever close (one fork in ten right after a close under
+ * max_delay_ms = auto; test_flusher's
+ * barrier/fork_child_inherits_no_private_descriptor holds it). Every such
  * change holds this lock for reading, fork's prepare handler for writing
  * (after the registry's: flusher_release_file takes it under that one;
  * nothing holding it takes another lock or allocates).

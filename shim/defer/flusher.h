@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "decide.h"
+#include "file_parts.h" /* struct flusher */
 #include "risk.h"
 
 struct shim_file;
@@ -32,44 +33,6 @@ struct sync_waiter {
 	int err;                    /* the covering sync's errno, 0 ok */
 	bool covered;
 	struct sync_waiter *next;
-};
-
-/*
- * A file's flusher state (defer and group). Requests are numbered; a real
- * sync snapshots req_seq when it starts and, when it completes, every
- * request up to that snapshot is durable (done_seq). Only one real sync
- * per file runs at a time (in_flight): whoever finds none running leads
- * one, everyone else waits for it, which is what batches group commits.
- *
- * The sync needs a descriptor. The shim keeps none of its own while the
- * app has one open: a leader borrows an app descriptor (its own, or the
- * last one that asked for a sync) and marks it leased, and a close or
- * dup2 of that number waits for the sync to finish. Only when the app
- * closes its last descriptor while syncs are still owed does the shim dup
- * one of its own (priv_fd), closed again once nothing is owed.
- */
-struct flusher {
-	pthread_mutex_t mu;              /* initialised once per allocation (and in a fork child) */
-	_Atomic uint32_t wake;           /* event count for waiters: bumped under mu, futex-woken */
-	uint32_t waiters;                /* mu: threads asleep on wake (none: no wake call) */
-	bool in_flight;                  /* mu */
-	int lease_fd;                    /* mu: the descriptor the running sync uses, -1 none */
-	_Atomic int req_fd;              /* an app descriptor that asked for a sync, -1 none */
-	_Atomic int priv_fd;             /* the shim's own descriptor of the file, -1 none (mu) */
-	_Atomic uint64_t done_seq;       /* written under mu */
-	struct sync_waiter *waiting;     /* mu: group callers not yet told */
-	_Atomic uint64_t req_seq;
-	_Atomic uint32_t pending_calls;
-	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */
-	_Atomic uint64_t synced_mark;    /* risk.written when the last real sync began */
-	_Atomic uint64_t wb_mark;        /* risk.written at the last writeback kick */
-	/* What pacing (policy/pace.h) learns of the file: relaxed and
-	 * approximate by design (a lost update only delays learning). */
-	_Atomic uint64_t last_req_ns;    /* when the last group request came */
-	_Atomic uint32_t sync_ns;        /* average real sync duration */
-	_Atomic uint32_t gap_ns;         /* average gap between group requests */
-	_Atomic uint32_t joined_x16;     /* average requests a linger gathered, x16 */
-	_Atomic uint32_t leads;          /* syncs led so far (paces the probes) */
 };
 
 /* A new object's mutex: once per allocation, and again in a fork child

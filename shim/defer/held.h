@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "file_parts.h" /* struct held_link, struct held_extent, HELD_EXTENTS */
 #include "shim.h"
 
 struct shim_file;
@@ -28,35 +29,6 @@ struct held_dep {
 	uint64_t target;
 };
 #define HELD_DEPS_MAX 8
-
-/* Bytes of the file this process wrote and acknowledged and that are not
- * durable yet, as held changes see them (held.c, "Its own bytes"). */
-#define HELD_EXTENTS 8
-struct held_extent {
-	uint64_t lo, hi;  /* [lo, hi) */
-	uint64_t w_req;   /* the file's request count when written: promised by request w_req + 1 */
-};
-
-/* A file's part (held.c's alone; files.h embeds it). */
-struct held_link {
-	struct held_change *head, *tail; /* held_mu: oldest first */
-	struct shim_file *next;          /* held_mu: the list of files holding changes */
-	_Atomic uint32_t count;          /* changes held and not applied yet (read lock-free) */
-	_Atomic uint32_t gen;            /* bumped (held_mu) before applied changes leave the FIFO */
-	/* While changes are held, a real sync covers no request numbered
-	 * after the oldest of them was made: its bytes are not in the kernel
-	 * yet. UINT64_MAX when none is held. */
-	_Atomic uint64_t floor;
-	_Atomic uint64_t bytes;          /* held, not applied */
-	_Atomic uint64_t end;            /* the highest end of a change held since the file last held none */
-	uint64_t last_end;               /* held_mu: where the latest held change ended */
-	uint64_t back_w_req;             /* held_mu: a held change went back, made at this request count (UINT64_MAX none) */
-	struct held_extent ext[HELD_EXTENTS]; /* held_mu */
-	/* Requests a real sync could not cover (their bytes were held), as old
-	 * as this (trace_now): their deadline comes back when the held
-	 * writes are applied. 0: none. */
-	_Atomic uint64_t owed_since;
-};
 
 /* Files holding changes now: the read paths' one load. */
 extern _Atomic uint32_t held_files;

@@ -269,9 +269,10 @@ static void recount_locked(void)
 static void leave_domain(const char *why, bool order_mu_held);
 
 /* A shim section (shim_enter): a signal handler that lands while this
- * thread holds the lock, and writes, must not come back here for it (the
- * chaos test hung so: its timer's handler appending while the writer's
- * write checked the domain for overflow). false: the lock could not be
+ * thread holds the lock, and writes, must not come back here for it (a
+ * timer's handler appending while the writer's write checked the domain
+ * for overflow hung so; test_signal_handlers'
+ * handler_inside_the_order_domain_lock holds it). false: the lock could not be
  * had within DOMAIN_LOCK_WAIT_NS; this process has left the domain
  * (leave_domain) and the caller does without it. */
 static bool lock_domain_once(bool order_mu_held)
@@ -857,8 +858,9 @@ static void tell_owner(struct order_slot *sl, pid_t pid, dev_t dev, ino_t ino, i
  * acknowledged WAL sync is a write forward of that one's promised bytes
  * (its records go after them, or rewrite the last page with the same
  * records and more where it held zeros), which costs no sync within one
- * process either; it cost each one a real sync made from here (docs/bench-log.md Run 16,
- * 78 a second; 99% of this wait's syncs were of the same file). */
+ * process either; it cost each one a real sync made from here (78 a
+ * second under pgbench; 99% of this wait's syncs were of the same file;
+ * test_order's a_fork_childs_write_forward_of_its_parents_promised_bytes_does_not_wait). */
 static bool wait_for_other_processes(int own_fd, struct write_view *w)
 {
 	domain_use();
@@ -1042,7 +1044,8 @@ static bool all_zero(const char *p, size_t n)
  * Filling zeros is forward for the same reason a write past the highest
  * byte is: a log's last page rewritten with the same records and more
  * where it ended in zeros (PostgreSQL's partial WAL page, on every flush:
- * docs/bench-log.md Run 16 counted 366 such waits in 775 transactions) changes no record
+ * 366 such waits in 775 pgbench transactions while it waited; test_order's
+ * a_last_page_rewritten_with_more_records_where_it_held_zeros_does_not_wait) changes no record
  * its reader could have read; on the disk before the records promised
  * ahead of it, it is past the end the reader stops at. Every byte of the
  * file from the first difference to the write's end must be zero, so a
@@ -1096,8 +1099,8 @@ static bool past_the_end(int fd, off_t pos)
  * a preallocated file) goes back at each wrap, so until a real sync that
  * began after it completes, every write is below the file's highest byte
  * and is compared (up to max_delay_ms of writes, plus that sync's own
- * time): one pread each, on this VM as much as the write itself (docs/bench-log.md Run 16's
- * 0.29; Run 22 has the figures with runs). So
+ * time): one pread each, on this VM as much as the write itself (test_order's
+ * an_identical_rewrite_run_reads_the_file_once_a_span holds the runs). So
  * once a write found identical is followed by one starting exactly where
  * it ended, the next RUN_SPAN bytes are read in one pread into a run
  * buffer, and the run's next writes are compared against that copy.
@@ -1164,7 +1167,7 @@ void order_bytes_unseen(struct shim_file *f)
  * known) or a write went back (two threads' reserved pwrites landing out
  * of order: the sync_writes -T 2 loop), every write is compared with a
  * pread, and on a write-only descriptor the pread fails and a write below
- * the size waits for a real sync (docs/bench-log.md Run 30). Most of those
+ * the size waits for a real sync. Most of those
  * writes only extend the file, which the compare would find out the long
  * way: it reads nothing past the end (a short read is forward), and zeros
  * where a write skipped over bytes (filling zeros is forward). So:
@@ -1484,8 +1487,8 @@ static bool changes_promised_bytes(struct write_view *w, bool run)
 	    view_changes_bytes(w, hi))
 		return true;
 	/* Identical bytes, zeros filled, or past the end: costs no sync, not
-	 * even an early one (the issue's rule for PostgreSQL's rewritten WAL
-	 * page). */
+	 * even an early one (PostgreSQL's rewritten WAL page; test_order's
+	 * same_file_overwrite_waits_identical_rewrite_does_not). */
 	if (w->iov)
 		atomic_store_explicit(&f->ord.rewrite_end, (uint64_t)pos + total, memory_order_relaxed);
 	return false;

@@ -18,45 +18,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "file_parts.h" /* struct order_link */
 #include "shim.h"
 
 struct shim_file;
-
-/* A file's place in the order of acknowledged syncs (order.c's alone, but
- * for order_after_write below). */
-struct order_link {
-	_Atomic uint32_t listed;    /* it has a deferred ack not yet durable (the list holds a ref) */
-	_Atomic uint32_t acking;    /* threads in order_acked's lock-free path: the slot is not freed */
-	_Atomic uint32_t slot;      /* its slot in the domain + 1, 0 none (set before listed; read lock-free, relaxed) */
-	_Atomic uint32_t hi_seq;    /* odd while a real sync's start moves cur_hi into prev_hi */
-	_Atomic uint64_t cur_hi;    /* highest end of a write since the last real sync began */
-	_Atomic uint64_t prev_hi;   /* ... before it began, until it completes (UINT64_MAX: unknown) */
-	_Atomic uint64_t last_end;  /* where the latest write ended (UINT64_MAX: not known) */
-	/* Where the writes a real sync covers ended, as it began (until it
-	 * completes), and as of the last completed one (durable_end): the end
-	 * of the durable log, UINT64_MAX when the writes it covered did not
-	 * all go forward or are not known (order.c, "Tail rewrites"). */
-	_Atomic uint64_t prev_end;
-	_Atomic uint64_t durable_end;
-	/* The file's request count when its latest write reached the kernel:
-	 * every byte written this round is promised by request wreq + 1 at
-	 * the latest (held.c judges a held write against them with it). */
-	_Atomic uint64_t wreq;
-	_Atomic uint32_t mapped;    /* a shared mapping of it was made: bytes may change unseen */
-	_Atomic uint64_t run_gen;   /* bumped when a rewrite run's copy of its bytes may be stale */
-	_Atomic uint64_t rewrite_end; /* where the latest write found identical ended (0: none) */
-	/* The file's known end (order.c, "Past the known end"): no byte at or
-	 * past known_end holds anything but zeros, once sized says the size an
-	 * fstat saw is in it; ORDER_END_LOST: a write or change the shim could
-	 * not place. hole: one range below it that this process's writes
-	 * skipped over when they extended the file, never written since
-	 * (packed: ORDER_HOLE_*). fills: writes that began below known_end. */
-	_Atomic uint64_t known_end;
-	_Atomic uint32_t sized;
-	_Atomic uint64_t hole;
-	_Atomic uint64_t fills;
-	struct shim_file *next;     /* the pending list, order lock */
-};
 
 #define ORDER_END_LOST UINT64_MAX
 /* A hole is [lo, lo + len) with lo below 2^44 and len below 2^20 (larger

@@ -23,19 +23,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct shim_file;
+#include "file_parts.h" /* struct risk */
 
-/* A file's share (struct shim_file's risk; only risk.c reads it but for
- * the two inlines below). */
-struct risk {
-	_Atomic uint64_t written;        /* bytes written while the rule can answer syncs unsynced */
-	_Atomic uint64_t acked;          /* written, at the latest such answer */
-	_Atomic uint64_t durable;        /* written, at the start of the latest completed real sync */
-	_Atomic uint64_t since;          /* oldest answer no real sync has taken up, 0 none */
-	_Atomic uint64_t covering;       /* oldest answer a running real sync covers, 0 none */
-	_Atomic uint64_t worst_bytes[2]; /* per reader (enum risk_reader), since it last looked */
-	_Atomic uint64_t worst_age[2];
-};
+struct shim_file;
 
 /* Who reads the worst-per-interval figures; each has its own. */
 enum risk_reader { RISK_LOG, RISK_LIVE, RISK_READERS };

@@ -38,6 +38,7 @@
 
 #include "files.h"
 #include "flusher.h"
+#include "held.h"
 #include "knobs.h"
 #include "pace.h"
 #include "snapshot.h"

@@ -9,30 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct shim_file;
+#include "file_parts.h" /* struct sched */
 
-/*
- * A file's place in the flusher threads' schedule (workers.c's alone): when
- * its oldest deferred request was made, whether it must be synced or
- * written back now, and the links of the lock-free hand-off and the
- * threads' deadline heap.
- */
-struct sched {
-	_Atomic uint64_t first_req_ns;   /* oldest request not yet covered, 0 none */
-	_Atomic uint32_t force;          /* sync now: a threshold or a drain */
-	_Atomic uint32_t writeback;      /* start writeback now */
-	_Atomic uint32_t queued;         /* the threads hold it (a file ref) */
-	_Atomic uint32_t poked;          /* on the poke stack: its deadline came earlier (holds a ref) */
-	struct shim_file *ready_next;    /* lock-free hand-off to the threads */
-	struct shim_file *poke_next;     /* lock-free: "look at my deadline again" */
-	/* The threads' deadline heap (a pairing heap, sched lock): */
-	struct shim_file *heap_child;    /* leftmost child */
-	struct shim_file *heap_sibling;  /* next sibling to the right */
-	struct shim_file *heap_prev;     /* left sibling, or the parent if leftmost */
-	struct shim_file *sched_next;    /* a scratch list of the threads', sched lock */
-	uint64_t heap_key;               /* the deadline it is filed under */
-	bool in_heap;
-};
+struct shim_file;
 
 /* f->sched, for a (recycled) object starting as a new file. */
 void workers_reset(struct shim_file *f);

@@ -20,15 +20,9 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-struct shim_file;
+#include "file_parts.h" /* struct crash_state */
 
-/* A file's crash-test state (crash.c's alone). */
-struct crash_state {
-	pthread_mutex_t mu;         /* a write and its record, one at a time */
-	_Atomic pid_t owner;        /* the thread inside mu, 0 none */
-	int rfd;                    /* the shim's reader of the file, -1 none */
-	bool tracked;               /* in scope: its changes are logged */
-};
+struct shim_file;
 
 extern bool crash_enabled;
 static inline bool crash_on(void)

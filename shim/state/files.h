@@ -1,7 +1,7 @@
 /*
  * files.h - one object per file, shared by every descriptor of the same
- * (dev, inode), and the registry that finds it (files.c). Each module's part
- * of the object is that module's type, defined in its own header.
+ * (dev, inode), and the registry that finds it (files.c). Each upper part's
+ * share of the object is that part's type, defined in file_parts.h.
  */
 #ifndef SYNCSHIM_FILES_H
 #define SYNCSHIM_FILES_H
@@ -11,13 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "crash.h"
-#include "flusher.h"
-#include "held.h"
+#include "file_parts.h"
 #include "knobs.h"
-#include "order.h"
-#include "risk.h"
-#include "workers.h"
 
 struct live_stats;
 

@@ -25,7 +25,7 @@
 
 /* The whole file under one guard, kept from when it was a header: work
  * written against the header that appends a helper at its end still
- * merges. (Drop once the branches of issue 16's time have landed.) */
+ * merges. (Drop once no branch written against the header is left.) */
 #ifndef SYNCSHIM_TEST_HARNESS_C
 #define SYNCSHIM_TEST_HARNESS_C
 

@@ -531,7 +531,7 @@ def generate(seed, cls):
     return c
 
 
-# ---- issue 28's classes -------------------------------------------------------
+# ---- classes temp, changes, sysexit, domain, log, trap, msync --------------------
 
 
 def defer_rule(r, window=None):

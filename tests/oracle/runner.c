@@ -521,7 +521,7 @@ static long sigsys_away(int kind)
 	switch (kind % 5) {
 	case 0:
 		return signal(SIGSYS, SIG_IGN) == SIG_ERR ? -1 : 0;
-	case 1: /* the System V way (issue 28's third path): obsolete, still in glibc */
+	case 1: /* the System V way: obsolete, still in glibc */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 		return sigset(SIGSYS, SIG_HOLD) == SIG_ERR ? -1 : 0;

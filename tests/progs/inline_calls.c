@@ -18,8 +18,8 @@
  *   sigsys    the program's own SIGSYS handler, which must get a raised
  *             SIGSYS once
  *   badfd     an inline fsync of a closed number: -EBADF, errno untouched
- * and the ways a program blocks or ignores SIGSYS (issue 28, 6: each
- * killed its host, exit 159, before the shim met it):
+ * and the ways a program blocks or ignores SIGSYS (each killed its host,
+ * exit 159, before the shim met it):
  *   attrmask      a thread started with every signal blocked
  *                 (pthread_attr_setsigmask_np)
  *   signal_ign, sysv_signal_ign, sigignore, raw_sigaction_ign,

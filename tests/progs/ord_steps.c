@@ -34,6 +34,8 @@
  *                 from then on, which cannot be read (the first use of NAME)
  *   O:NAME        open NAME read-only (O_RDONLY|O_CREAT): writes through it fail
  *   q:NAME:OFF:C  as p, its failure printed, not fatal
+ *   D:NAME:OFF:C  as p, with pwritev2(RWF_DSYNC): a synchronous write, which
+ *                 an osync = defer rule makes a deferred sync request
  * Reads, each returning (ret=) the byte it read at OFF, or a size:
  *   P:NAME:OFF    pread one byte          V:NAME:OFF   preadv one byte
  *   G:NAME:OFF    lseek to OFF, read()    M:NAME:OFF   through a read-only mapping
@@ -287,6 +289,12 @@ int main(int argc, char **argv)
 			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
 			ret = pwrite(fd, buf, sizeof(buf), a1 ? atoll(a1) : 0);
 			break;
+		case 'D': {
+			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
+			struct iovec v = { buf, sizeof(buf) };
+			ret = pwritev2(fd, &v, 1, a1 ? atoll(a1) : 0, RWF_DSYNC);
+			break;
+		}
 		case 's':
 		case 'S':
 			ret = fsync(fd);

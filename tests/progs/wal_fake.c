@@ -31,7 +31,7 @@
 static int undo_fd = -1;
 
 /* A system call the shim cannot see: the instruction itself, not libc's
- * syscall() (interposed since issue 19). -errno on failure. */
+ * syscall() (which the shim interposes). -errno on failure. */
 static long raw_call(long nr, long a, long b, long c, long d)
 {
 #if defined(__x86_64__)

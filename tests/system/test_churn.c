@@ -1,7 +1,7 @@
 /*
  * test_churn.c - the shim's memory follows the files it knows at once, not
- * the files it has ever seen (issue 17: ~4 KiB per file ever seen, 372 MB
- * after 100,000).
+ * the files it has ever seen (it once kept ~4 KiB per file ever seen:
+ * 372 MB after 100,000).
  *
  * A service churning through files (log rotation, temp files, segments)
  * must not grow without bound. tests/progs/churn creates, writes, fsyncs

@@ -1,6 +1,6 @@
 /*
- * test_crashtest.c - `syncshim crashtest` end to end: issue 9's
- * acceptance. Every verdict comes from the files a rollback left, read by
+ * test_crashtest.c - `syncshim crashtest` end to end: its run, its
+ * rollback and its verdicts. Every verdict comes from the files a rollback left, read by
  * the examples' own checkers (wal_check, state_check, sqlite3's
  * integrity_check), never from the shim's counters; the launcher's
  * --json only carries their output and its own cut and window.
@@ -296,7 +296,7 @@ Test(crashtest, sqlite_under_noop_shows_what_it_lost)
 }
 
 /* sqlite3 in WAL mode, one connection, a checkpoint every 100 pages,
- * under adversarial writeback (issue 18): each trial starts from a fresh
+ * under adversarial writeback: each trial starts from a fresh
  * database (--setup); -shm stays out of scope (sqlite truncates it on the
  * first open after a crash; it is a shared mapping the log cannot see). */
 static struct run sqlite_wal_trials(const char *policy, const char *trials, const char *cut)
@@ -344,7 +344,7 @@ Test(crashtest, sqlite_wal_under_noop_is_caught_with_adversarial_writeback)
 	cr_expect_eq(run.r.code, 1);
 }
 
-/* ---- a preload after the shim that eats syncs (issue 18) ---- */
+/* ---- a preload after the shim that eats syncs ---- */
 
 /* Debian's libeatmydata (make deps installs it): its fsync & co. return
  * 0 without a system call. */

@@ -1,7 +1,7 @@
 /*
  * test_endings.c - however a process ends, the exit barrier runs, the
  * process ends, with its own status, and the shim's words never land in
- * the app's files (issue 17: defects 1, 6, 7, 8, 9, 14, 17).
+ * the app's files.
  *
  * Each run is tests/progs/endings under the shim with the recording
  * layer beneath it: the deferred syncs the barrier owes are counted where
@@ -150,7 +150,7 @@ Test(endings, pthread_exit_from_main_ends_with_the_last_app_thread)
 	cr_assert(said, "%s", r.err);
 }
 
-/* ---- issue 28, 5: exit and exec through syscall() ------------------------------- */
+/* ---- exit and exec through syscall() ------------------------------------------ */
 
 /* syscall(SYS_exit_group), syscall(SYS_exit) of the app's last thread,
  * syscall(SYS_execve) and syscall(SYS_execveat) are barriers as exit and

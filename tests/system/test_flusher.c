@@ -831,7 +831,7 @@ Test(barrier, fork_parent_and_child_keep_their_syncs)
  * flusher thread closes it then): the child must never inherit that
  * descriptor with no one left to close it. A fork between the flusher's
  * taking it off the file and its close did that in about one round in
- * ten (the oracle's seed 15690134, class fork). 400 rounds; the child
+ * ten. 400 rounds; the child
  * counts its own descriptors in /proc/self/fd (tests/progs/fork_privs).
  */
 Test(barrier, fork_child_inherits_no_private_descriptor)
@@ -1801,4 +1801,27 @@ Test(risk, osync_writes_with_the_flag_dropped_are_at_risk)
 	struct risk_seen s = risk_of_log(log, file);
 	cr_assert(s.any && s.unbounded, "O_DSYNC writes under noop: nothing at risk in the log");
 	cr_assert_eq(s.bytes, 50 * 4096ull, "%llu bytes at risk", (unsigned long long)s.bytes);
+}
+
+/* osync = strip: a pwritev2(RWF_DSYNC) write whose flag the shim drops is
+ * acknowledged as durable and is not: the log counts it as at risk. */
+Test(risk, stripped_rwf_dsync_write_is_data_at_risk)
+{
+	char *dir = h_path("rw"), *log = h_path("rw.log");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	char *ini = fl_ini_rule("rw.ini", h_fmt("%s/rw.dat", dir), "passthrough", "osync = strip\n");
+	struct h_cmd c;
+	fl_cmd(&c, H_SHIM, ini);
+	h_envf(&c, "SYNCSHIM_LOG=%s", log);
+	h_args(&c, h_prog("ord_steps"), dir, "D:rw.dat:0:x", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "ord_steps: one pwritev2(RWF_DSYNC)");
+	cr_assert(h_has(r.out, "ret=4096"), "%s", r.out);
+	struct h_cmd s;
+	h_cmd_init(&s, H_PLAIN);
+	h_args(&s, h_fmt("%s/synclat", h_ctx.build), "report", log, NULL);
+	struct h_result rep = h_run(&s);
+	h_assert_ok(rep, "synclat report");
+	cr_assert(h_has(rep.out, "at risk: max 4.10 kB"), "the stripped RWF_DSYNC write is not counted as data at "
+		  "risk:\n%s", rep.out);
 }

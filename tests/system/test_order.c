@@ -657,13 +657,13 @@ static long steps_strace_count(const char *const *script, const char *env, const
 
 /* A write+fsync loop at the position: the same-file check never asks the
  * kernel for the position (it cost an fstat and an lseek per write before
- * the position was followed: docs/bench-log.md Run 11; 38 checks for these 20
- * writes), nor, in the first round after the open (where the write before
- * the open ended is not known, so the old bytes past a write are not
- * trusted to be a log's dead tail: sqlite's WAL restart, docs/bench-log.md Run
- * 17), to read what each write extends the file over: one fstat for the
+ * the position was followed: 38 checks for these 20 writes), nor, in the
+ * first round after the open (where the write before the open ended is
+ * not known, so the old bytes past a write are not trusted to be a log's
+ * dead tail: sqlite's WAL restart, restart_by_write_at_the_position_waits_once),
+ * to read what each write extends the file over: one fstat for the
  * file's size, then every write lands past its known end (order.c; 19
- * preads for these writes before, docs/bench-log.md Run 30). */
+ * preads for these writes before). */
 Test(order, append_loop_at_the_position_asks_the_kernel_nothing)
 {
 	const char *script[64];
@@ -720,7 +720,7 @@ Test(order, a_write_past_this_processs_writes_but_below_the_old_size_waits)
  * the block at 8192 extends the file first and skips 4096..8192, a hole;
  * the block at 4096 lands in it later. Filling zeros is forward, and the
  * hole says so with no pread, which a write-only descriptor could not do
- * (it waited for a real sync: docs/bench-log.md Run 30). Once filled the hole
+ * (it waited for a real sync before the hole was kept). Once filled the hole
  * is gone: the next write there changes acknowledged bytes and waits.
  */
 static const char *const hole_then_refill[] = {
@@ -865,8 +865,8 @@ Test(order, a_rewrite_run_does_not_trust_bytes_changed_through_a_mapping)
  * A page of records ending in zeros, acknowledged, rewritten with the same
  * records and more where it held zeros: forward (on the disk ahead of the
  * promised bytes it is past the end a log's reader stops at), no real
- * sync. PostgreSQL does this on every WAL flush (docs/bench-log.md Run 16: 366 same-file
- * waits in 775 transactions).
+ * sync. PostgreSQL does this on every WAL flush (366 same-file waits in
+ * 775 pgbench transactions while it was taken for an overwrite).
  */
 static const char *const last_page_grows[] = {
 	"z:W:0:100xr,3996x0", "s:W", /* records up to 100, zeros after: acknowledged */
@@ -1110,7 +1110,7 @@ static int count_of(const char *text, const char *needle)
 }
 
 /*
- * The issue's measurement: under defer without ordering most cuts leave a
+ * What ordered defer is for: under defer without ordering most cuts leave a
  * database that fails integrity_check (the WAL overwritten before the
  * checkpointed pages were durable). Ordered: none does; rows may be lost
  * only as the window allows.
@@ -1285,8 +1285,8 @@ Test(order, a_second_acknowledgement_of_a_pending_file_orders_the_others_again)
 
 /*
  * A child that takes on other credentials leaves the domain before the
- * call: nothing it runs afterwards can reach the others' table (the
- * issue's child locked the shared mutex and hung its root parent). The
+ * call: nothing it runs afterwards can reach the others' table (a child
+ * that stayed could lock the shared mutex and hang its root parent). The
  * test program looks at its own mappings: the domain's shared one is gone
  * from the child after setuid, where it was before.
  */

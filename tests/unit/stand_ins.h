@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "calls.h"
+#include "crash.h"
 #include "fdtable.h"
 #include "files.h"
 #include "live.h"

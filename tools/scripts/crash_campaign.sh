@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # crash_campaign.sh BUILD_DIR [PROGRAM...] - power-cut campaigns on real
-# programs (issue 18's acceptance): each program's workload under
+# programs: each program's workload under
 # `syncshim crashtest`, judged by the program's own integrity checks
 # (examples/PROGRAM/), under passthrough (the control), defer with
 # max_delay_ms = 100 and defer with max_delay_ms = auto, each with plain

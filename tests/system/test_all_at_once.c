@@ -1,8 +1,8 @@
 /*
- * test_chaos.c - everything hostile at once, with the guarantees checked
+ * test_all_at_once.c - everything hostile at once, with the guarantees checked
  * from outside the shim.
  *
- * tests/progs/chaos runs writers that sync while other threads fork,
+ * tests/progs/all_at_once runs writers that sync while other threads fork,
  * vfork+exec, tear descriptors (close_range, closefrom, raw close, dup2
  * over the shim's own), squeeze the descriptor limit, and signal handlers
  * write and sync; meanwhile this test rewrites the ini file (the writers'
@@ -19,13 +19,13 @@
  *   - every injected device error reached the app or stderr;
  *   - nothing hung (the run's timeout fails the test).
  * `make test` runs one pass (about 4 s a run); `make soak` sets
- * SYNCSHIM_CHAOS_SECONDS and keeps going round for that long.
+ * SYNCSHIM_ALL_AT_ONCE_SECONDS and keeps going round for that long.
  */
 #include <sys/statvfs.h>
 
 #include "harness.h"
 
-static void chaos_fini(void)
+static void all_at_once_fini(void)
 {
 	if (h_ctx.dir[0]) {
 		int r = system(h_fmt("umount -l %s/full 2>/dev/null", h_ctx.dir));
@@ -34,7 +34,7 @@ static void chaos_fini(void)
 	h_failfs_fini();
 }
 
-TestSuite(chaos, .init = h_setup, .fini = chaos_fini, .timeout = 1800);
+TestSuite(all_at_once, .init = h_setup, .fini = all_at_once_fini, .timeout = 1800);
 
 #define REC 512
 
@@ -49,7 +49,7 @@ struct writer_out {
 
 static int run_ms(void)
 {
-	return getenv("SYNCSHIM_CHAOS_SECONDS") ? 15000 : 3500;
+	return getenv("SYNCSHIM_ALL_AT_ONCE_SECONDS") ? 15000 : 3500;
 }
 
 /* Extra [shim] keys for the next runs ("" none). */
@@ -60,7 +60,7 @@ static char *ini_text(const char *dir, const char *policy, int k)
 	static const char *const cycle[] = { "defer", "group", "passthrough", "fdatasync", "noop" };
 	/* live counters too: their publisher lives through the same forks,
 	 * closes and reloads (they are read at start: k = 0 decides) */
-	return h_fmt("[shim]\npolicy = %s\nlog = %s/chaos.%%p.log\nlog_mode = calls\nlive = on\n"
+	return h_fmt("[shim]\npolicy = %s\nlog = %s/all_at_once.%%p.log\nlog_mode = calls\nlive = on\n"
 		     "live_dir = %s/live\nmax_delay_ms = %d\non_close = %s\nwriteback_bytes = %s\n%s\n"
 		     "[rule scratch]\npath = %s/s.*.dat\nsync = %s\n",
 		     policy, dir, dir, k % 2 ? 20 : 5, k % 3 ? "async" : "sync", k % 4 ? "0" : "64K", shim_extra,
@@ -237,23 +237,23 @@ static void check_handlers_and_children(const char *what, const char *dir, const
 
 /* ---- running it -------------------------------------------------------- */
 
-struct chaos_run {
+struct stress_run {
 	const char *policy;
 	const char *dir;   /* where the data goes */
 	const char *mnt;   /* failfs mount, or NULL */
-	const char *flags; /* chaos's own options */
+	const char *flags; /* the program's own options */
 	bool faults_ok;    /* children may fail: the device is failing or full */
 };
 
-static struct h_result run_chaos(const struct chaos_run *cr, struct h_cmd *c, int round)
+static struct h_result run_stress(const struct stress_run *cr, struct h_cmd *c, int round)
 {
-	char *ini = h_path(h_fmt("chaos.%d.ini", round));
+	char *ini = h_path(h_fmt("all_at_once.%d.ini", round));
 	char *acks = h_path(h_fmt("acks.%d.txt", round));
 	h_write_file(ini, ini_text(cr->dir, cr->policy, 0));
 	h_cmd_init(c, H_SHIM_REC);
 	h_envf(c, "SYNCSHIM_CONFIG=%s", ini);
 	c->timeout_s = run_ms() / 1000 + 60;
-	h_args(c, h_prog("chaos"), "-d", cr->dir, "-t", "4", "-a", acks, NULL);
+	h_args(c, h_prog("all_at_once"), "-d", cr->dir, "-t", "4", "-a", acks, NULL);
 	h_argf(c, "-T%d", run_ms());
 	for (const char *f = cr->flags; *f; f++)
 		h_argf(c, "-%c", *f);
@@ -278,15 +278,15 @@ static struct h_result run_chaos(const struct chaos_run *cr, struct h_cmd *c, in
 	return r;
 }
 
-static struct h_result chaos_once(const struct chaos_run *cr, int round)
+static struct h_result stress_once(const struct stress_run *cr, int round)
 {
-	char *what = h_fmt("chaos round %d, %s, -%s%s", round, cr->policy, cr->flags, cr->mnt ? " on failfs" : "");
+	char *what = h_fmt("round %d, %s, -%s%s", round, cr->policy, cr->flags, cr->mnt ? " on failfs" : "");
 	struct h_cmd c;
-	struct h_result r = run_chaos(cr, &c, round);
+	struct h_result r = run_stress(cr, &c, round);
 	cr_assert(!r.timed_out, "%s: hung\nstdout:\n%s\nstderr:\n%s", what, r.out, r.err);
 	cr_assert_eq(r.code, 0, "%s: exit %d signal %d\nstdout:\n%s\nstderr:\n%s", what, r.code, r.sig, r.out,
 		     r.err);
-	cr_assert(h_has(r.out, "chaos: done"), "%s:\n%s", what, r.out);
+	cr_assert(h_has(r.out, "all_at_once: done"), "%s:\n%s", what, r.out);
 	struct h_log log = h_log_load(&c);
 	struct sync_index ix = index_syncs(&log);
 	if (strcmp(cr->policy, "noop") && strcmp(cr->policy, "defer"))
@@ -312,14 +312,14 @@ static void failfs_round(const char *policy, const char *flags, int round)
 	char *back = (char *)fresh_dir(h_fmt("back.%d", round)), *mnt = (char *)fresh_dir(h_fmt("mnt.%d", round));
 	h_failfs_mount(back, mnt);
 	h_failfs_ctl(mnt, "fsync EIO after 50 times 3");
-	struct chaos_run cr = { policy, mnt, mnt, flags, true };
-	chaos_once(&cr, round);
+	struct stress_run cr = { policy, mnt, mnt, flags, true };
+	stress_once(&cr, round);
 	h_failfs_umount(mnt);
 }
 
 /* One pass: every policy on a failing device with everything on, then a
  * device that fills up. */
-static void chaos_pass(int *round)
+static void stress_pass(int *round)
 {
 	static const char *const policies[] = { "passthrough", "fdatasync", "group", "defer", "noop" };
 	/* Not -F under ASan: gcc 12's libasan takes no allocator lock around
@@ -332,21 +332,21 @@ static void chaos_pass(int *round)
 	for (int p = 0; p < 5; p++, (*round)++)
 		failfs_round(policies[p], p % 2 ? some : all, *round);
 	const char *d = fresh_dir(h_fmt("plain.%d", *round));
-	struct chaos_run plain = { "group", d, NULL, h_ctx.asan ? "GX" : "FGX", false };
-	chaos_once(&plain, (*round)++);
+	struct stress_run plain = { "group", d, NULL, h_ctx.asan ? "GX" : "FGX", false };
+	stress_once(&plain, (*round)++);
 }
 
-Test(chaos, everything_at_once_every_policy)
+Test(all_at_once, everything_at_once_every_policy)
 {
 	int round = 0;
-	double deadline = h_now() + (getenv("SYNCSHIM_CHAOS_SECONDS") ? atof(getenv("SYNCSHIM_CHAOS_SECONDS")) : 0);
+	double deadline = h_now() + (getenv("SYNCSHIM_ALL_AT_ONCE_SECONDS") ? atof(getenv("SYNCSHIM_ALL_AT_ONCE_SECONDS")) : 0);
 	do
-		chaos_pass(&round);
+		stress_pass(&round);
 	while (h_now() < deadline);
 }
 
 /* ENOSPC from a real (loop-mounted, 16 MiB) ext4 that fills up under defer. */
-Test(chaos, a_device_that_fills_up)
+Test(all_at_once, a_device_that_fills_up)
 {
 	char *img = h_path("fs.img"), *mnt = (char *)fresh_dir("full");
 	char *mk = h_fmt("truncate -s 16M %s && mkfs.ext4 -q -F %s >/dev/null 2>&1 && mount -o loop %s %s", img,
@@ -368,8 +368,8 @@ Test(chaos, a_device_that_fills_up)
 	 * would wait for the other writers' and the handlers' syncs, and the
 	 * device would not fill in the time; order = file is their case. */
 	shim_extra = "order = file\n";
-	struct chaos_run cr = { "defer", mnt, NULL, "GX", true };
-	struct h_result r = chaos_once(&cr, 100);
+	struct stress_run cr = { "defer", mnt, NULL, "GX", true };
+	struct h_result r = stress_once(&cr, 100);
 	struct writer_out w[16];
 	long full = 0;
 	for (int t = parse_writers(r.out, w, 16) - 1; t >= 0; t--)

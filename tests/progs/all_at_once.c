@@ -1,8 +1,8 @@
 /*
- * chaos - writers that sync, while everything a careless host does
- * happens around them (tests/system/test_chaos.c checks the outcome).
+ * all_at_once - writers that sync, while everything a careless host does
+ * happens around them (tests/system/test_all_at_once.c checks the outcome).
  *
- *   chaos -d DIR -T MILLIS [-t WRITERS] [-a ACKS] [-F] [-V] [-G] [-X] [-N]
+ *   all_at_once -d DIR -T MILLIS [-t WRITERS] [-a ACKS] [-F] [-V] [-G] [-X] [-N]
  *
  * Writers (default 4): writer T owns DIR/w.T.dat and one descriptor of it
  * that nothing else touches. It pwrites 512-byte records of the pattern of
@@ -27,14 +27,14 @@
  *       close_range, raw close(2), dup2 over them, close() loops, and
  *       reopens scratch files DIR/s.K.dat there, writing and syncing them.
  *       Not above: the recording layer the test puts beneath the shim keeps
- *       its log at 900 (closefrom is tried by test_hostile's closeall).
+ *       its log at 900 (closefrom is tried by test_shim_fds's closeall).
  *   -N  a thread fills the descriptor table to 16 short of RLIMIT_NOFILE,
  *       then gives back half, over and over.
  * After MILLIS ms everything stops and is joined. Prints, per writer,
  * "writer T ino=I records=R acks=A errors=E eio=X enospc=Y last_tw=NS",
  * then "handler T records=R" (-G), "children forked=N failed=F" (-F),
- * "vforks=N failed=F" (-V), and "chaos: done". Exit 0 unless the program
- * itself broke (a call that must not fail did).
+ * "vforks=N failed=F" (-V), and "all_at_once: done". Exit 0 unless the
+ * program itself broke (a call that must not fail did).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +82,7 @@ static __thread struct writer *me;
 
 static void broke(const char *what)
 {
-	fprintf(stderr, "chaos: %s: %s\n", what, strerror(errno));
+	fprintf(stderr, "all_at_once: %s: %s\n", what, strerror(errno));
 	atomic_fetch_add(&broken, 1);
 }
 
@@ -344,7 +344,7 @@ static void report(bool handlers, bool forks, bool vfk)
 		printf("children forked=%ld failed=%ld\n", atomic_load(&forked), atomic_load(&fork_failed));
 	if (vfk)
 		printf("vforks=%ld failed=%ld\n", atomic_load(&vforks), atomic_load(&vfork_failed));
-	printf("chaos: done\n");
+	printf("all_at_once: done\n");
 }
 
 int main(int argc, char **argv)
