@@ -68,7 +68,7 @@ static void live_fini(void)
 	if (tmux_sock) {
 		char *cmd = h_fmt("tmux -S '%s' kill-server >/dev/null 2>&1", tmux_sock);
 		if (system(cmd) < 0)
-			cr_log_warn("could not stop tmux on %s", tmux_sock);
+			h_note("could not stop tmux on %s", tmux_sock);
 		tmux_sock = NULL;
 	}
 	h_teardown();
