@@ -269,6 +269,7 @@ __attribute__((constructor)) static void shim_init(void)
 	crash_start();
 	nextsync_check();
 	const char *config = config_from_env();
+	reload_config_about_to_be_read();
 	char err[POLICY_ERR_MAX];
 	if (shim_build_policy(config, &boot_policy, err, sizeof(err)) < 0) {
 		shim_say("%s; running as passthrough", err);

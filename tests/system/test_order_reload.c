@@ -49,6 +49,21 @@ static bool is_real_sync(const struct h_rec *r, unsigned long long ino)
 	return (!strcmp(r->op, "fsync") || !strcmp(r->op, "fdatasync")) && r->ino == ino && r->ret == 0;
 }
 
+/* Until a real sync of the probe begun after `edit` shows (the reload is
+ * applied); fails at dl. */
+static void wait_for_probe_sync(struct h_cmd *c, unsigned long long probe, unsigned long long edit, double dl,
+				const char *rule)
+{
+	for (bool applied = false; !applied;) {
+		cr_assert_lt(h_now(), dl, "the reload to \"%s\" was never applied (no sync of the probe)", rule);
+		struct h_log log = h_log_load(c);
+		for (size_t i = 0; i < log.n && !applied; i++)
+			applied = is_real_sync(&log.r[i], probe) && log.r[i].t0 >= edit;
+		if (!applied)
+			usleep(5000);
+	}
+}
+
 /* Wait until `ready` exists (the program is at its handshake), make the
  * edit, wait until the probe's pending sync is made after it (the reload
  * is applied), then let the program go on. */
@@ -65,22 +80,7 @@ static void reload_at(struct h_cmd *c, pid_t pid, const char *dir, const char *i
 	}
 	unsigned long long probe = h_ino(h_fmt("%s/P", dir)), edit = mono_ns();
 	write_ini(ini, dir, rule);
-	/* The watcher takes the ini's stamp when its thread first runs, which
-	 * may be after this edit: the same text is put in again (a new inode)
-	 * every second until the reload shows. */
-	double again = h_now() + 1;
-	for (bool applied = false; !applied;) {
-		cr_assert_lt(h_now(), dl, "the reload to \"%s\" was never applied (no sync of the probe)", rule);
-		struct h_log log = h_log_load(c);
-		for (size_t i = 0; i < log.n && !applied; i++)
-			applied = is_real_sync(&log.r[i], probe) && log.r[i].t0 >= edit;
-		if (!applied && h_now() > again) {
-			write_ini(ini, dir, rule);
-			again = h_now() + 1;
-		}
-		if (!applied)
-			usleep(5000);
-	}
+	wait_for_probe_sync(c, probe, edit, dl, rule);
 	h_write_file(go, "");
 }
 
@@ -189,4 +189,47 @@ Test(order_reload, a_rule_that_stops_counting_writes_forgets_the_known_end)
 	const struct h_rec *cover = sync_between(&log, ino, acked->t1, over->t0);
 	cr_assert_not_null(cover, "the write over bytes that grew while F was passthrough reached the kernel before "
 				  "any real sync made the acknowledged O_DSYNC write durable");
+}
+
+/*
+ * An edit made after the shim read the ini at load but before the reload
+ * watcher's thread first looks is applied: the watcher's first stamp is
+ * the one taken as the load read the file. (It was taken when the thread
+ * first ran: such an edit matched it and was never applied.) The watcher
+ * is held at its start while the ini is edited; the probe's pending
+ * deferred sync, made real by the reload, says it was applied.
+ */
+Test(order_reload, an_edit_before_the_watcher_first_looks_is_applied)
+{
+	char *dir = h_path("d"), *ini = h_path("shim.ini"), *hold = h_path("hold");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	write_ini(ini, dir, "sync = defer\nmax_delay_ms = 600000\nmax_calls = 1000000\n");
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_env(&c, "SYNCSHIM_TEST_HOLD_AT=reload_watcher_starts");
+	h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
+	h_args(&c, h_prog("ord_steps"), dir, "p:P:0:x", "s:P", h_fmt("=:%s/go", dir), NULL);
+	pid_t pid = h_spawn(&c);
+	double dl = h_now() + 30;
+	char *reached = h_fmt("%s.reached", hold);
+	while (access(reached, F_OK) != 0) {
+		int st;
+		cr_assert(!h_done(pid, &st), "ord_steps ended before the watcher started (status 0x%x):\n%s", st,
+			  h_read_file(c.err_path));
+		cr_assert_lt(h_now(), dl, "the reload watcher never started");
+		usleep(2000);
+	}
+	unsigned long long probe = h_ino(h_fmt("%s/P", dir)), edit = mono_ns();
+	write_ini(ini, dir, "sync = passthrough\n");
+	h_write_file(hold, "");
+	wait_for_probe_sync(&c, probe, edit, dl, "sync = passthrough");
+	h_write_file(h_fmt("%s/go", dir), "");
+	struct h_result r = h_reap(&c, pid, 60, false, 0);
+	h_assert_ok(r, "ord_steps");
+	/* The sync came while the program waited, not from its exit after
+	 * its wait ran out (a "=" step that timed out says ret=-1). */
+	const char *wait = strstr(r.out, " = - ");
+	cr_assert(wait && strncmp(strstr(wait, "ret="), "ret=0", 5) == 0,
+		  "the edit was not applied while the program ran (only its exit synced the probe):\n%s", r.out);
 }
