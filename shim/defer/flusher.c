@@ -76,7 +76,7 @@ void flusher_reset(struct shim_file *f)
 	atomic_store(&fl->done_seq, 0);
 	fl->waiting = NULL;
 	atomic_store(&fl->req_seq, 0);
-	atomic_store(&fl->pending_calls, 0);
+	atomic_store(&fl->calls_mark, 0);
 	atomic_store(&fl->want_fsync, 0);
 	atomic_store(&fl->synced_mark, 0);
 	atomic_store(&fl->wb_mark, 0);
@@ -617,7 +617,7 @@ static struct lead lead_sync_locked(struct shim_file *f, int own, bool own_closi
 
 	linger(f, &k);
 	uint64_t since = workers_disarm(f);
-	atomic_store(&fl->pending_calls, 0);
+	atomic_store(&fl->calls_mark, atomic_load(&fl->req_seq));
 	/* While changes are held, no request made after the oldest of them:
 	 * its bytes are not in the kernel yet (held.c, the floor). */
 	uint64_t asked = atomic_load(&fl->req_seq);
@@ -809,9 +809,12 @@ static uint64_t next_request(struct flusher *fl, bool want_fsync)
 	return atomic_fetch_add(&fl->req_seq, 1) + 1;
 }
 
-static bool over_threshold(struct shim_file *f, const struct knobs *k)
+/* seq: the request just numbered. Requests past the mark are pending: the
+ * count costs no counter of its own on every request. */
+static bool over_threshold(struct shim_file *f, const struct knobs *k, uint64_t seq)
 {
-	return atomic_load(&f->fl.pending_calls) >= k->max_calls || dirty_bytes(f) >= k->max_bytes;
+	return seq - atomic_load_explicit(&f->fl.calls_mark, memory_order_relaxed) >= k->max_calls ||
+	       dirty_bytes(f) >= k->max_bytes;
 }
 
 /* A deferred request at now (0: not read yet): numbered, the deadline
@@ -827,9 +830,8 @@ static uint64_t defer_request(struct shim_file *f, const struct knobs *k, int fd
 		now = trace_now();
 	risk_acked(f, now);
 	workers_arm(f, now);
-	atomic_fetch_add(&f->fl.pending_calls, 1);
 	/* Wake the flusher once per crossing, not once per request after it. */
-	bool urgent = over_threshold(f, k) && workers_force(f);
+	bool urgent = over_threshold(f, k, seq) && workers_force(f);
 	workers_schedule(f, urgent);
 	return seq;
 }

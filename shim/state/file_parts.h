@@ -64,7 +64,7 @@ struct flusher {
 	_Atomic uint64_t done_seq;       /* written under mu */
 	struct sync_waiter *waiting;     /* mu: group callers not yet told */
 	_Atomic uint64_t req_seq;
-	_Atomic uint32_t pending_calls;
+	_Atomic uint64_t calls_mark;     /* req_seq as the last real sync began: the requests past it are pending (max_calls) */
 	_Atomic uint32_t want_fsync;     /* some covered caller asked for fsync */
 	_Atomic uint64_t synced_mark;    /* risk.written when the last real sync began */
 	_Atomic uint64_t wb_mark;        /* risk.written at the last writeback kick */
