@@ -548,8 +548,10 @@ static int sync_call(struct shim_file *f, struct sync_fd s, bool full)
 }
 
 /* A deferred sync owed to a file the shim can no longer reach (no
- * descriptor, no name: a ring's entry submitted on a number the app was
- * closing): every file system's, which covers it. Never an error the disk
+ * descriptor, no name: a file that has none, as without /proc; a file
+ * bound while its number was closed and opened again on it used to be
+ * one, until fd_resolve learnt to read the name again): every file
+ * system's, which covers it. Never an error the disk
  * did not give (it was EIO once: the ring's next FSYNC failed with it);
  * sync() reports none, so a write-back error there goes untold. */
 static int sync_everything(bool *reached)

@@ -234,11 +234,24 @@ static struct shim_file *fd_resolve(int fd, dev_t dev, ino_t ino, uint32_t *stat
 		return NULL;
 	}
 	char path[PATH_MAX];
-	if (path_of_fd(fd, path, sizeof(path)) < 0)
-		path[0] = '\0';
+	bool named = path_of_fd(fd, path, sizeof(path)) == 0;
 	uint64_t birth = 0;
 	if (!same_file(fd, dev, ino, &birth)) /* flags, path and birth may be another file's */
 		return NULL;
+	/* No name, yet the same file there now: the number was closed and
+	 * opened again on it while the name was read (a program that closes
+	 * and reopens a file in a loop while another thread syncs it). Read it
+	 * again while the same file is there: a file object made with no name
+	 * matches no rule's path and, once no descriptor of it is left, can be
+	 * synced by no name either. Only a file that has none (no /proc) is
+	 * bound without one. */
+	for (int tries = 0; !named && tries < 3; tries++) {
+		named = path_of_fd(fd, path, sizeof(path)) == 0;
+		if (!named && !same_file(fd, dev, ino, NULL))
+			return NULL; /* another file, or none: the call goes to the kernel untracked */
+	}
+	if (!named)
+		path[0] = '\0';
 	struct shim_file *f = file_lookup_or_create(dev, ino, birth, path);
 	if (!f)
 		return NULL;
