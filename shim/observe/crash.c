@@ -242,8 +242,8 @@ void crash_atfork_child(void)
 static int read_fd(struct shim_file *f, int fd)
 {
 	if (f->crash.rfd < 0) {
-		char proc[64];
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		char proc[PROC_FD_NAME_MAX];
+		proc_fd_name(fd, true, proc); /* this thread's table (paths.h) */
 		int r = shimfd_open(proc, O_RDONLY, OWN_TEMP);
 		f->crash.rfd = r >= 0 ? shimfd_dup(r, OWN_CRASH, f) : -1;
 		shimfd_close(r);
@@ -443,7 +443,7 @@ void crash_before_size(int fd, const char *abspath, off_t new_size)
 		struct shim_file *f = fd >= 0 ? fd_peek(fd, &state) : NULL;
 		bool tracked = f ? f->crash.tracked : crash_in_scope(abspath);
 		if (tracked && rfd < 0 && (uint64_t)new_size < (uint64_t)st.st_size) {
-			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			proc_fd_name(fd, true, proc); /* this thread's table (paths.h) */
 			rfd = shimfd_open(proc, O_RDONLY, OWN_TEMP);
 		}
 		if (tracked)

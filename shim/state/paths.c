@@ -29,12 +29,22 @@ static size_t put_uint(char *out, unsigned v)
 	return n;
 }
 
+void proc_fd_name(int fd, bool thread, char *out)
+{
+	const char *base = thread ? "/proc/thread-self/fd/" : "/proc/self/fd/";
+	size_t n = strlen(base);
+	memcpy(out, base, n);
+	out[n + put_uint(out + n, (unsigned)fd)] = '\0';
+}
+
 static int proc_fd_link(int fd, char *out, size_t len)
 {
-	char link[32] = "/proc/self/fd/";
-	size_t n = strlen(link);
-	link[n + put_uint(link + n, (unsigned)fd)] = '\0';
-	ssize_t r = readlink(link, out, len - 1);
+	char link[PROC_FD_NAME_MAX];
+	ssize_t r = -1;
+	for (int thread = 1; thread >= 0 && r <= 0; thread--) {
+		proc_fd_name(fd, thread, link);
+		r = readlink(link, out, len - 1);
+	}
 	if (r <= 0)
 		return -1;
 	out[r] = '\0';
