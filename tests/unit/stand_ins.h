@@ -31,6 +31,7 @@
 #include "live.h"
 #include "log.h"
 #include "owntable.h"
+#include "paths.h"
 #include "shim.h"
 #include "shimfd.h"
 #include "snapshot.h"
@@ -347,6 +348,12 @@ static struct shim_file *stand_in_file(int fd, const char *ini)
 	atomic_store(&f->refs, 1);
 	stand_in_registry[stand_in_nfiles++] = f;
 	return f;
+}
+
+/* paths.c: the /proc name of a descriptor (flusher.c's reopen_writable). */
+void proc_fd_name(int fd, bool thread, char *out)
+{
+	snprintf(out, PROC_FD_NAME_MAX, thread ? "/proc/thread-self/fd/%d" : "/proc/self/fd/%d", fd);
 }
 
 #endif
