@@ -704,23 +704,32 @@ bool held_try_drain(struct shim_file *f)
 }
 
 /* Until pred(arg) holds: apply as the applier when no one else is, else
- * wait for whoever is. */
+ * wait for whoever is. Only the pass is a shim section: the wait holds
+ * nothing, so a signal handler that lands in it is an ordinary caller
+ * whose writes keep the order (a section's handler gets the real call,
+ * unordered, and a wait here lasts as long as another file's real sync:
+ * test_held's a_handler_while_its_thread_waits_for_held_writes_keeps_the_order). */
 static void apply_until(bool (*done)(void *), void *arg)
 {
 	if (am_applier)
 		return; /* the applier's own sync: it never waits for itself */
 	while (!done(arg)) {
 		uint32_t seen = atomic_load(&progress);
+		bool moved = false;
+		shim_enter();
 		if (pthread_mutex_trylock(&apply_mu) == 0) {
 			am_applier = true;
-			bool moved = apply_pass();
+			moved = apply_pass();
 			am_applier = false;
 			pthread_mutex_unlock(&apply_mu);
-			if (moved)
-				continue;
 		}
-		if (!done(arg))
+		shim_leave();
+		if (moved)
+			continue;
+		if (!done(arg)) {
+			TEST_POINT("held_wait");
 			progress_wait(seen, 20 * 1000 * 1000);
+		}
 	}
 }
 
@@ -740,9 +749,7 @@ void held_apply_file(struct shim_file *f)
 	if (held_count(&f->hold) == 0)
 		return;
 	int e = errno;
-	shim_enter();
 	apply_until(file_empty, f);
-	shim_leave();
 	errno = e;
 }
 
@@ -751,9 +758,7 @@ void held_apply_all(void)
 	if (atomic_load(&held_files) == 0)
 		return;
 	int e = errno;
-	shim_enter();
 	apply_until(all_empty, NULL);
-	shim_leave();
 	errno = e;
 }
 

@@ -58,6 +58,10 @@
  *   1:TEXT        write TEXT and a newline to descriptor 1 (a log line)
  *   N:NAME:COUNT  COUNT files NAME.0 .. NAME.COUNT-1: each opened, one byte
  *                 written, fsynced, kept open (the descriptor limit raised)
+ *   H:NAME:OFF:C  arm a SIGUSR1 handler that, the first time it runs, pwrites
+ *                 4096 bytes of C at OFF of NAME (opened now); "done" then
+ *                 says handler=1 if it ran (the shim raises the signal at a
+ *                 test point: SYNCSHIM_TEST_SIGNAL_AT)
  * Two processes at once:
  *   &             fork: the child runs the steps up to "!" and ends there
  *                 (exit, or SIGKILL with "!:k"); the parent skips them and
@@ -98,6 +102,25 @@ static struct {
 } files[MAX_FILES];
 static int nfiles;
 static const char *dir;
+static int handler_fd = -1;
+static off_t handler_off;
+static char handler_fill;
+static volatile sig_atomic_t handler_ran;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	if (handler_ran)
+		return;
+	handler_ran = 1;
+	int e = errno;
+	static char block[4096];
+	memset(block, handler_fill, sizeof(block));
+	if (pwrite(handler_fd, block, sizeof(block), handler_off) != (ssize_t)sizeof(block))
+		handler_ran = -1;
+	errno = e;
+}
+
 static int open_flags = O_RDWR;
 static pid_t child_pid = -1;
 
@@ -570,6 +593,15 @@ int main(int argc, char **argv)
 			munmap(p, BLOCK);
 			break;
 		}
+		case 'H': {
+			handler_fd = fd;
+			handler_off = a1 ? atoll(a1) : 0;
+			handler_fill = a2 ? *a2 : 'x';
+			struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+			sigemptyset(&sa.sa_mask);
+			ret = sigaction(SIGUSR1, &sa, NULL);
+			break;
+		}
 		case 'Z':
 			memset(buf, a2 ? *a2 : 'x', sizeof(buf));
 			ret = syscall(SYS_pwrite64, fd, buf, sizeof(buf), (off_t)(a1 ? atoll(a1) : 0));
@@ -590,6 +622,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	printf("done pid=%d\n", (int)getpid());
+	if (handler_fd >= 0)
+		printf("done pid=%d handler=%d\n", (int)getpid(), (int)handler_ran);
+	else
+		printf("done pid=%d\n", (int)getpid());
 	return 0;
 }

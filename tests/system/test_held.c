@@ -418,6 +418,30 @@ Test(held, a_fork_child_sees_the_held_write_and_nothing_is_held_after)
 	cr_assert_geq((unsigned long long)step_field(&run, 5, "t1"), sa->t1);
 }
 
+/*
+ * A signal handler that lands while its thread waits for held writes (a
+ * stat by name applies A's held write, which waits for B's acknowledged
+ * sync) and writes C: an ordinary caller, so C's bytes reach the kernel
+ * after B is durable. The shim raises SIGUSR1 inside that wait
+ * (SYNCSHIM_TEST_SIGNAL_AT=held_wait). When the wait was a shim section,
+ * the handler's write went straight to the kernel, ahead of B's sync.
+ */
+Test(held, a_handler_while_its_thread_waits_for_held_writes_keeps_the_order)
+{
+	static const char *const script[] = { "a:B", "s:B", "p:A:0:Z", "H:C:4096:Y", "Q:A", NULL };
+	static const char *const env[] = { SLOW_SYNC, "SYNCSHIM_TEST_SIGNAL_AT=held_wait", NULL };
+	struct run run = held_run_env(env, script, false);
+	cr_assert(h_has(run.out, "handler=1"), "the handler never ran (or its write failed):\n%s", run.out);
+	cr_assert_eq(step_field(&run, 4, "ret"), 4096, "stat by name did not see the held write:\n%s", run.out);
+	const struct h_rec *sb = sync_after(&run, ino_of(&run, "B"), (unsigned long long)step_field(&run, 1, "t0"));
+	cr_assert_not_null(sb, "B's acknowledged sync was never made real");
+	const struct h_rec *wc = nth_write(&run, ino_of(&run, "C"), 0);
+	cr_assert_eq(wc->off, 4096, "C's only write is the handler's");
+	cr_assert_geq(wc->t0, sb->t1, "the handler's write of C (t0=%llu) reached the kernel before B was durable (t1=%llu)",
+		      wc->t0, sb->t1);
+	cr_assert_eq(byte_at(&run, "C", 4096), 'Y');
+}
+
 /* The process ends with the write held: its exit applies it. */
 Test(held, exit_applies_what_is_held)
 {
