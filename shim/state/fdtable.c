@@ -491,7 +491,8 @@ bool fd_is_pass(int fd)
 	return s && (atomic_load(&s->state) & SLOT_KIND_MASK) == FD_PASS;
 }
 
-/* Raw getdents64 on /proc/self/fd: no stdio, no allocation. */
+/* Raw getdents64 on the descriptor table's /proc directory: no stdio, no
+ * allocation. */
 struct dirent64_raw {
 	uint64_t ino;
 	int64_t off;
@@ -528,7 +529,14 @@ void fdtable_scan_inherited(void)
 	shim_enter();
 	/* marked, like every shim descriptor on the app's table: a fork meanwhile
 	 * gives the child a descriptor it closes (shimfd_atfork_child) */
-	int dir = shimfd_open("/proc/self/fd", O_RDONLY | O_DIRECTORY, OWN_TEMP);
+	/* The calling thread's view: /proc/self is the leader's, gone once
+	 * the main thread has called pthread_exit, and the first call that
+	 * scans may come after that (test_order's
+	 * descriptors_inherited_by_a_process_whose_main_thread_exited_are_seen).
+	 * /proc/self for kernels before 3.17, which have no thread-self. */
+	int dir = shimfd_open("/proc/thread-self/fd", O_RDONLY | O_DIRECTORY, OWN_TEMP);
+	if (dir < 0)
+		dir = shimfd_open("/proc/self/fd", O_RDONLY | O_DIRECTORY, OWN_TEMP);
 	char buf[4096];
 	long n;
 	while (dir >= 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {

@@ -62,6 +62,10 @@
  *                 4096 bytes of C at OFF of NAME (opened now); "done" then
  *                 says handler=1 if it ran (the shim raises the signal at a
  *                 test point: SYNCSHIM_TEST_SIGNAL_AT)
+ * The main thread gone (only as the first step):
+ *   T             the steps run in a new thread; the main thread calls
+ *                 pthread_exit first, and the steps start once its
+ *                 descriptor table under /proc/self is gone
  * Two processes at once:
  *   &             fork: the child runs the steps up to "!" and ends there
  *                 (exit, or SIGKILL with "!:k"); the parent skips them and
@@ -73,6 +77,8 @@
  * entry and return), then "done pid=P".
  */
 #include <aio.h>
+#include <dirent.h>
+#include <pthread.h>
 #include <libaio.h>
 #include <liburing.h>
 #include <errno.h>
@@ -167,6 +173,28 @@ static char *next_fill(const char *name)
 	return NULL;
 }
 
+static int run_steps(int argc, char **argv, int first);
+
+static int main_argc;
+static char **main_argv;
+static pthread_t main_thread;
+
+/* Step T: the steps run here once the main thread is gone, and with it
+ * /proc/self/fd (opendir does not go through the shim's open). */
+static void *steps_after_main(void *arg)
+{
+	(void)arg;
+	pthread_join(main_thread, NULL);
+	for (int i = 0; i < 5000; i++) {
+		DIR *d = opendir("/proc/self/fd");
+		if (!d)
+			break;
+		closedir(d);
+		usleep(1000);
+	}
+	exit(run_steps(main_argc, main_argv, 3));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -174,8 +202,22 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dir = argv[1];
+	if (argc > 2 && !strcmp(argv[2], "T")) {
+		main_argc = argc;
+		main_argv = argv;
+		main_thread = pthread_self();
+		pthread_t t;
+		if (pthread_create(&t, NULL, steps_after_main, NULL) != 0)
+			return 2;
+		pthread_exit(NULL);
+	}
+	return run_steps(argc, argv, 2);
+}
+
+static int run_steps(int argc, char **argv, int first)
+{
 	static char buf[BLOCK];
-	for (int i = 2; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		char step[512];
 		snprintf(step, sizeof(step), "%s", argv[i]);
 		char *op = strtok(step, ":"), *name = strtok(NULL, ":"), *a1 = strtok(NULL, ":"),

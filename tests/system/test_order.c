@@ -1396,7 +1396,7 @@ Test(order, msync_under_defer_is_made_real_within_the_window)
  * the kernel before it. A rule that says order = domain for the log makes
  * it wait again (the control).
  */
-static struct run log_line_run(const char *log_rule)
+static struct run log_line_run_from(const char *log_rule, const char *first)
 {
 	char *dir = data_dir();
 	char *log = h_path("service.log");
@@ -1404,7 +1404,8 @@ static struct run log_line_run(const char *log_rule)
 	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n%s[rule data]\npath = %s/*\nsync = defer\n"
 				"max_delay_ms = 10000\n",
 				log_rule ? h_fmt(log_rule, log) : "", dir));
-	char *cmd = h_fmt("exec '%s' '%s' a:J s:J 1:commit-1 a:J s:J 1:commit-2 >'%s'", h_prog("ord_steps"), dir, log);
+	char *cmd = h_fmt("exec '%s' '%s' %s a:J s:J 1:commit-1 a:J s:J 1:commit-2 >'%s'", h_prog("ord_steps"), dir,
+			  first, log);
 	struct h_cmd c;
 	h_cmd_init(&c, H_SHIM_REC);
 	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
@@ -1413,6 +1414,11 @@ static struct run log_line_run(const char *log_rule)
 	h_assert_ok(r, "ord_steps > log");
 	cr_assert(h_has(h_read_file(log), "commit-2"), "the log lines are not in the log");
 	return (struct run){ h_log_load(&c), r.err, dir };
+}
+
+static struct run log_line_run(const char *log_rule)
+{
+	return log_line_run_from(log_rule, "");
 }
 
 static const struct h_rec *write_of(const struct run *run, unsigned long long ino, int nth)
@@ -1436,6 +1442,28 @@ Test(order, a_log_line_to_the_inherited_stdout_waits_for_no_sync)
 	unsigned long long j2 = ino_of(&ordered, "J"), log2 = h_ino(h_path("service.log"));
 	cr_assert_gt(syncs_before(&ordered, j2, write_of(&ordered, log2, 1)->t1), 0,
 		     "control: a log under order = domain did not wait");
+}
+
+/*
+ * The same with the main thread gone before the first call that looks at
+ * the descriptors the process inherited (ord_steps' T: the steps run in a
+ * thread after the main one called pthread_exit). The inherited standard
+ * output is still found and still the service's log: no wait by default,
+ * a wait under order = domain. When the shim listed them from the
+ * leader's /proc/self/fd, which is gone by then, it found none, and the
+ * log's lines went to the kernel unseen: unordered under order = domain.
+ */
+Test(order, descriptors_inherited_by_a_process_whose_main_thread_exited_are_seen)
+{
+	struct run run = log_line_run_from(NULL, "T");
+	unsigned long long j = ino_of(&run, "J"), log = h_ino(h_path("service.log"));
+	cr_assert_eq(syncs_before(&run, j, write_of(&run, log, 1)->t1), 0,
+		     "a log line waited for the journal's acknowledged sync after the main thread exited");
+
+	struct run ordered = log_line_run_from("[rule log]\npath = %s\norder = domain\n", "T");
+	unsigned long long j2 = ino_of(&ordered, "J"), log2 = h_ino(h_path("service.log"));
+	cr_assert_gt(syncs_before(&ordered, j2, write_of(&ordered, log2, 1)->t1), 0,
+		     "a log under order = domain did not wait: its inherited descriptor went unseen");
 }
 
 /* Stores through a shared mapping are not ordered (a stated limit): a run
