@@ -294,6 +294,29 @@ H_FN void h_cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
 		h_envf(c, "SYNCSHIM_POLICY=%s", policy);
 }
 
+/* A command under POLICY with no config file: the defaults and the
+ * policy alone, whatever SYNCSHIM_CONFIG the suite itself runs with. */
+H_FN void h_cmd_policy_only(struct h_cmd *c, unsigned layers, const char *policy)
+{
+	h_cmd_policy(c, layers, policy);
+	h_env(c, "SYNCSHIM_CONFIG=");
+}
+
+/* A command with layers and the config file ini (NULL: none), nothing else. */
+H_FN void h_cmd_ini(struct h_cmd *c, unsigned layers, const char *ini)
+{
+	h_cmd_init(c, layers);
+	h_envf(c, "SYNCSHIM_CONFIG=%s", ini ? ini : "");
+}
+
+/* The file NAME in the test's directory, holding TEXT: its path. */
+H_FN char *h_ini(const char *name, const char *text)
+{
+	char *path = h_path(name);
+	h_write_file(path, text);
+	return path;
+}
+
 /* Run the command under strace -f -c counting set (NULL: H_STRACE_SET). */
 H_FN void h_strace(struct h_cmd *c, const char *set)
 {
@@ -603,6 +626,12 @@ H_FN int h_count(const struct h_log *log, const char *op, unsigned long long ino
 	return n;
 }
 
+/* Real fsync and fdatasync calls on ino, per the recording layer. */
+H_FN int h_real_syncs(const struct h_log *log, unsigned long long ino)
+{
+	return h_count(log, "fsync", ino) + h_count(log, "fdatasync", ino);
+}
+
 /* Records for which pred(rec, arg) holds. */
 H_FN int h_count_if(const struct h_log *log, bool (*pred)(const struct h_rec *, const void *),
 		      const void *arg)
@@ -791,6 +820,17 @@ H_FN void h_failfs_mount_opts(const char *backing, const char *mnt, const char *
 H_FN void h_failfs_mount(const char *backing, const char *mnt)
 {
 	h_failfs_mount_opts(backing, mnt, NULL);
+}
+
+/* failfs over a new backing directory, both in the test's directory: the
+ * mount point. */
+H_FN char *h_failfs_new(void)
+{
+	char *back = h_path("back"), *mnt = h_path("mnt");
+	cr_assert_eq(mkdir(back, 0755), 0);
+	cr_assert_eq(mkdir(mnt, 0755), 0);
+	h_failfs_mount(back, mnt);
+	return mnt;
 }
 
 /* failfs's pid on mnt, e.g. to kill it. */

@@ -149,6 +149,9 @@ void h_arg(struct h_cmd *c, const char *a);
 void h_args(struct h_cmd *c, ...);
 void h_cmd_init(struct h_cmd *c, unsigned layers);
 void h_cmd_policy(struct h_cmd *c, unsigned layers, const char *policy);
+void h_cmd_policy_only(struct h_cmd *c, unsigned layers, const char *policy);
+void h_cmd_ini(struct h_cmd *c, unsigned layers, const char *ini);
+char *h_ini(const char *name, const char *text);
 void h_strace(struct h_cmd *c, const char *set);
 double h_now(void);
 void h_dump_stacks(pid_t group, int id);
@@ -165,6 +168,7 @@ struct h_result h_reap(struct h_cmd *c, pid_t pid, int timeout_s, bool have_st, 
 void h_parse_line(char *line, struct h_rec *r);
 struct h_log h_log_load(const struct h_cmd *c);
 int h_count(const struct h_log *log, const char *op, unsigned long long ino);
+int h_real_syncs(const struct h_log *log, unsigned long long ino);
 int h_count_if(const struct h_log *log, bool (*pred)(const struct h_rec *, const void *),
 		      const void *arg);
 const struct h_rec *h_find(const struct h_log *log, const char *op, unsigned long long ino);
@@ -176,6 +180,7 @@ void h_failfs_exec(char *const argv[], const char *log, pid_t parent);
 void h_failfs_wait_mounted(pid_t pid, const char *mnt, const char *log);
 void h_failfs_mount_opts(const char *backing, const char *mnt, const char *opts);
 void h_failfs_mount(const char *backing, const char *mnt);
+char *h_failfs_new(void);
 pid_t h_failfs_pid(const char *mnt);
 bool h_failfs_stop(struct h_failfs *f);
 void h_failfs_umount(const char *mnt);

@@ -321,6 +321,16 @@ static int do_mapstale(int remap)
 	return 0;
 }
 
+static int do_unmapstale(void)
+{
+	return do_mapstale(0);
+}
+
+static int do_remapstale(void)
+{
+	return do_mapstale(1);
+}
+
 /* ---- closelease ---------------------------------------------------------- */
 
 static int do_closelease(void)
@@ -344,9 +354,6 @@ static int do_closelease(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return 2;
-	const char *cmd = argv[1];
 	const struct opt opts[] = {
 		{ 'f', OPT_STR, .p = &file },
 		{ 'd', OPT_STR, .p = &dir },
@@ -354,21 +361,14 @@ int main(int argc, char **argv)
 		{ 'n', OPT_INT, .p = &count },
 		{ 'x', OPT_FLAG, .p = &skip_dup2 }
 	};
-	optind = 2;
-	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
-		return 2;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(cmd, "dup2fail") && file)
-		return do_dup2fail();
-	if (!strcmp(cmd, "dup2race") && dir)
-		return do_dup2race();
-	if (!strcmp(cmd, "dup2stale") && dir && logpath)
-		return do_dup2stale();
-	if (!strcmp(cmd, "dup2resolve") && dir && logpath)
-		return do_dup2resolve();
-	if ((!strcmp(cmd, "unmapstale") || !strcmp(cmd, "remapstale")) && dir && logpath)
-		return do_mapstale(!strcmp(cmd, "remapstale"));
-	if (!strcmp(cmd, "closelease") && file)
-		return do_closelease();
-	return 2;
+	const struct subcmd cmds[] = {
+		{ "dup2fail", do_dup2fail, { &file } },
+		{ "dup2race", do_dup2race, { &dir } },
+		{ "dup2stale", do_dup2stale, { &dir, &logpath } },
+		{ "dup2resolve", do_dup2resolve, { &dir, &logpath } },
+		{ "unmapstale", do_unmapstale, { &dir, &logpath } },
+		{ "remapstale", do_remapstale, { &dir, &logpath } },
+		{ "closelease", do_closelease, { &file } },
+	};
+	return run_subcommand(argc, argv, opts, NOPTS(opts), cmds, NOPTS(cmds));
 }

@@ -9,7 +9,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +135,46 @@ static inline int parse_opts(int argc, char **argv, const struct opt *t, size_t 
 			return -1;
 	}
 	return 0;
+}
+
+/*
+ * Programs of several subcommands (PROG CMD [options]), one table:
+ *
+ *	const struct subcmd cmds[] = {
+ *		{ "group", do_group, { &file } },
+ *		{ "stale", do_stale, { &dir, &logpath } },
+ *	};
+ *	return run_subcommand(argc, argv, opts, NOPTS(opts), cmds, NOPTS(cmds));
+ *
+ * A subcommand runs only with the options it needs given (each a const
+ * char * an OPT_STR fills); stdout is line-buffered, so what a program
+ * printed before the shim or a signal ended it is in the suite's file.
+ * 2: no such subcommand, a bad option or a missing one.
+ */
+struct subcmd {
+	const char *name;
+	int (*run)(void);
+	const char *const *needs[2];
+};
+
+static inline int run_subcommand(int argc, char **argv, const struct opt *opts, size_t nopts,
+				 const struct subcmd *cmds, size_t ncmds)
+{
+	if (argc < 2)
+		return 2;
+	optind = 2;
+	if (parse_opts(argc, argv, opts, nopts) < 0)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < ncmds; i++) {
+		if (strcmp(argv[1], cmds[i].name) != 0)
+			continue;
+		for (size_t k = 0; k < 2; k++)
+			if (cmds[i].needs[k] && !*cmds[i].needs[k])
+				return 2;
+		return cmds[i].run();
+	}
+	return 2;
 }
 
 #endif /* SYNCSHIM_PROGS_H */

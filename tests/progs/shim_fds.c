@@ -304,9 +304,6 @@ static int do_lognum(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return 2;
-	const char *cmd = argv[1];
 	const struct opt opts[] = {
 		{ 'f', OPT_STR, .p = &file },
 		{ 'd', OPT_STR, .p = &dir },
@@ -314,19 +311,12 @@ int main(int argc, char **argv)
 		{ 'L', OPT_INT, .p = &limit },
 		{ 'c', OPT_INT, .p = &closes }
 	};
-	optind = 2;
-	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
-		return 2;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(cmd, "forkpriv") && file)
-		return do_forkpriv();
-	if (!strcmp(cmd, "forkheld") && file && logpath)
-		return do_forkheld();
-	if (!strcmp(cmd, "emfile") && dir)
-		return do_emfile();
-	if (!strcmp(cmd, "lognum") && file && logpath)
-		return do_lognum();
-	if (!strcmp(cmd, "nofile") && file)
-		return do_nofile();
-	return 2;
+	const struct subcmd cmds[] = {
+		{ "forkpriv", do_forkpriv, { &file } },
+		{ "forkheld", do_forkheld, { &file, &logpath } },
+		{ "emfile", do_emfile, { &dir } },
+		{ "lognum", do_lognum, { &file, &logpath } },
+		{ "nofile", do_nofile, { &file } },
+	};
+	return run_subcommand(argc, argv, opts, NOPTS(opts), cmds, NOPTS(cmds));
 }

@@ -166,9 +166,6 @@ static int do_dupreport(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return 2;
-	const char *cmd = argv[1];
 	const struct opt opts[] = {
 		{ 'f', OPT_STR, .p = &file },
 		{ 'd', OPT_STR, .p = &dir },
@@ -176,15 +173,10 @@ int main(int argc, char **argv)
 		{ 'n', OPT_INT, .p = &count },
 		{ 'S', OPT_FLAG, .p = &shared_path }
 	};
-	optind = 2;
-	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
-		return 2;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(cmd, "group") && file)
-		return do_group();
-	if (!strcmp(cmd, "wberr") && dir)
-		return do_wberr();
-	if (!strcmp(cmd, "dupreport") && dir)
-		return do_dupreport();
-	return 2;
+	const struct subcmd cmds[] = {
+		{ "group", do_group, { &file } },
+		{ "wberr", do_wberr, { &dir } },
+		{ "dupreport", do_dupreport, { &dir } },
+	};
+	return run_subcommand(argc, argv, opts, NOPTS(opts), cmds, NOPTS(cmds));
 }

@@ -237,9 +237,6 @@ static int do_privlost(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2)
-		return 2;
-	const char *cmd = argv[1];
 	const struct opt opts[] = {
 		{ 'd', OPT_STR, .p = &dir },
 		{ 't', OPT_INT, .p = &nthreads },
@@ -247,17 +244,11 @@ int main(int argc, char **argv)
 		{ 'S', OPT_FLAG, .p = &shared_path },
 		{ 'k', OPT_INT, .p = &syncs_per_file }
 	};
-	optind = 2;
-	if (parse_opts(argc, argv, opts, NOPTS(opts)) < 0)
-		return 2;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!strcmp(cmd, "reuse") && dir)
-		return do_reuse();
-	if (!strcmp(cmd, "unlinked") && dir)
-		return do_unlinked();
-	if (!strcmp(cmd, "msyncmoved") && dir)
-		return do_msyncmoved();
-	if (!strcmp(cmd, "privlost") && dir)
-		return do_privlost();
-	return 2;
+	const struct subcmd cmds[] = {
+		{ "reuse", do_reuse, { &dir } },
+		{ "unlinked", do_unlinked, { &dir } },
+		{ "msyncmoved", do_msyncmoved, { &dir } },
+		{ "privlost", do_privlost, { &dir } },
+	};
+	return run_subcommand(argc, argv, opts, NOPTS(opts), cmds, NOPTS(cmds));
 }

@@ -18,49 +18,13 @@
 
 TestSuite(fd_races, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
 
-/* A command under POLICY, with no config file. */
-static void cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
-{
-	h_cmd_policy(c, layers, policy);
-	h_env(c, "SYNCSHIM_CONFIG=");
-}
-
-static char *ini_file(const char *name, const char *text)
-{
-	char *path = h_path(name);
-	h_write_file(path, text);
-	return path;
-}
-
-/* A command with the shim (+ layers) and config ini, nothing else. */
-static void cmd_with_ini(struct h_cmd *c, unsigned layers, const char *ini)
-{
-	h_cmd_init(c, layers);
-	h_envf(c, "SYNCSHIM_CONFIG=%s", ini ? ini : "");
-}
-
-/* Real fsync/fdatasync calls on ino, per the recording layer. */
-static int real_syncs(const struct h_log *log, unsigned long long ino)
-{
-	return h_count(log, "fsync", ino) + h_count(log, "fdatasync", ino);
-}
-
-static char *failfs_mount(void)
-{
-	char *back = h_path("back"), *mnt = h_path("mnt");
-	cr_assert_eq(mkdir(back, 0755), 0);
-	cr_assert_eq(mkdir(mnt, 0755), 0);
-	h_failfs_mount(back, mnt);
-	return mnt;
-}
-
 /* ---- a failed dup2 onto an O_SYNC file keeps its binding ----------------- */
 
 static int dup2fail_syncs(bool skip)
 {
 	char *file = h_path(skip ? "s.dat" : "d.dat");
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM_REC, NULL);
+	h_cmd_ini(&c, H_SHIM_REC, NULL);
 	h_env(&c, "SYNCSHIM_POLICY=defer");
 	h_args(&c, h_prog("fd_races"), "dup2fail", "-f", file, skip ? "-x" : NULL, NULL);
 	struct h_result r = h_run(&c);
@@ -68,7 +32,7 @@ static int dup2fail_syncs(bool skip)
 	if (!skip)
 		cr_assert(h_has(r.out, "dup2=-1 errno=EBADF"), "%s", r.out);
 	struct h_log log = h_log_load(&c);
-	return real_syncs(&log, (unsigned long long)h_num_after(r.out, "ino=", 0));
+	return h_real_syncs(&log, (unsigned long long)h_num_after(r.out, "ino=", 0));
 }
 
 Test(fd_races, failed_dup2_onto_osync_file_keeps_its_syncs)
@@ -87,9 +51,9 @@ Test(fd_races, racing_dup2s_never_give_a_number_the_other_files_rule)
 {
 	char *d = h_path("r");
 	cr_assert_eq(mkdir(d, 0755), 0);
-	char *ini = ini_file("r.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
+	char *ini = h_ini("r.ini", h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", d));
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM_REC, ini);
+	h_cmd_ini(&c, H_SHIM_REC, ini);
 	h_env(&c, "RECLAYER_OPS=fsync,fdatasync");
 	h_args(&c, h_prog("fd_races"), "dup2race", "-d", d, "-n", h_ctx.asan ? "1000" : "3000", NULL);
 	struct h_result r = h_run(&c);
@@ -97,7 +61,7 @@ Test(fd_races, racing_dup2s_never_give_a_number_the_other_files_rule)
 	long long pass = h_num_after(r.out, "pass_rounds=", -1);
 	cr_assert_gt(pass, 0, "%s", r.out);
 	struct h_log log = h_log_load(&c);
-	int real = real_syncs(&log, (unsigned long long)h_num_after(r.out, "pass_ino=", 0));
+	int real = h_real_syncs(&log, (unsigned long long)h_num_after(r.out, "pass_ino=", 0));
 	cr_assert_eq(real, pass, "of %lld fsyncs of the passthrough file (reached through a number two dup2s "
 		     "raced for), %d reached it: the others got the noop file's rule", pass, real);
 }
@@ -108,9 +72,9 @@ Test(fd_races, racing_dup2s_never_give_a_number_the_other_files_rule)
 static struct h_result dup2_race_run(struct h_cmd *c, const char *dir, const char *mode, const char *holds)
 {
 	char *hold = h_path(h_fmt("%s.hold", mode));
-	char *ini = ini_file(h_fmt("%s.ini", mode),
+	char *ini = h_ini(h_fmt("%s.ini", mode),
 			   h_fmt("[shim]\npolicy = passthrough\n[rule n]\npath = %s/*.noop\nsync = noop\n", dir));
-	cmd_with_ini(c, H_SHIM_REC, ini);
+	h_cmd_ini(c, H_SHIM_REC, ini);
 	h_env(c, "RECLAYER_OPS=fsync,fdatasync");
 	h_envf(c, "SYNCSHIM_TEST_HOLD_AT=%s", holds);
 	h_envf(c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
@@ -137,7 +101,7 @@ Test(fd_races, fsync_between_a_racing_dup2s_copy_and_its_check_gets_the_kernels_
 	cr_assert_eq((unsigned long long)h_num_after(r.out, "kernel_ino=", -1), pass, "the kernel kept the other: %s",
 		     r.out);
 	struct h_log log = h_log_load(&c);
-	cr_assert_eq(real_syncs(&log, pass), 1,
+	cr_assert_eq(h_real_syncs(&log, pass), 1,
 		     "the fsync of the number the kernel gave y.pass got x.noop's rule from a slot copy not yet "
 		     "checked: %s",
 		     r.out);
@@ -151,7 +115,7 @@ Test(fd_races, fsync_between_a_racing_dup2s_copy_and_its_check_gets_the_kernels_
  * fsyncs are counted: the racing thread's fdatasync may go either way. */
 Test(fd_races, a_lookup_that_a_dup2_overtakes_binds_nothing_stale)
 {
-	char *mnt = failfs_mount();
+	char *mnt = h_failfs_new();
 	char *d = h_fmt("%s/l", mnt);
 	cr_assert_eq(mkdir(d, 0755), 0);
 	struct h_cmd c;
@@ -178,10 +142,10 @@ Test(fd_races, an_msync_while_a_mapping_is_replaced_gets_the_new_files_rule)
 		char *d = h_path(modes[m][0]);
 		cr_assert_eq(mkdir(d, 0755), 0);
 		char *hold = h_path(h_fmt("%s.hold", modes[m][0]));
-		char *ini = ini_file(h_fmt("%s.ini", modes[m][0]), h_fmt("[shim]\npolicy = passthrough\n[rule n]\n"
+		char *ini = h_ini(h_fmt("%s.ini", modes[m][0]), h_fmt("[shim]\npolicy = passthrough\n[rule n]\n"
 									 "path = %s/*.noop\nsync = noop\n", d));
 		struct h_cmd c;
-		cmd_with_ini(&c, H_SHIM_REC, ini);
+		h_cmd_ini(&c, H_SHIM_REC, ini);
 		h_env(&c, "RECLAYER_OPS=msync");
 		h_envf(&c, "SYNCSHIM_TEST_HOLD_AT=%s", modes[m][1]);
 		h_envf(&c, "SYNCSHIM_TEST_HOLD_FILE=%s", hold);
@@ -207,10 +171,10 @@ Test(fd_races, defer_close_waits_for_the_sync_borrowing_its_number)
 	char *file = h_path("cl.dat");
 	h_write_file(file, "");
 	unsigned long long ino = h_ino(file);
-	char *ini = ini_file("cl.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
+	char *ini = h_ini("cl.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
 					   "max_calls = 1\nmax_delay_ms = 10000\n", file));
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM_REC, ini);
+	h_cmd_ini(&c, H_SHIM_REC, ini);
 	h_envf(&c, "RECLAYER_SLOW=%llu:400", ino);
 	h_args(&c, h_prog("fd_races"), "closelease", "-f", file, NULL);
 	struct h_result r = h_run(&c);
@@ -241,7 +205,7 @@ Test(fd_races, file_state_survives_a_close_during_its_sync)
 	char *a = h_path("a.dat");
 	h_write_file(a, "");
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM_REC, "group");
+	h_cmd_policy_only(&c, H_SHIM_REC, "group");
 	h_envf(&c, "RECLAYER_SLOW=%llu:300", h_ino(a));
 	h_env(&c, "SYNCSHIM_TEST_SIGNAL_AT=lead");
 	h_env(&c, "SYNCSHIM_TEST_SIGNAL_MAX=1");
@@ -252,6 +216,6 @@ Test(fd_races, file_state_survives_a_close_during_its_sync)
 	struct h_log log = h_log_load(&c);
 	for (int k = 0; k < 4; k++) {
 		unsigned long long ino = h_ino(h_path(h_fmt("n.%d.dat", k)));
-		cr_assert_geq(real_syncs(&log, ino), 1, "n.%d.dat: its fsync returned 0 without a real sync", k);
+		cr_assert_geq(h_real_syncs(&log, ino), 1, "n.%d.dat: its fsync returned 0 without a real sync", k);
 	}
 }

@@ -20,13 +20,6 @@ TestSuite(host_runtime, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
 static const char *const policies[] = { "passthrough", "fdatasync", "noop", "defer", "group" };
 #define NPOLICIES 5
 
-/* A command under POLICY, with no config file. */
-static void cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
-{
-	h_cmd_policy(c, layers, policy);
-	h_env(c, "SYNCSHIM_CONFIG=");
-}
-
 /* ---- fork from a threaded host ----------------------------------------- */
 
 Test(host_runtime, fifty_forks_from_threads_never_hang)
@@ -38,7 +31,7 @@ Test(host_runtime, fifty_forks_from_threads_never_hang)
 		char *dir = h_path(h_fmt("f%d", run));
 		cr_assert_eq(mkdir(dir, 0755), 0);
 		struct h_cmd c;
-		cmd_policy(&c, H_SHIM, pol);
+		h_cmd_policy_only(&c, H_SHIM, pol);
 		if (run % 2)
 			h_envf(&c, "SYNCSHIM_LOG=%s/l.%%p.log", dir);
 		/* Half the runs with the live counters forced off: under defer
@@ -112,7 +105,7 @@ static void setid_under(const char *policy)
 	cr_assert(dir && chmod(dir, 0777) == 0);
 	char *file = h_fmt("%s/d.dat", dir);
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM, policy);
+	h_cmd_policy_only(&c, H_SHIM, policy);
 	h_env(&c, "SYNCSHIM_LIVE=1");
 	char *live = h_path(h_fmt("setid.%s.live", policy));
 	cr_assert_eq(mkdir(live, 0700), 0);

@@ -20,33 +20,6 @@ TestSuite(shim_fds, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
 static const char *const policies[] = { "passthrough", "fdatasync", "noop", "defer", "group" };
 #define NPOLICIES 5
 
-/* A command under POLICY, with no config file. */
-static void cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
-{
-	h_cmd_policy(c, layers, policy);
-	h_env(c, "SYNCSHIM_CONFIG=");
-}
-
-static char *ini_file(const char *name, const char *text)
-{
-	char *path = h_path(name);
-	h_write_file(path, text);
-	return path;
-}
-
-/* A command with the shim (+ layers) and config ini, nothing else. */
-static void cmd_with_ini(struct h_cmd *c, unsigned layers, const char *ini)
-{
-	h_cmd_init(c, layers);
-	h_envf(c, "SYNCSHIM_CONFIG=%s", ini ? ini : "");
-}
-
-/* Real fsync/fdatasync calls on ino, per the recording layer. */
-static int real_syncs(const struct h_log *log, unsigned long long ino)
-{
-	return h_count(log, "fsync", ino) + h_count(log, "fdatasync", ino);
-}
-
 static bool log_readable(const char *path)
 {
 	struct lr_log l;
@@ -69,7 +42,7 @@ Test(shim_fds, close_all_then_open_never_mixes_log_into_app_files)
 			cr_assert_eq(mkdir(dir, 0755), 0);
 			char *log = h_fmt("%s/run.log", dir);
 			struct h_cmd c;
-			cmd_policy(&c, H_SHIM, policies[p]);
+			h_cmd_policy_only(&c, H_SHIM, policies[p]);
 			h_envf(&c, "SYNCSHIM_LOG=%s", log);
 			h_env(&c, "SYNCSHIM_LOG_MODE=calls");
 			h_args(&c, h_prog("closeall"), "-d", dir, "-m", modes[m], "-n", "104", "-l", log, NULL);
@@ -97,7 +70,7 @@ Test(shim_fds, log_descriptor_is_out_of_the_apps_way)
 {
 	char *file = h_path("ln.dat"), *log = h_path("ln.log");
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM, NULL);
+	h_cmd_ini(&c, H_SHIM, NULL);
 	h_env(&c, "SYNCSHIM_POLICY=passthrough");
 	h_envf(&c, "SYNCSHIM_LOG=%s", log);
 	h_args(&c, h_prog("shim_fds"), "lognum", "-f", file, "-l", log, NULL);
@@ -115,10 +88,10 @@ Test(shim_fds, log_descriptor_is_out_of_the_apps_way)
 Test(shim_fds, fork_child_does_not_keep_the_private_descriptor)
 {
 	char *file = h_path("f.dat");
-	char *ini = ini_file("f.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
+	char *ini = h_ini("f.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s\nsync = defer\n"
 					  "max_delay_ms = 10000\n", file));
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM, ini);
+	h_cmd_ini(&c, H_SHIM, ini);
 	h_args(&c, h_prog("shim_fds"), "forkpriv", "-f", file, NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "shim_fds forkpriv");
@@ -137,7 +110,7 @@ Test(shim_fds, fork_child_keeps_no_short_lived_shim_descriptor)
 	char *plain_out = NULL;
 	for (int shim = 0; shim < 2; shim++) {
 		struct h_cmd c;
-		cmd_with_ini(&c, shim ? H_SHIM : H_PLAIN, NULL);
+		h_cmd_ini(&c, shim ? H_SHIM : H_PLAIN, NULL);
 		char *hold = h_path(shim ? "hold-shim" : "hold-plain");
 		if (shim) {
 			h_env(&c, "SYNCSHIM_POLICY=passthrough");
@@ -165,7 +138,7 @@ Test(shim_fds, fork_child_keeps_no_short_lived_shim_descriptor)
 Test(shim_fds, only_processes_that_did_something_leave_a_log)
 {
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM, "passthrough");
+	h_cmd_policy_only(&c, H_SHIM, "passthrough");
 	h_envf(&c, "SYNCSHIM_LOG=%s/l.%%p.log", h_ctx.dir);
 	h_args(&c, h_prog("fork_logs"), "-d", h_ctx.dir, NULL);
 	struct h_result r = h_run(&c);
@@ -194,7 +167,7 @@ Test(shim_fds, shim_never_makes_an_open_fail_with_emfile)
 		char *dir = h_path(modes[m]);
 		cr_assert_eq(mkdir(dir, 0755), 0);
 		struct h_cmd c;
-		cmd_policy(&c, H_SHIM_REC, "defer");
+		h_cmd_policy_only(&c, H_SHIM_REC, "defer");
 		h_envf(&c, "SYNCSHIM_LOG=%s/l.log", dir);
 		h_envf(&c, "SYNCSHIM_LOG_MODE=%s", modes[m]);
 		h_args(&c, h_prog("nofile"), "-d", dir, "-l", "64", "-n", "60", NULL);
@@ -204,7 +177,7 @@ Test(shim_fds, shim_never_makes_an_open_fail_with_emfile)
 		struct h_log log = h_log_load(&c);
 		for (int k = 0; k < 60; k++) {
 			unsigned long long ino = h_ino(h_fmt("%s/f.%d.dat", dir, k));
-			cr_assert_geq(real_syncs(&log, ino), 1, "f.%d.dat was never synced", k);
+			cr_assert_geq(h_real_syncs(&log, ino), 1, "f.%d.dat was never synced", k);
 		}
 	}
 }
@@ -217,7 +190,7 @@ Test(shim_fds, shim_never_makes_an_open_fail_with_emfile)
 static struct h_result emfile_run(unsigned layers, const char *ini, const char *d)
 {
 	struct h_cmd c;
-	cmd_with_ini(&c, layers, ini);
+	h_cmd_ini(&c, layers, ini);
 	h_args(&c, h_prog("shim_fds"), "emfile", "-d", d, "-L", "16", "-c", "4", NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "shim_fds emfile");
@@ -228,7 +201,7 @@ Test(shim_fds, emfile_relief_covers_every_descriptor_maker)
 {
 	char *d = h_path("e");
 	cr_assert_eq(mkdir(d, 0755), 0);
-	char *ini = ini_file("e.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
+	char *ini = h_ini("e.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
 					  "max_delay_ms = 10000\n", d));
 	struct h_result plain = emfile_run(H_PLAIN, NULL, d), r = emfile_run(H_SHIM, ini, d);
 	static const char *const kinds[] = { "opendir=", "epoll=", "inotify=", "timerfd=", "signalfd=" };
@@ -246,7 +219,7 @@ Test(shim_fds, emfile_relief_covers_every_descriptor_maker)
 static long long nofile_opens(unsigned layers, const char *log)
 {
 	struct h_cmd c;
-	cmd_with_ini(&c, layers, NULL);
+	h_cmd_ini(&c, layers, NULL);
 	if (layers & H_SHIM) {
 		h_env(&c, "SYNCSHIM_POLICY=passthrough");
 		h_envf(&c, "SYNCSHIM_LOG=%s", log);

@@ -20,13 +20,6 @@ TestSuite(signal_handlers, .init = h_setup, .fini = h_failfs_fini, .timeout = 24
 static const char *const policies[] = { "passthrough", "fdatasync", "noop", "defer", "group" };
 #define NPOLICIES 5
 
-/* A command under POLICY, with no config file. */
-static void cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
-{
-	h_cmd_policy(c, layers, policy);
-	h_env(c, "SYNCSHIM_CONFIG=");
-}
-
 /* ---- signal handlers that write and sync ------------------------------ */
 
 /* The shim raises SIGUSR1 at each of its test points, so the handler's
@@ -37,7 +30,7 @@ Test(signal_handlers, handlers_sync_inside_every_critical_section)
 		char *dir = h_path(policies[p]);
 		cr_assert_eq(mkdir(dir, 0755), 0);
 		struct h_cmd c;
-		cmd_policy(&c, H_SHIM, policies[p]);
+		h_cmd_policy_only(&c, H_SHIM, policies[p]);
 		h_env(&c, "SYNCSHIM_TEST_SIGNAL_AT=all");
 		h_envf(&c, "SYNCSHIM_LOG=%s/l.log", dir);
 		h_env(&c, "SYNCSHIM_LOG_MODE=calls");
@@ -57,7 +50,7 @@ Test(signal_handlers, handlers_sync_inside_every_critical_section)
 static void handlers_at(const char *point, const char *iters, const char *what)
 {
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM, "defer");
+	h_cmd_policy_only(&c, H_SHIM, "defer");
 	h_envf(&c, "SYNCSHIM_TEST_SIGNAL_AT=%s", point);
 	c.timeout_s = 30;
 	h_args(&c, h_prog("sig_sync"), "-d", h_ctx.dir, "-n", iters, "-t", "2", NULL);
@@ -96,7 +89,7 @@ Test(signal_handlers, group_handler_sync_while_its_thread_leads)
 	char *d = h_path("d.dat");
 	h_write_file(d, "");
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM_REC, "group");
+	h_cmd_policy_only(&c, H_SHIM_REC, "group");
 	h_envf(&c, "RECLAYER_SLOW=%llu:3", h_ino(d));
 	c.timeout_s = 30;
 	h_args(&c, h_prog("sig_sync"), "-d", h_ctx.dir, "-n", "80", "-t", "3", "-i", "10000", NULL);

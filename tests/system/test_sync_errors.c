@@ -16,36 +16,6 @@
 
 TestSuite(sync_errors, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
 
-/* A command under POLICY, with no config file. */
-static void cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
-{
-	h_cmd_policy(c, layers, policy);
-	h_env(c, "SYNCSHIM_CONFIG=");
-}
-
-static char *ini_file(const char *name, const char *text)
-{
-	char *path = h_path(name);
-	h_write_file(path, text);
-	return path;
-}
-
-/* A command with the shim (+ layers) and config ini, nothing else. */
-static void cmd_with_ini(struct h_cmd *c, unsigned layers, const char *ini)
-{
-	h_cmd_init(c, layers);
-	h_envf(c, "SYNCSHIM_CONFIG=%s", ini ? ini : "");
-}
-
-static char *failfs_mount(void)
-{
-	char *back = h_path("back"), *mnt = h_path("mnt");
-	cr_assert_eq(mkdir(back, 0755), 0);
-	cr_assert_eq(mkdir(mnt, 0755), 0);
-	h_failfs_mount(back, mnt);
-	return mnt;
-}
-
 /* ---- a group waiter covered by a failed sync gets its error ------------- */
 
 /* Every real fsync fails; 16 threads' group fsyncs batch into few real
@@ -53,13 +23,13 @@ static char *failfs_mount(void)
  * call must fail, as each does without the shim. */
 Test(sync_errors, group_waiter_never_gets_zero_for_a_failed_sync)
 {
-	char *mnt = failfs_mount();
+	char *mnt = h_failfs_new();
 	char *file = h_fmt("%s/g.dat", mnt);
 	h_write_file(file, "");
 	h_failfs_ctl(mnt, "fsync EIO");
 	for (int run = 0; run < 2; run++) {
 		struct h_cmd c;
-		cmd_with_ini(&c, H_SHIM, NULL);
+		h_cmd_ini(&c, H_SHIM, NULL);
 		h_env(&c, "SYNCSHIM_POLICY=group");
 		h_args(&c, h_prog("sync_errors"), "group", "-f", file, "-t", run ? "64" : "16", "-n", run ? "100" : "200",
 		       NULL);
@@ -79,7 +49,7 @@ static struct h_result wberr_run(const char *mnt, unsigned layers, const char *p
 	h_failfs_ctl(mnt, "reset");
 	h_failfs_ctl(mnt, "write EIO once");
 	struct h_cmd c;
-	cmd_with_ini(&c, layers, NULL);
+	h_cmd_ini(&c, layers, NULL);
 	if (policy)
 		h_envf(&c, "SYNCSHIM_POLICY=%s", policy);
 	h_args(&c, h_prog("sync_errors"), "wberr", "-d", mnt, turns ? "-S" : NULL, NULL);
@@ -151,11 +121,11 @@ static struct h_result dupreport_run(const char *mnt, const char *store, bool ap
 {
 	h_failfs_ctl(mnt, "reset");
 	h_failfs_ctl(mnt, "write EIO once");
-	char *ini = ini_file(app_path ? "dp.ini" : "dd.ini",
+	char *ini = h_ini(app_path ? "dp.ini" : "dd.ini",
 			   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\n%s\n", mnt,
 				 app_path ? "osync = defer" : "sync = defer"));
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM, ini);
+	h_cmd_ini(&c, H_SHIM, ini);
 	h_write_file(h_fmt("%s/%s", store, UNDO_NAME), UNDO_MAGIC);
 	h_envf(&c, "SYNCSHIM_CRASH_DIR=%s", store);
 	h_envf(&c, "SYNCSHIM_CRASH_SCOPE=%s/*", mnt);
@@ -217,11 +187,11 @@ Test(sync_errors, fresh_failure_after_a_told_error_is_reported)
 		const char *what = app_path ? "the app's own fsync (passthrough)" : "the flusher's (defer)";
 		char *dir = h_path(app_path ? "fresh-app" : "fresh-flusher");
 		cr_assert_eq(mkdir(dir, 0755), 0);
-		char *ini = ini_file(app_path ? "fp.ini" : "fd.ini",
+		char *ini = h_ini(app_path ? "fp.ini" : "fd.ini",
 				   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\n%s\n", dir,
 					 app_path ? "osync = defer" : "sync = defer"));
 		struct h_cmd c;
-		cmd_with_ini(&c, H_SHIM_REC, ini);
+		h_cmd_ini(&c, H_SHIM_REC, ini);
 		h_env(&c, "RECLAYER_FAIL=sync:EIO:0:2");
 		h_env(&c, "RECLAYER_FAIL_SUFFIX=.dat");
 		h_args(&c, h_prog("sync_errors"), "dupreport", "-d", dir, app_path ? "-S" : NULL, NULL);
@@ -245,7 +215,7 @@ Test(sync_errors, fresh_failure_after_a_told_error_is_reported)
 static struct h_result run_defer_exit(const char *mode, const char *ini)
 {
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM_REC, "defer");
+	h_cmd_policy_only(&c, H_SHIM_REC, "defer");
 	if (ini)
 		h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
 	h_env(&c, "RECLAYER_FAIL=fdatasync:EIO");
@@ -290,7 +260,7 @@ Test(sync_errors, real_eio_at_exit_from_failfs_is_said)
 	h_failfs_mount(back, mnt);
 	h_failfs_ctl(mnt, "fsync EIO");
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM, "defer");
+	h_cmd_policy_only(&c, H_SHIM, "defer");
 	h_args(&c, h_prog("defer_exit"), "-d", mnt, "-m", "main", NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "defer_exit on failfs");
@@ -306,7 +276,7 @@ Test(sync_errors, group_leader_losing_its_descriptor_gives_no_eio)
 	char *f = h_path("g.dat");
 	h_write_file(f, "");
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM_REC, "group");
+	h_cmd_policy_only(&c, H_SHIM_REC, "group");
 	h_envf(&c, "RECLAYER_SLOW=%llu:2", h_ino(f));
 	h_args(&c, h_prog("group_close"), "-f", f, "-t", "4", "-T", "1500", NULL);
 	struct h_result r = h_run(&c);

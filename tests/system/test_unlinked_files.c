@@ -19,33 +19,6 @@
 
 TestSuite(unlinked_files, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
 
-/* A command under POLICY, with no config file. */
-static void cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
-{
-	h_cmd_policy(c, layers, policy);
-	h_env(c, "SYNCSHIM_CONFIG=");
-}
-
-static char *ini_file(const char *name, const char *text)
-{
-	char *path = h_path(name);
-	h_write_file(path, text);
-	return path;
-}
-
-/* A command with the shim (+ layers) and config ini, nothing else. */
-static void cmd_with_ini(struct h_cmd *c, unsigned layers, const char *ini)
-{
-	h_cmd_init(c, layers);
-	h_envf(c, "SYNCSHIM_CONFIG=%s", ini ? ini : "");
-}
-
-/* Real fsync/fdatasync calls on ino, per the recording layer. */
-static int real_syncs(const struct h_log *log, unsigned long long ino)
-{
-	return h_count(log, "fsync", ino) + h_count(log, "fdatasync", ino);
-}
-
 /* The last record of op on ino (NULL: none). */
 static const struct h_rec *last_of(const struct h_log *log, const char *op, unsigned long long ino)
 {
@@ -64,10 +37,10 @@ Test(unlinked_files, unlinked_open_files_get_no_spurious_eio)
 {
 	char *d = h_path("u");
 	cr_assert_eq(mkdir(d, 0755), 0);
-	char *ini = ini_file("u.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
+	char *ini = h_ini("u.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*\nsync = defer\n"
 					  "max_delay_ms = auto\n", d));
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM, ini);
+	h_cmd_ini(&c, H_SHIM, ini);
 	h_args(&c, h_prog("unlinked_files"), "unlinked", "-d", d, "-t", "4", "-n", h_ctx.asan ? "500" : "2500", NULL);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "unlinked_files unlinked");
@@ -106,7 +79,7 @@ Test(unlinked_files, temp_files_get_no_error_the_disk_did_not_give)
 	char *d = h_path("tmp");
 	cr_assert_eq(mkdir(d, 0755), 0);
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM_REC, NULL);
+	h_cmd_ini(&c, H_SHIM_REC, NULL);
 	h_env(&c, "SYNCSHIM_POLICY=defer");
 	h_env(&c, "RECLAYER_OPS=fsync,fdatasync,syncfs,close");
 	h_args(&c, h_prog("unlinked_files"), "unlinked", "-d", d, "-t", "4", "-k", "4", "-n", h_ctx.asan ? "500" : "2000",
@@ -144,11 +117,11 @@ Test(unlinked_files, file_with_no_descriptor_or_name_left_gets_no_made_up_error)
 	for (int unlinked = 0; unlinked < 2; unlinked++) {
 		char *d = h_path(unlinked ? "gone" : "moved");
 		cr_assert_eq(mkdir(d, 0755), 0);
-		char *ini = ini_file(unlinked ? "gone.ini" : "moved.ini",
+		char *ini = h_ini(unlinked ? "gone.ini" : "moved.ini",
 				   h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/**\nsync = defer\n"
 					 "max_delay_ms = 60000\n", d));
 		struct h_cmd c;
-		cmd_with_ini(&c, H_SHIM_REC, ini);
+		h_cmd_ini(&c, H_SHIM_REC, ini);
 		h_args(&c, h_prog("unlinked_files"), "privlost", "-d", d, unlinked ? "-S" : NULL, NULL);
 		struct h_result r = h_run(&c);
 		h_assert_ok(r, "unlinked_files privlost");
@@ -170,7 +143,7 @@ Test(unlinked_files, msync_of_moved_file_is_synced_through_its_descriptor)
 	char *d = h_path("m");
 	cr_assert_eq(mkdir(d, 0755), 0);
 	struct h_cmd c;
-	cmd_with_ini(&c, H_SHIM_REC, NULL);
+	h_cmd_ini(&c, H_SHIM_REC, NULL);
 	h_env(&c, "SYNCSHIM_POLICY=defer");
 	h_args(&c, h_prog("unlinked_files"), "msyncmoved", "-d", d, NULL);
 	struct h_result r = h_run(&c);
@@ -195,14 +168,14 @@ Test(unlinked_files, new_file_on_a_reused_inode_number_is_a_new_file)
 {
 	char *d = h_path("i");
 	cr_assert_eq(mkdir(d, 0755), 0);
-	char *ini = ini_file("i.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*/*.def\nsync = defer\n"
+	char *ini = h_ini("i.ini", h_fmt("[shim]\npolicy = passthrough\n[rule r]\npath = %s/*/*.def\nsync = defer\n"
 					  "max_delay_ms = 10000\n", d));
 	int reused = 0;
 	for (int run = 0; run < 3; run++) {
 		char *dr = h_fmt("%s/%d", d, run);
 		cr_assert_eq(mkdir(dr, 0755), 0);
 		struct h_cmd c;
-		cmd_with_ini(&c, H_SHIM_REC, ini);
+		h_cmd_ini(&c, H_SHIM_REC, ini);
 		h_env(&c, "RECLAYER_FAIL=sync:EIO:0:1");
 		h_args(&c, h_prog("unlinked_files"), "reuse", "-d", dr, NULL);
 		struct h_result r = h_run(&c);
@@ -216,7 +189,7 @@ Test(unlinked_files, new_file_on_a_reused_inode_number_is_a_new_file)
 		cr_assert(h_has(r.out, "fsync=0,0,0"), "the new file's fsyncs failed with the deleted file's error: "
 			  "%s\nstderr:\n%s", r.out, r.err);
 		struct h_log log = h_log_load(&c);
-		cr_assert_eq(real_syncs(&log, (unsigned long long)b), 1 + 3, "the new passthrough file's 3 fsyncs "
+		cr_assert_eq(h_real_syncs(&log, (unsigned long long)b), 1 + 3, "the new passthrough file's 3 fsyncs "
 			     "did not all reach it (the deleted file's rule?): %s", r.out);
 	}
 	cr_assert_gt(reused, 0, "ext4 never reused the inode number here");
@@ -231,7 +204,7 @@ Test(unlinked_files, link_tmpfile_and_exchange_wait_for_pending_syncs)
 		char *dir = h_path(modes[m]);
 		cr_assert_eq(mkdir(dir, 0755), 0);
 		struct h_cmd c;
-		cmd_policy(&c, H_SHIM_REC, "defer");
+		h_cmd_policy_only(&c, H_SHIM_REC, "defer");
 		h_args(&c, h_prog("publish"), "-d", dir, "-m", modes[m], NULL);
 		h_assert_ok(h_run(&c), h_fmt("publish -m %s", modes[m]));
 		struct h_log log = h_log_load(&c);

@@ -16,22 +16,9 @@
 
 TestSuite(unseen_fds, .init = h_setup, .fini = h_failfs_fini, .timeout = 240);
 
-/* A command under POLICY, with no config file. */
-static void cmd_policy(struct h_cmd *c, unsigned layers, const char *policy)
-{
-	h_cmd_policy(c, layers, policy);
-	h_env(c, "SYNCSHIM_CONFIG=");
-}
-
 static unsigned long long ino_of_line(const char *out, const char *key)
 {
 	return (unsigned long long)h_num_after(out, key, 0);
-}
-
-/* Real fsync/fdatasync calls on ino, per the recording layer. */
-static int real_syncs(const struct h_log *log, unsigned long long ino)
-{
-	return h_count(log, "fsync", ino) + h_count(log, "fdatasync", ino);
 }
 
 /* ---- descriptors closed behind the shim's back -------------------------- */
@@ -40,7 +27,7 @@ Test(unseen_fds, stale_slot_of_a_raw_closed_number)
 {
 	char *log = h_path("s.log");
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM_REC, "defer");
+	h_cmd_policy_only(&c, H_SHIM_REC, "defer");
 	h_envf(&c, "SYNCSHIM_LOG=%s", log);
 	h_env(&c, "SYNCSHIM_LOG_MODE=calls");
 	h_args(&c, h_prog("stale_slot"), "-d", h_ctx.dir, "-m", "reuse", NULL);
@@ -49,7 +36,7 @@ Test(unseen_fds, stale_slot_of_a_raw_closed_number)
 	cr_assert(h_has(r.out, "fsync=0 errno=0"), "s.dat got an error that was not its own:\n%s", r.out);
 	unsigned long long sock = ino_of_line(r.out, "sock_ino=");
 	struct h_log rec = h_log_load(&c);
-	cr_assert_eq(real_syncs(&rec, sock), 0, "the shim synced the socket that took the old number");
+	cr_assert_eq(h_real_syncs(&rec, sock), 0, "the shim synced the socket that took the old number");
 	struct lr_log l;
 	struct lr_error err;
 	cr_assert_eq(lr_read_file(log, &l, &err), 0, "%s", err.msg);
@@ -65,7 +52,7 @@ Test(unseen_fds, stale_slot_of_a_raw_closed_number)
 Test(unseen_fds, close_range_does_not_swallow_a_deferred_error)
 {
 	struct h_cmd c;
-	cmd_policy(&c, H_SHIM_REC, "defer");
+	h_cmd_policy_only(&c, H_SHIM_REC, "defer");
 	h_env(&c, "RECLAYER_FAIL=fdatasync:EIO");
 	h_args(&c, h_prog("stale_slot"), "-d", h_ctx.dir, "-m", "range", NULL);
 	struct h_result r = h_run(&c);
@@ -95,7 +82,7 @@ Test(unseen_fds, mkstemp_files_get_their_rule)
 	char *path = h_strdup(strstr(r.out, "path=") + 5);
 	path[strcspn(path, "\n")] = '\0';
 	struct h_log log = h_log_load(&c);
-	cr_assert_eq(real_syncs(&log, h_ino(path)), 0, "%s matches a noop rule, yet its fsync reached libc", path);
+	cr_assert_eq(h_real_syncs(&log, h_ino(path)), 0, "%s matches a noop rule, yet its fsync reached libc", path);
 }
 
 /* fcloseall closes inside libc; a raw open then takes the number. The old
@@ -109,7 +96,7 @@ Test(unseen_fds, fcloseall_makes_the_shim_check_again)
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "unseen -m fcloseall");
 	struct h_log log = h_log_load(&c);
-	cr_assert_eq(real_syncs(&log, ino_of_line(r.out, "b_ino=")), 1,
+	cr_assert_eq(h_real_syncs(&log, ino_of_line(r.out, "b_ino=")), 1,
 		     "b.dat (passthrough) took a noop file's old number: its fsync was skipped");
 }
 
