@@ -1010,19 +1010,13 @@ static int reopen_writable(struct shim_file *f, int fd)
 	return d;
 }
 
-int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *), void *arg, bool nowait)
+int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *), void *arg)
 {
 	struct flusher *fl = &f->fl;
 	int old;
 	shim_enter();
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	lock_fl(f);
-	if (nowait && fl->in_flight) {
-		unlock_fl(f);
-		pthread_setcancelstate(old, NULL);
-		shim_leave();
-		return -1;
-	}
 	while (fl->in_flight)
 		wait_locked(f);
 	fl->in_flight = true; /* one at a time with the file's syncs */

@@ -62,9 +62,8 @@ int flusher_drain(struct shim_file *f);
  * lock held) until request target is covered. */
 void flusher_await(struct shim_file *f, uint64_t target);
 /* Held changes (held.c): fn(f, fd, arg) with a writable descriptor of f under the lease (-1: no
- * way to the file), one at a time with f's real syncs. Returns fn's, or
- * -1 without calling it when nowait and a sync of f is running. */
-int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *), void *arg, bool nowait);
+ * way to the file), one at a time with f's real syncs. Returns fn's. */
+int flusher_apply(struct shim_file *f, int (*fn)(struct shim_file *, int, void *), void *arg);
 /* A real sync of f now would cover a request no completed one has. */
 bool flusher_can_cover_more(struct shim_file *f);
 /* f holds nothing any more: the descriptor kept for its held writes goes

@@ -27,9 +27,14 @@
  *     real sync of the file covers no request past the floor, the file's
  *     request count when its oldest held change was made (flusher.c caps
  *     its snapshot with held_coverable).
- *   - Applying. One applier at a time (apply_mu): the background thread
- *     syncshim-apply, or a thread that needs the bytes (a read, a barrier,
- *     a writer past the bounds) and helps. A change goes once every dep is
+ *   - Applying. The background thread syncshim-apply applies; a thread
+ *     that needs the bytes (a read, a sync, a writer past the bounds)
+ *     makes sure it runs and sleeps until they are in (apply_until), so
+ *     no write, read or sync leads into the apply. A barrier (exit, exec,
+ *     fork, spawn, set*id) applies for itself when the thread is not at
+ *     it, and so does a caller when no thread can be had (apply_mu: one
+ *     at a time); a change is held only while the thread runs. A change
+ *     goes once every dep is
  *     durable; it is written through the shim's private descriptor of the
  *     file under the flusher's lease (flusher_apply), crash-test mode
  *     recording it as any write, and the floor moves to the next one. A
@@ -302,7 +307,7 @@ static uint64_t own_target_locked(struct shim_file *f, uint64_t lo, uint64_t hi,
 
 /* ---- holding ---------------------------------------------------------------- */
 
-static void start_applier(void);
+static bool start_applier(void);
 
 static void change_free(struct held_change *c)
 {
@@ -349,12 +354,15 @@ static struct held_change *change_new(uint64_t pos, const struct iovec *iov, int
 	return c;
 }
 
-/* held_mu held: room for one more change of f now. Not past the files
- * bound, and not while the oldest held change is older than the window:
- * then the program waits until what that one depends on catches up. */
+/* held_mu held: room for one more change of f now. Only while the
+ * applier thread runs (it leaves under held_mu, with nothing held: a
+ * change held now is always applied); not past the files bound, and not
+ * while the oldest held change is older than the window: then the
+ * program waits until what that one depends on catches up. */
 static bool room_locked(struct shim_file *f, const struct knobs *k, uint64_t now)
 {
-	if (atomic_load(&stopped) || (!f->hold.head && atomic_load(&held_files) >= HELD_FILES_MAX))
+	if (atomic_load(&stopped) || !atomic_load(&applier_running) ||
+	    (!f->hold.head && atomic_load(&held_files) >= HELD_FILES_MAX))
 		return false;
 	uint64_t age_max = k->max_delay_ms == POLICY_AUTO ? HELD_AGE_AUTO_NS : (uint64_t)k->max_delay_ms * 1000000u;
 	for (struct shim_file *g = held_list; g; g = g->hold.next)
@@ -418,7 +426,7 @@ bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *io
 		atomic_fetch_add_explicit(&st_bound_waits, 1, memory_order_relaxed);
 		return false;
 	}
-	if (!writes_at_its_offset(fd))
+	if (!writes_at_its_offset(fd) || !start_applier())
 		return false;
 	int none = -1;
 	atomic_compare_exchange_strong(&f->fl.req_fd, &none, fd); /* a descriptor to apply it through */
@@ -447,7 +455,6 @@ bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *io
 		/* New work for the applier; a change behind others of its file
 		 * goes in the same pass as they do (no wake-up per write). */
 		progress_bump();
-		start_applier();
 	}
 	return true;
 }
@@ -637,7 +644,7 @@ static bool apply_pass(void)
 	shim_leave();
 
 	for (int i = 0; i < nfiles; i++) {
-		flusher_apply(files[i], write_batch, &batches[i], false);
+		flusher_apply(files[i], write_batch, &batches[i]);
 		batch_done(files[i], &batches[i]);
 		file_put(files[i]);
 	}
@@ -665,65 +672,38 @@ static bool apply_pass(void)
 	return nfiles > 0 || synced;
 }
 
-/* apply_mu held: f's changes that can go now, in order, with no sync and
- * no wait (a sync of f running: later). */
-static void apply_ready_of(struct shim_file *f)
-{
-	for (;;) {
-		struct apply_batch b = { NULL, 0, 0, 0 };
-		shim_enter();
-		pthread_mutex_lock(&held_mu);
-		struct held_change *c = f->hold.head;
-		b.first = c;
-		while (c && b.n < APPLY_BATCH && change_ready(c)) {
-			b.n++;
-			c = c->next;
-		}
-		pthread_mutex_unlock(&held_mu);
-		shim_leave();
-		if (!b.n || flusher_apply(f, write_batch, &b, true) < 0)
-			return;
-		batch_done(f, &b);
-		progress_bump();
-	}
-}
-
-bool held_try_drain(struct shim_file *f)
-{
-	if (am_applier || held_count(&f->hold) == 0)
-		return held_count(&f->hold) == 0;
-	shim_enter();
-	if (pthread_mutex_trylock(&apply_mu) == 0) {
-		am_applier = true;
-		apply_ready_of(f);
-		am_applier = false;
-		pthread_mutex_unlock(&apply_mu);
-	}
-	shim_leave();
-	return held_count(&f->hold) == 0;
-}
-
-/* Until pred(arg) holds: apply as the applier when no one else is, else
- * wait for whoever is. Only the pass is a shim section: the wait holds
- * nothing, so a signal handler that lands in it is an ordinary caller
- * whose writes keep the order (a section's handler gets the real call,
- * unordered, and a wait here lasts as long as another file's real sync:
- * test_held's a_handler_while_its_thread_waits_for_held_writes_keeps_the_order). */
-static void apply_until(bool (*done)(void *), void *arg)
+/*
+ * Until done(arg) holds. The applier thread applies: the caller makes
+ * sure it runs and sleeps on the event count, so nothing of the apply
+ * (the lease, a descriptor reopened, a failure made the file's error)
+ * runs on a reader's or a writer's path. A barrier (exit, exec, fork,
+ * spawn, set*id, a ring) applies for itself whenever the thread is not at
+ * it: the process may be past the point where that thread runs (test_held
+ * exit_applies_what_is_held_without_the_applier_thread); so does anyone
+ * when the thread cannot be had. Only the pass is a shim section: the
+ * wait holds nothing, so a signal handler that lands in it is an
+ * ordinary caller whose writes keep the order (a section's handler gets
+ * the real call, unordered, and a wait here lasts as long as another
+ * file's real sync: test_held's
+ * a_handler_while_its_thread_waits_for_held_writes_keeps_the_order).
+ */
+static void apply_until(bool (*done)(void *), void *arg, bool barrier)
 {
 	if (am_applier)
 		return; /* the applier's own sync: it never waits for itself */
 	while (!done(arg)) {
 		uint32_t seen = atomic_load(&progress);
 		bool moved = false;
-		shim_enter();
-		if (pthread_mutex_trylock(&apply_mu) == 0) {
-			am_applier = true;
-			moved = apply_pass();
-			am_applier = false;
-			pthread_mutex_unlock(&apply_mu);
+		if (barrier || !start_applier()) {
+			shim_enter();
+			if (pthread_mutex_trylock(&apply_mu) == 0) {
+				am_applier = true;
+				moved = apply_pass();
+				am_applier = false;
+				pthread_mutex_unlock(&apply_mu);
+			}
+			shim_leave();
 		}
-		shim_leave();
 		if (moved)
 			continue;
 		if (!done(arg)) {
@@ -749,7 +729,7 @@ void held_apply_file(struct shim_file *f)
 	if (held_count(&f->hold) == 0)
 		return;
 	int e = errno;
-	apply_until(file_empty, f);
+	apply_until(file_empty, f, false);
 	errno = e;
 }
 
@@ -758,19 +738,42 @@ void held_apply_all(void)
 	if (atomic_load(&held_files) == 0)
 		return;
 	int e = errno;
-	apply_until(all_empty, NULL);
+	apply_until(all_empty, NULL, true);
 	errno = e;
 }
 
-/* The background applier: applies as soon as the deps allow, so what is
- * held stays about one real sync behind the program. Ends after 2 s with
- * nothing held, and when set*id asks every thread of the shim's to. */
+/*
+ * The background applier: applies as soon as the deps allow, so what is
+ * held stays about one real sync behind the program. It leaves after 2 s
+ * with nothing held, deciding so under held_mu: a change is held only
+ * while the thread runs (enqueue_locked), so none is ever left with no
+ * one to apply it. It also leaves when set*id asks every thread of the
+ * shim's to (the set*id applied everything first); what is held after
+ * that goes to the next thread started, or to a caller that cannot start
+ * one (apply_until).
+ */
+static bool applier_may_leave(void)
+{
+	shim_enter();
+	pthread_mutex_lock(&held_mu);
+	bool idle = held_list == NULL;
+	if (idle)
+		atomic_store(&applier_running, 0);
+	pthread_mutex_unlock(&held_mu);
+	shim_leave();
+	return idle;
+}
+
 static void *applier_main(void *arg)
 {
 	(void)arg;
 	shim_busy = 1;
 	uint64_t idle_since = trace_now();
-	while (!atomic_load(&shim_threads_quit)) {
+	for (;;) {
+		if (atomic_load(&shim_threads_quit)) {
+			atomic_store(&applier_running, 0);
+			break;
+		}
 		uint32_t seen = atomic_load(&progress);
 		bool moved = false;
 		if (atomic_load(&held_files)) {
@@ -781,28 +784,31 @@ static void *applier_main(void *arg)
 			moved = apply_pass();
 			am_applier = false;
 			pthread_mutex_unlock(&apply_mu);
-		} else if (trace_now() - idle_since > 2000000000ull) {
+		} else if (trace_now() - idle_since > 2000000000ull && applier_may_leave()) {
 			break;
 		}
 		if (!moved)
 			progress_wait(seen, 50 * 1000 * 1000);
 	}
-	atomic_store(&applier_running, 0);
-	/* A change may have been held after the last look. */
-	if (atomic_load(&held_files) && !atomic_load(&shim_threads_quit))
-		start_applier();
 	return NULL;
 }
 
-static void start_applier(void)
+/* The applier thread runs (true), or cannot be had now (set*id under
+ * way, no thread to start). */
+static bool start_applier(void)
 {
-	if (atomic_load_explicit(&applier_running, memory_order_relaxed))
-		return;
+	if (atomic_load(&applier_running))
+		return true;
+	if (atomic_load(&shim_threads_quit))
+		return false;
 	int no = 0;
 	if (!atomic_compare_exchange_strong(&applier_running, &no, 1))
-		return;
-	if (shim_start_thread(applier_main, 64 * 1024, "syncshim-apply", NULL) < 0)
-		atomic_store(&applier_running, 0); /* whoever needs the bytes applies them */
+		return true;
+	if (shim_start_thread(applier_main, 64 * 1024, "syncshim-apply", NULL) < 0) {
+		atomic_store(&applier_running, 0);
+		return false;
+	}
+	return true;
 }
 
 void held_stop(void)

@@ -61,13 +61,12 @@ static inline uint32_t held_count(const struct held_link *h)
 bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *iov, int cnt, size_t total,
 	       struct held_dep *deps, int ndeps, uint64_t first_self);
 
-/* f's held changes that can go now (their deps are durable) go, here,
- * if no one else is applying: true if f holds nothing then. */
-bool held_try_drain(struct shim_file *f);
-/* Until f holds nothing (its changes are in the kernel: a read, a
- * non-write change, a barrier). Helps apply them. */
+/* Until f holds nothing (its changes are in the kernel: a read, a sync,
+ * a non-write change): the applier thread applies them, the caller
+ * sleeps. */
 void held_apply_file(struct shim_file *f);
-/* Until nothing is held. */
+/* Until nothing is held: a barrier (exit, exec, fork, spawn, set*id),
+ * which applies for itself when the applier thread is not at it. */
 void held_apply_all(void);
 
 /* pread/preadv of the file open on fd at off: the kernel's bytes with

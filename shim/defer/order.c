@@ -1548,10 +1548,10 @@ static bool try_hold(struct write_view *w, bool others, bool only_self)
 	int nd = others ? collect_others(f, deps, 1) : 0;
 	if (nd < 0)
 		return false;
-	/* Its held writes that can go now go first, here: then this one may
-	 * need no holding (no hand-off to the applier for a file whose order
-	 * is already kept). */
-	bool fheld = held_count(&f->hold) > 0 && !held_try_drain(f);
+	/* Once f holds a change, every later write of it is held behind it
+	 * (a file's writes reach the kernel in the order made); the applier
+	 * thread alone applies them, never this write's path. */
+	bool fheld = held_count(&f->hold) > 0;
 	uint64_t self = 0;
 	if (!fheld && atomic_load(&f->ord.listed) && changes_promised_bytes(w, only_self))
 		self = order_self_target(f);

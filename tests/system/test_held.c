@@ -442,6 +442,46 @@ Test(held, a_handler_while_its_thread_waits_for_held_writes_keeps_the_order)
 	cr_assert_eq(byte_at(&run, "C", 4096), 'Y');
 }
 
+/*
+ * Only the applier thread writes held changes to the kernel: a reader that
+ * needs them (here a stat by name) wakes it and sleeps, so no read, sync
+ * or write of the program runs the apply (the flusher's lease, a reopened
+ * descriptor, a failure made the file's error). The applier is stopped at
+ * a test hold before its first pass, and a helper of the test's lets it go
+ * 300 ms after it got there: the stat returns only after that, with the
+ * write made by the applier. When a reader applied for itself whenever the
+ * thread was not at it, the stat applied A at once from the program's own
+ * thread (B's sync takes 30 ms here). The 300 ms only gives that old
+ * behaviour room to show; the test's pass never depends on it.
+ */
+Test(held, only_the_applier_thread_applies_held_writes)
+{
+	char *hold = h_path("hold");
+	pid_t helper = fork();
+	cr_assert_geq(helper, 0);
+	if (helper == 0) {
+		char *reached = h_fmt("%s.reached", hold);
+		for (int i = 0; i < 20000 && access(reached, F_OK) != 0; i++)
+			usleep(1000);
+		usleep(300 * 1000);
+		int fd = open(hold, O_WRONLY | O_CREAT, 0600);
+		_exit(fd < 0);
+	}
+	const char *env[] = { "RECLAYER_SLOW=0:30", "SYNCSHIM_TEST_HOLD_AT=applier_pass",
+			      h_fmt("SYNCSHIM_TEST_HOLD_FILE=%s", hold), NULL };
+	static const char *const script[] = { "a:B", "s:B", "p:A:0:Z", "Q:A", NULL };
+	struct run run = held_run_env(env, script, false);
+	int st = 0;
+	cr_assert(h_wait(helper, 30, &st) && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the test's helper failed");
+	cr_assert_geq(held_count(&run), 1, "A's write was not held:\n%s", h_read_file(run.stats));
+	const struct h_rec *wa = nth_write(&run, ino_of(&run, "A"), 0);
+	cr_assert_neq(wa->tid, wa->pid, "A's held write was applied by the program's own thread, not the applier");
+	cr_assert_geq((unsigned long long)step_field(&run, 3, "t1"), wa->t1,
+		      "the stat returned before the held write reached the kernel");
+	cr_assert_eq(step_field(&run, 3, "ret"), 4096, "stat by name did not see the held write:\n%s", run.out);
+	cr_assert(access(h_fmt("%s.left", hold), F_OK) == 0, "the applier thread never passed its hold");
+}
+
 /* The process ends with the write held: its exit applies it. */
 Test(held, exit_applies_what_is_held)
 {

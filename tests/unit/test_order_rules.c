@@ -111,12 +111,6 @@ bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *io
 	return true;
 }
 
-bool held_try_drain(struct shim_file *f)
-{
-	(void)f;
-	return true;
-}
-
 void held_apply_file(struct shim_file *f)
 {
 	(void)f;
