@@ -51,7 +51,6 @@
 #include "live.h"
 #include "log.h"
 #include "order.h"
-#include "paths.h"
 #include "pace.h"
 #include "risk.h"
 #include "shimfd.h"
@@ -986,20 +985,12 @@ void flusher_sync_requested(struct shim_file *f)
  * descriptor (the file may have no name), else by name, checked. */
 static int reopen_writable(struct shim_file *f, int fd)
 {
-	int d = -1;
-	/* The calling thread's own descriptor: under /proc/thread-self (a
-	 * thread with a table of its own finds under /proc/self its group
-	 * leader's, where that number may be nothing or another file), then
-	 * the file's name. A held write with no way to the file fails, so the
-	 * way is tried every way there is. */
-	for (int thread = 1; fd >= 0 && d < 0 && thread >= 0; thread--) {
-		char p[PROC_FD_NAME_MAX];
-		proc_fd_name(fd, thread, p);
-		d = shimfd_open(p, O_WRONLY | O_NOCTTY, OWN_TEMP);
-		if (d >= 0 && !is_file(d, f)) {
-			shimfd_close(d);
-			d = -1;
-		}
+	/* The calling thread's own descriptor, then the file's name: a held
+	 * write with no way to the file fails, so every way there is is tried. */
+	int d = fd >= 0 ? shimfd_reopen(fd, O_WRONLY | O_NOCTTY, OWN_TEMP) : -1;
+	if (d >= 0 && !is_file(d, f)) {
+		shimfd_close(d);
+		d = -1;
 	}
 	if (d < 0 && f->path && f->path[0])
 		d = shimfd_open(f->path, O_WRONLY | O_NOCTTY, OWN_TEMP);

@@ -242,9 +242,7 @@ void crash_atfork_child(void)
 static int read_fd(struct shim_file *f, int fd)
 {
 	if (f->crash.rfd < 0) {
-		char proc[PROC_FD_NAME_MAX];
-		proc_fd_name(fd, true, proc); /* this thread's table (paths.h) */
-		int r = shimfd_open(proc, O_RDONLY, OWN_TEMP);
+		int r = shimfd_reopen(fd, O_RDONLY, OWN_TEMP);
 		f->crash.rfd = r >= 0 ? shimfd_dup(r, OWN_CRASH, f) : -1;
 		shimfd_close(r);
 	}
@@ -437,15 +435,12 @@ void crash_before_size(int fd, const char *abspath, off_t new_size)
 	struct stat st;
 	int rfd = fd >= 0 ? -1 : shimfd_open(abspath, O_RDONLY | O_NOFOLLOW, OWN_TEMP);
 	int at = fd >= 0 ? fd : rfd;
-	char proc[64];
 	if (at >= 0 && LIBC(fstat)(at, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)new_size != (uint64_t)st.st_size) {
 		uint32_t state;
 		struct shim_file *f = fd >= 0 ? fd_peek(fd, &state) : NULL;
 		bool tracked = f ? f->crash.tracked : crash_in_scope(abspath);
-		if (tracked && rfd < 0 && (uint64_t)new_size < (uint64_t)st.st_size) {
-			proc_fd_name(fd, true, proc); /* this thread's table (paths.h) */
-			rfd = shimfd_open(proc, O_RDONLY, OWN_TEMP);
-		}
+		if (tracked && rfd < 0 && (uint64_t)new_size < (uint64_t)st.st_size)
+			rfd = shimfd_reopen(fd, O_RDONLY, OWN_TEMP);
 		if (tracked)
 			record_size(st.st_dev, st.st_ino, rfd, (uint64_t)st.st_size, (uint64_t)new_size);
 	}

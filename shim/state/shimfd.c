@@ -48,6 +48,7 @@
 
 #include "fdtable.h"
 #include "files.h"
+#include "paths.h"
 #include "shim.h"
 #include "shimfd.h"
 
@@ -176,6 +177,17 @@ int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 	shimfd_nofork_end();
 	shim_nocancel_end(cancel);
 	return fd;
+}
+
+int shimfd_reopen(int fd, int flags, enum shim_fd_owner owner)
+{
+	int d = -1;
+	for (int thread = 1; thread >= 0 && d < 0; thread--) {
+		char p[PROC_FD_NAME_MAX];
+		proc_fd_name(fd, thread, p);
+		d = shimfd_open(p, flags, owner);
+	}
+	return d;
 }
 
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)

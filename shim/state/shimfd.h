@@ -18,6 +18,12 @@ void shimfd_close(int fd);
 /* open()/dup by the shim for itself: O_CLOEXEC, marked, never on a number
  * the app is using. -1 with errno. */
 int shimfd_open(const char *path, int flags, enum shim_fd_owner owner);
+/* The file open on the calling thread's descriptor fd, opened again
+ * through /proc (a description of its own, flags as open's): under
+ * /proc/thread-self, the only table a thread cloned without CLONE_FILES,
+ * or one whose group leader has exited, has there; under /proc/self on
+ * kernels before 3.17, which have no thread-self. -1 with errno. */
+int shimfd_reopen(int fd, int flags, enum shim_fd_owner owner);
 /* Mark fd as the shim's in the app's slot table, unless the calling thread
  * has a table of its own (then no number of the app's is involved). */
 void shimfd_claim(int fd, enum shim_fd_owner owner, struct shim_file *f);

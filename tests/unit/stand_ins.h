@@ -236,6 +236,14 @@ int shimfd_open(const char *path, int flags, enum shim_fd_owner owner)
 	return open(path, flags | O_CLOEXEC);
 }
 
+/* shimfd.c: the file on fd opened again (flusher.c's reopen_writable). */
+int shimfd_reopen(int fd, int flags, enum shim_fd_owner owner)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/thread-self/fd/%d", fd);
+	return shimfd_open(p, flags, owner);
+}
+
 void shimfd_close(int fd)
 {
 	if (fd >= 0)
@@ -348,12 +356,6 @@ static struct shim_file *stand_in_file(int fd, const char *ini)
 	atomic_store(&f->refs, 1);
 	stand_in_registry[stand_in_nfiles++] = f;
 	return f;
-}
-
-/* paths.c: the /proc name of a descriptor (flusher.c's reopen_writable). */
-void proc_fd_name(int fd, bool thread, char *out)
-{
-	snprintf(out, PROC_FD_NAME_MAX, thread ? "/proc/thread-self/fd/%d" : "/proc/self/fd/%d", fd);
 }
 
 #endif
