@@ -30,6 +30,7 @@
 #include "shim.h"
 #include "shimfd.h"
 #include "snapshot.h"
+#include "workers.h"
 
 #define POLL_NS 250000000L
 
@@ -92,6 +93,11 @@ static int build_here(void *arg)
 	return shim_build_policy(b->path, b->next, b->err, b->errlen);
 }
 
+static bool defers(struct shim_file *f)
+{
+	return file_defers(f);
+}
+
 /* The watcher thread is the only publisher, so it may read the live
  * snapshot without a reader section. The ini is read in a child with a
  * descriptor table of its own (the watcher shares the app's: it completes
@@ -120,6 +126,17 @@ static void apply(const char *path)
 	next->log_mode = live->log_mode;
 	policy_publish(next);
 	registry_rematch(next);
+	/* An open file the new rules defer hands its syncs, and its
+	 * synchronous writes, to a flusher thread: started here, as an open
+	 * under such a rule starts it, because the write path starts none
+	 * (flusher_after_write) and a synchronous write with none running
+	 * makes its sync on the spot (oracle case daemon:6878301). */
+	struct shim_file *one = NULL;
+	uint64_t cursor = 0;
+	if (registry_collect(&one, 1, defers, &cursor) > 0) {
+		workers_ensure(false);
+		file_put(one);
+	}
 	flusher_flush_all();
 	log_policy_changed(next);
 	log_event(LOGEV_RELOAD, NULL, 0, "policy reloaded from %s: default %s, %d rule(s)", path,
