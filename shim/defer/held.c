@@ -34,10 +34,10 @@
  *     fork, spawn, set*id) applies for itself when the thread is not at
  *     it, and so does a caller when no thread can be had (apply_mu: one
  *     at a time); a change is held only while the thread runs. A change
- *     goes once every dep is
- *     durable; it is written through the shim's private descriptor of the
- *     file under the flusher's lease (flusher_apply), crash-test mode
- *     recording it as any write, and the floor moves to the next one. A
+ *     goes once every dep is durable; it is written through the shim's
+ *     private descriptor of the file under the flusher's lease
+ *     (flusher_apply), crash-test mode recording it as any write, and the
+ *     floor moves to the next one. A
  *     dep not durable yet is asked for now: the applier leads that sync
  *     itself when it is the only one, else the flusher threads make them
  *     side by side. So a chain of files synced in turn (redo, binlog,
