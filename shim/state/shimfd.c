@@ -190,9 +190,14 @@ int shimfd_reopen(int fd, int flags, enum shim_fd_owner owner)
 	return d;
 }
 
+/* Above the app's numbers, whoever keeps it: open() hands out the lowest
+ * free number, and a program may count on which one it gets (fd_life's
+ * "lowest" step). A private descriptor of a closed file on a low number
+ * shifted the app's next opens by one, and its close, whenever the flusher
+ * got to it, shifted them back. */
 int shimfd_dup(int fd, enum shim_fd_owner owner, struct shim_file *f)
 {
-	int base = !shimfd_own_table && (owner == OWN_LOG || owner == OWN_CRASH) ? shimfd_high_base() : 3;
+	int base = shimfd_own_table ? 3 : shimfd_high_base();
 	shimfd_nofork_begin();
 	int d = claim_or_close(LIBC(fcntl)(fd, F_DUPFD_CLOEXEC, base), owner, f);
 	shimfd_nofork_end();

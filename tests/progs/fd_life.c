@@ -18,6 +18,8 @@
  *   fdopen    fdopen + fwrite + fflush + fsync(fileno) + fclose
  *   over_dat  a .dat file dup2()'ed over a .log file's descriptor
  *   over_log  a .log file dup2()'ed over a .dat file's descriptor
+ *   lowest    a .log file closed with its syncs owed: the next two opens
+ *             still get the two lowest free numbers
  *   reuse     a .log file closed behind the shim's back (raw close) and
  *             its number reused by a .dat file open()ed (seen: the raw
  *             close and a raw reopen both unseen is a stated limit)
@@ -201,6 +203,23 @@ int main(int argc, char **argv)
 	close(lg);
 	exercise("over_log", dt, "over_log.log");
 	close(dt);
+
+	/* The two lowest free numbers, then a file closed with its syncs
+	 * still owed (the shim keeps a descriptor of its own for it): the
+	 * next two opens must still get those two numbers. */
+	int lo = open("/dev/null", O_RDONLY), hi = open("/dev/null", O_RDONLY);
+	close(hi);
+	close(lo);
+	fd = open_new("lowest.log");
+	exercise("lowest", fd, "lowest.log");
+	close(fd);
+	int a = open("/dev/null", O_RDONLY), b = open("/dev/null", O_RDONLY);
+	if (a != lo || b != hi) {
+		printf("FAIL: step lowest: the opens got fds %d and %d, not %d and %d\n", a, b, lo, hi);
+		bad = 1;
+	}
+	close(a);
+	close(b);
 
 	char p[4096];
 	fd = open_new("reuse.log");

@@ -758,7 +758,7 @@ Test(rules, fd_lifecycle_follows_file)
 			cr_expect_eq(h_count(&log, "fsync", ino), expect, "%s: step %s (%s): fsyncs reaching libc",
 				     cfg[k], name, path);
 		}
-		cr_expect_eq(steps, 13, "%s: fd_life printed %d steps:\n%s%s", cfg[k], steps, r.out, r.err);
+		cr_expect_eq(steps, 14, "%s: fd_life printed %d steps:\n%s%s", cfg[k], steps, r.out, r.err);
 	}
 }
 
