@@ -22,12 +22,8 @@
  *     passes everything through (a signal handler inside the shim's work,
  *     a vfork child). Every mark goes at a fork (both sides share every
  *     description), posix_spawn, system, popen, and a vfork child's exec
- *     or exit. An io_uring entry that reads or writes at -1 (or splices,
- *     or is an operation uring.c does not know) drops its descriptor's
- *     mark as the shim looks at it, before the kernel can run it; a ring
- *     whose entries the kernel may take unseen (set up by raw system
- *     calls, polling, or found taking them) stops the marks for the
- *     process's life (uring.c, ring_entry_positions).
+ *     or exit; and for the process's life once it sets up an io_uring
+ *     (whose reads and writes at -1 move positions).
  *   - Not seen, and so not covered: another process taking the descriptor
  *     with pidfd_getfd, a raw clone, system calls made without libc. Those
  *     are the shim's blind spots for everything else too (README).

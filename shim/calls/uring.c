@@ -266,7 +266,6 @@ static void ring_warn(struct ring *r, const char *why)
 	r->warned = true;
 	shim_say("io_uring ring (fd %d): %s: its syncs and writes follow no policy (see README, Limits)",
 		 atomic_load(&r->fd1) - 1, why);
-	pos_stop(); /* its reads and writes at -1 moved positions unseen */
 	held_stop(); /* its reads are unseen too: nothing is held from now on (held.c) */
 }
 
@@ -716,99 +715,11 @@ static bool crash_made(const struct ring *r, struct io_uring_sqe *s, bool *broke
 	return true;
 }
 
-/* ---- file positions ----------------------------------------------------------- */
-
-/* Whether the kernel may move the file position of an entry's descriptor
- * when it runs it: a read or write at offset -1 uses and advances it, as
- * read() and write() do, and so may a splice; an operation this list does
- * not know is assumed to. */
-static bool entry_moves_position(const struct io_uring_sqe *s)
-{
-	switch (s->opcode) {
-	case IORING_OP_READ:
-	case IORING_OP_WRITE:
-	case IORING_OP_READV:
-	case IORING_OP_WRITEV:
-	case IORING_OP_READ_FIXED:
-	case IORING_OP_WRITE_FIXED:
-		return s->off == (__u64)-1;
-	case IORING_OP_NOP:
-	case IORING_OP_FSYNC:
-	case IORING_OP_SYNC_FILE_RANGE:
-	case IORING_OP_FALLOCATE:
-	case IORING_OP_FADVISE:
-	case IORING_OP_MADVISE:
-	case IORING_OP_STATX:
-	case IORING_OP_CLOSE:
-	case IORING_OP_OPENAT:
-	case IORING_OP_OPENAT2:
-	case IORING_OP_FILES_UPDATE:
-	case IORING_OP_POLL_ADD:
-	case IORING_OP_POLL_REMOVE:
-	case IORING_OP_TIMEOUT:
-	case IORING_OP_TIMEOUT_REMOVE:
-	case IORING_OP_LINK_TIMEOUT:
-	case IORING_OP_ASYNC_CANCEL:
-	case IORING_OP_RENAMEAT:
-	case IORING_OP_UNLINKAT:
-	case IORING_OP_MKDIRAT:
-	case IORING_OP_SYMLINKAT:
-	case IORING_OP_LINKAT:
-	case IORING_OP_SENDMSG:
-	case IORING_OP_RECVMSG:
-	case IORING_OP_SEND:
-	case IORING_OP_RECV:
-	case IORING_OP_ACCEPT:
-	case IORING_OP_CONNECT:
-	case IORING_OP_SHUTDOWN:
-	case IORING_OP_EPOLL_CTL:
-		return false;
-	default:
-		return true;
-	}
-}
-
-/* One descriptor of an entry that may move its position: its mark goes
- * (position.h). A registered file the shim cannot map to a descriptor may
- * share its description with any of them: every mark goes, for good. */
-static void forget_position(const struct ring *r, int fd, bool fixed)
-{
-	if (!fixed) {
-		pos_forget(fd);
-		return;
-	}
-	if (r->files_unknown || fd < 0 || (unsigned)fd >= r->nfiles || r->files[fd].fd < 0)
-		pos_stop();
-	else
-		pos_forget(r->files[fd].fd);
-}
-
-/*
- * The kernel's reads and writes at -1 move a description's position where
- * the shim's marks cannot follow. A liburing ring the kernel takes entries
- * from only inside the calls the shim sees has each such entry's marks
- * dropped as it is looked at, before the kernel can run it; every other
- * ring stops the marks for the process (pos_stop): a raw ring (it may be
- * entered by an inline system call), a polling one, one whose entries
- * reached the kernel unseen (ring_warn). MariaDB sets up a ring at start
- * for its data files, and its binary log, written with write() at the
- * position, could otherwise never be held (held.c).
- */
-static void ring_entry_positions(const struct ring *r, const struct io_uring_sqe *s)
-{
-	if (!entry_moves_position(s))
-		return;
-	forget_position(r, s->fd, s->flags & IOSQE_FIXED_FILE);
-	if (s->opcode == IORING_OP_SPLICE || s->opcode == IORING_OP_TEE)
-		forget_position(r, s->splice_fd_in, s->splice_flags & SPLICE_F_FD_IN_FIXED);
-}
-
 /* One entry, its chain's state carried in r: made by the shim, emptied,
  * cancelled, or left for the kernel. */
 static void ring_entry_in_chain(struct ring *r, struct io_uring_sqe *s)
 {
 	__u8 links = s->flags & (IOSQE_IO_LINK | IOSQE_IO_HARDLINK);
-	ring_entry_positions(r, s);
 	if (!r->chain_open) {
 		r->chain_by_shim = true;
 		r->chain_cancel = false;
@@ -838,7 +749,6 @@ static void ring_scan(struct ring *r, unsigned to, unsigned published, bool may_
 	check_unseen(r, head);
 	unsigned from = r->seen_set && (int)(r->seen - head) > 0 ? r->seen : head;
 	if ((unsigned)(to - from) > r->entries) { /* not a sane window: look at nothing, start afresh */
-		pos_stop(); /* what those entries move is not followed */
 		r->seen = to;
 		r->seen_set = true;
 		return;
@@ -1032,13 +942,10 @@ static struct ring *lib_ring_learn(struct io_uring *ring, bool fresh)
 		return NULL;
 	struct ring *r = ring_of(ring->ring_fd);
 	if (fresh || !r || r->khead != ring->sq.khead) {
-		if (ring->flags & IORING_SETUP_SQPOLL)
-			pos_stop(); /* the kernel takes its entries as they are published */
+		pos_stop();
 		r = ring_add(ring->ring_fd, ring->flags);
-		if (!r) {
-			pos_stop(); /* no room to follow it: its entries go unseen */
+		if (!r)
 			return NULL;
-		}
 		r->sqes = ring->sq.sqes;
 		r->array = (ring->flags & IORING_SETUP_NO_SQARRAY) ? NULL : ring->sq.array;
 		r->ktail = ring->sq.ktail;
@@ -1119,9 +1026,9 @@ static int lib_submitted(const struct io_uring *ring, const struct submit_mark *
 static int lib_ring_made(struct io_uring *ring, int ret)
 {
 	if (ret == 0) {
+		pos_stop();
 		int e = errno;
-		if (!lib_ring_learn(ring, true) && !shim_bypass())
-			pos_stop(); /* a ring the shim cannot follow */
+		lib_ring_learn(ring, true);
 		errno = e;
 	}
 	return ret;

@@ -67,8 +67,8 @@
  *   - Scope: a process alone in its ordering domain. Held bytes live in
  *     this process's memory, which a fork child does not see: a process
  *     that forks applies everything first and holds nothing from then on
- *     (held_stop), and so does one whose io_uring entries reach the kernel
- *     unseen (its reads are not seen). A process killed by a signal loses what it held: a suffix
+ *     (held_stop), and so does one that sets up io_uring (its reads are
+ *     not seen). A process killed by a signal loses what it held: a suffix
  *     of its changes, as a power cut within the window would.
  *
  * Locks: apply_mu (one applier), then a file's fl.mu (flusher_apply,

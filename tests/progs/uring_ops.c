@@ -33,13 +33,6 @@
  *       a thread submits write+FSYNC chains on FILE's descriptor while
  *       the main thread closes and reopens it ("libc": the thread makes
  *       pwrite and fsync calls instead); prints "race: ok".
- *   uring_ops position FILE OTHER N [read]
- *       N rounds on one descriptor of FILE: write() a record at the
- *       position, a ring WRITE at offset -1 (with "read": a ring READ of
- *       the record just written, after lseek back), write() another; each
- *       round after a write and fsync of OTHER (under ordered defer FILE's
- *       writes follow it). Every record must be where the kernel's
- *       position put it; prints "position: ok N".
  *   uring_ops sys FILE N
  *       N rounds: write, then syscall(SYS_fsync, fd); prints "sys: ok".
  *   uring_ops aio FILE N [datasync]
@@ -481,84 +474,6 @@ static int cmd_fsyncs(const char *path, int rounds, bool flush)
 	return 0;
 }
 
-/* ---- writes at the position, the ring's and write()'s ----------------------- */
-
-static void record(char *rec, int round, char which)
-{
-	char text[32];
-	snprintf(text, sizeof(text), "r%05d-%c----------", round % 100000, which);
-	memcpy(rec, text, 15);
-	rec[15] = '\n';
-}
-
-/* N rounds on FILE's one descriptor: write() a record at the position,
- * a ring WRITE (or READ, "read") at offset -1 (the position, moved by the
- * kernel), write() another; before each round a write and fsync of OTHER,
- * so under ordered defer FILE's writes have another file's acknowledged
- * sync to follow (they may be held). Then every record must be where the
- * kernel's position put it. */
-static int cmd_position(const char *path, const char *other, int rounds, bool ring_reads)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	int ofd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || ofd < 0)
-		die(path, errno);
-	struct io_uring ring;
-	int r = io_uring_queue_init(8, &ring, 0);
-	if (r < 0)
-		die("io_uring_queue_init", -r);
-	char rec[16], back[16];
-	for (int i = 0; i < rounds; i++) {
-		if (write(ofd, "other-record---\n", 16) != 16 || fsync(ofd) != 0)
-			die("OTHER", errno);
-		record(rec, i, 'a');
-		if (write(fd, rec, 16) != 16)
-			die("write a", errno);
-		struct io_uring_sqe *s = io_uring_get_sqe(&ring);
-		record(rec, i, 'b');
-		if (ring_reads) { /* reads back 'a': at the position, past it */
-			if (lseek(fd, -16, SEEK_CUR) < 0)
-				die("lseek", errno);
-			io_uring_prep_read(s, fd, back, 16, (__u64)-1);
-		} else {
-			io_uring_prep_write(s, fd, rec, 16, (__u64)-1);
-		}
-		io_uring_submit(&ring);
-		struct io_uring_cqe *cqe;
-		if ((r = io_uring_wait_cqe(&ring, &cqe)) < 0)
-			die("io_uring_wait_cqe", -r);
-		if (cqe->res != 16) {
-			printf("position: round %d: the ring's %s returned %d\n", i, ring_reads ? "read" : "write", cqe->res);
-			return 1;
-		}
-		io_uring_cqe_seen(&ring, cqe);
-		record(rec, i, 'a');
-		if (ring_reads && memcmp(back, rec, 16) != 0) {
-			printf("position: round %d: the ring read %.15s, want %.15s\n", i, back, rec);
-			return 1;
-		}
-		record(rec, i, 'c');
-		if (write(fd, rec, 16) != 16)
-			die("write c", errno);
-	}
-	io_uring_queue_exit(&ring);
-	int per = ring_reads ? 2 : 3;
-	const char *kinds = ring_reads ? "ac" : "abc";
-	for (int i = 0; i < rounds; i++)
-		for (int k = 0; k < per; k++) {
-			char want[16];
-			record(want, i, kinds[k]);
-			if (pread(fd, back, 16, (off_t)(i * per + k) * 16) != 16 || memcmp(back, want, 16) != 0) {
-				printf("position: record %d of round %d is %.15s, want %.15s\n", k, i, back, want);
-				return 1;
-			}
-		}
-	close(ofd);
-	close(fd);
-	printf("position: ok %d\n", rounds);
-	return 0;
-}
-
 /* ---- a submitter racing a closer ------------------------------------------- */
 
 static _Atomic int race_fd = -1;
@@ -713,7 +628,7 @@ static int cmd_aio(const char *path, int rounds, bool datasync)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: uring_ops chain|raw|lib|aio|rename|fsyncs|race|sys|position|wal|gettid ARGS\n");
+		fprintf(stderr, "usage: uring_ops chain|raw|lib|aio|rename|fsyncs|race|sys|wal|gettid ARGS\n");
 		return 2;
 	}
 	memset(block, 'u', sizeof(block));
@@ -740,8 +655,6 @@ int main(int argc, char **argv)
 		return cmd_race(argv[2], n, has(argc, argv, 4, "libc"));
 	if (strcmp(cmd, "sys") == 0)
 		return cmd_sys(argv[2], n);
-	if (strcmp(cmd, "position") == 0)
-		return argc < 5 ? 2 : cmd_position(argv[2], argv[3], atoi(argv[4]), has(argc, argv, 5, "read"));
 	if (strcmp(cmd, "gettid") == 0) {
 		long sum = 0, loops = atol(argv[2]);
 		struct timespec c0, c1;

@@ -405,35 +405,6 @@ Test(uring, submit_while_another_thread_closes)
 	}
 }
 
-/* A liburing ring's reads and writes at offset -1 move the descriptor's
- * position where the shim cannot follow it: each such entry makes the
- * shim stop trusting its mark for that descriptor as it is submitted, and
- * the rest of the process keeps its marks (MariaDB sets up a ring for its
- * data files; its binlog, written at the position, can then be held).
- * Every record must be where the kernel's position put it: with the marks
- * kept across the ring's writes, round 0's last record was held over the
- * ring's (it read "r00001-a"). And a write at the position after the
- * ring's setup is still held (on the shim before, none was). */
-Test(uring, ring_moves_positions_and_writes_at_the_position_are_still_held)
-{
-	static const char *const modes[] = { "write", "read" };
-	for (int m = 0; m < 2; m++) {
-		char *stats = h_path(h_fmt("pos.%s.stats", modes[m]));
-		struct h_cmd c;
-		h_cmd_policy(&c, H_SHIM, "defer");
-		h_envf(&c, "SYNCSHIM_TEST_ORDER_STATS=%s", stats);
-		h_args(&c, h_prog("uring_ops"), "position", h_path(h_fmt("pos.%s.dat", modes[m])),
-		       h_path(h_fmt("pos.%s.other", modes[m])), "200", modes[m], NULL);
-		struct h_result r = h_run(&c);
-		h_assert_ok(r, h_fmt("uring_ops position %s", modes[m]));
-		cr_assert(h_has(r.out, "position: ok 200"), "%s:\n%s%s", modes[m], r.out, r.err);
-		const char *held = strstr(h_read_file(stats), " held=");
-		cr_assert(held && strtoll(held + 6, NULL, 10) >= 1,
-			  "%s: no write at the position was held after the ring was set up: %s", modes[m],
-			  h_read_file(stats));
-	}
-}
-
 /* QEMU's io_uring backend (liburing, WRITEV + FSYNC DATASYNC) under defer:
  * its flushes are NOPs, the image reads back intact, exit 0. */
 Test(uring, qemu_io_flushes_deferred)
