@@ -40,6 +40,9 @@ ONLY=" $* "
 # Not under /tmp by default: suites that run programs in a mount namespace
 # with a private /tmp would lose the tree's binaries there.
 SCRATCH=$(mktemp -d "${MUTATE_TMPDIR:-$PWD/..}/syncshim-mutate.XXXXXX")
+# mktemp makes it 0700: the whole make test runs servers and programs as
+# other users (nobody, postgres), which must reach the copy's build.
+chmod 755 "$SCRATCH"
 trap '[ -n "${KEEP:-}" ] && echo "mutate.sh: scratch kept in $SCRATCH" >&2 || rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM
 T=$SCRATCH/tree
