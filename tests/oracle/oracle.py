@@ -1386,7 +1386,8 @@ def check_order(c, run, J, obj_at, klass, mapped_file, eff):
     # real call, unordered (GUARANTEES.md); the checker cannot tell that
     # from a wait, where the handler is an ordinary caller (test_held
     # a_handler_while_its_thread_waits_for_held_writes_keeps_the_order holds
-    # that one). Calls the shim does not make its own work: none.
+    # that one). not_shim: the runner's steps the shim wraps no call of
+    # (a handler landing in them is in the program's own code).
     not_shim = {"kill", "sleep", "wait", "stopkids", "contkids", "killkids"}
     calls_of_tid = {}
     for k in J:
