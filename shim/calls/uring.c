@@ -505,7 +505,7 @@ uint64_t writev_bytes(const struct iovec *remote_iov, unsigned cnt)
 void around_write_order(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt)
 {
 	int e0 = errno;
-	order_before_write(f, fd, off, iov, cnt, false);
+	order_before_write(f, fd, off, iov, cnt, false, NULL);
 	if (off < 0)
 		order_fd_bytes_unseen(fd); /* where it lands is the kernel's: not followed */
 	else

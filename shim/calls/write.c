@@ -92,19 +92,31 @@ static inline size_t iov_total(const struct iovec *iov, int cnt)
 }
 
 /* A write ordering held instead of making it wait (held.c): the program
- * sees it done, all of it; one at the position moves the position past it,
- * in the kernel (the program may ask it) and in the slot's mark. */
-static ssize_t write_was_held(struct shim_file *f, int fd, uint32_t state, enum shim_op op, bool moves,
-			      struct fd_slot *ps, int64_t at, off_t lands, ssize_t r, const struct trace_start *t)
+ * sees it done, all of it. One at the position took its room in the
+ * kernel's position before it was held (order_before_write's moved_to):
+ * the mark follows, to just past it. */
+static ssize_t write_was_held(struct shim_file *f, int fd, uint32_t state, enum shim_op op, struct fd_slot *ps,
+			      int64_t at, off_t moved_to, off_t lands, ssize_t r, const struct trace_start *t)
 {
-	if (moves) {
-		int e = errno;
-		LIBC(lseek)(fd, (off_t)(at + r), SEEK_SET);
-		errno = e;
-		pos_leave(ps, at, at + r);
+	if (moved_to >= 0) {
+		pos_leave(ps, at, moved_to + r);
+		lands = moved_to;
 	}
 	write_done(f, fd, state, op, lands, r, t, true);
 	return r;
+}
+
+/* A write at the position that took its room (moved_to) and then was not
+ * held wrote at moved_to with the positional call: a short or failed one
+ * leaves the position where the plain call would have (exact unless
+ * another mover raced it, which a racing program cannot tell apart). */
+static void position_after_taken(int fd, off_t moved_to, size_t total, ssize_t r)
+{
+	if (r >= 0 && (size_t)r == total)
+		return;
+	int e = errno;
+	LIBC(lseek)(fd, moved_to + (r > 0 ? r : 0), SEEK_SET);
+	errno = e;
 }
 
 /* OFF: where the write lands (-1: the descriptor's position, when
@@ -114,7 +126,7 @@ static ssize_t write_was_held(struct shim_file *f, int fd, uint32_t state, enum 
  * that extends the file costs it no lseek or fstat. A write where it
  * lands is known (and that the program does not expect durable on return:
  * an O_SYNC kept) may be held rather than wait. */
-#define WRITE_BODY(name, op, params, args, MOVES, OFF, IOV, CNT)                     \
+#define WRITE_BODY(name, op, params, args, MOVES, OFF, IOV, CNT, AT_CALL)            \
 	static __attribute__((noinline)) ssize_t name##_tracked params               \
 	{                                                                            \
 		uint32_t state = 0;                                                  \
@@ -131,17 +143,25 @@ static ssize_t write_was_held(struct shim_file *f, int fd, uint32_t state, enum 
 		int64_t at = ps ? pos_enter(ps) : POS_NOT_KNOWN;                     \
 		off_t lands = write_lands(MOVES, OFF, at);                           \
 		struct trace_start t;                                                \
-		if (order_before_write(f, fd, lands, IOV, CNT, lands >= 0 && !osync_kept(state))) { \
+		off_t moved_to = -1;                                                 \
+		if (order_before_write(f, fd, lands, IOV, CNT, lands >= 0 && !osync_kept(state), \
+				       MOVES && at >= 0 ? &moved_to : NULL)) {       \
 			trace_begin(&t);                                             \
-			return write_was_held(f, fd, state, op, MOVES, ps, at, lands, \
+			return write_was_held(f, fd, state, op, ps, at, moved_to, lands, \
 					      (ssize_t)iov_total(IOV, CNT), &t);     \
 		}                                                                    \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
-			crash_write_begin(f, fd, OFF, IOV, CNT, osync_kept(state), &cw); \
+			crash_write_begin(f, fd, moved_to >= 0 ? moved_to : OFF, IOV, CNT, osync_kept(state), &cw); \
 		trace_begin(&t);                                                     \
-		ssize_t r = LIBC(name) args;                                         \
+		ssize_t r = moved_to >= 0 ? AT_CALL : LIBC(name) args;              \
 		crash_write_done(&cw);                                               \
+		if (moved_to >= 0) {                                                 \
+			position_after_taken(fd, moved_to, iov_total(IOV, CNT), r);  \
+			pos_leave(ps, at, pos_after(moved_to, r));                   \
+			write_done(f, fd, state, op, moved_to, r, &t, false);        \
+			return r;                                                    \
+		}                                                                    \
 		bool exact = ps && pos_leave(ps, at, pos_after(at, r));              \
 		write_done(f, fd, state, op, MOVES ? (exact ? (off_t)at : -1) : OFF, r, &t, false); \
 		return r;                                                            \
@@ -169,17 +189,20 @@ static inline off_t write_lands(bool moves, off_t off, int64_t at)
 }
 
 #define ONE(buf, n) (&(struct iovec){ (void *)(buf), (n) })
-WRITE_BODY(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n), true, -1, ONE(buf, n), 1)
+/* AT_CALL: the same write at moved_to (order_before_write), for a write
+ * at the position; the positional calls never take that branch. */
+WRITE_BODY(write, OP_WRITE, (int fd, const void *buf, size_t n), (fd, buf, n), true, -1, ONE(buf, n), 1,
+	   LIBC(pwrite64)(fd, buf, n, moved_to))
 WRITE_BODY(pwrite, OP_PWRITE, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), false, off,
-	   ONE(buf, n), 1)
+	   ONE(buf, n), 1, LIBC(pwrite)(fd, buf, n, off))
 WRITE_BODY(pwrite64, OP_PWRITE, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), false,
-	   off, ONE(buf, n), 1)
+	   off, ONE(buf, n), 1, LIBC(pwrite64)(fd, buf, n, off))
 WRITE_BODY(writev, OP_WRITEV, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), true, -1, iov,
-	   cnt)
+	   cnt, LIBC(pwritev64)(fd, iov, cnt, moved_to))
 WRITE_BODY(pwritev, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off_t off),
-	   (fd, iov, cnt, off), false, off, iov, cnt)
+	   (fd, iov, cnt, off), false, off, iov, cnt, LIBC(pwritev)(fd, iov, cnt, off))
 WRITE_BODY(pwritev64, OP_PWRITEV, (int fd, const struct iovec *iov, int cnt, off64_t off),
-	   (fd, iov, cnt, off), false, off, iov, cnt)
+	   (fd, iov, cnt, off), false, off, iov, cnt, LIBC(pwritev64)(fd, iov, cnt, off))
 
 SHIM_API ssize_t write(int fd, const void *buf, size_t n)
 {
@@ -228,7 +251,7 @@ SHIM_API ssize_t copy_file_range(int fd_in, off64_t *off_in, int fd_out, off64_t
 		return LIBC(copy_file_range)(fd_in, off_in, fd_out, off_out, len, flags);
 	}
 	held_before_read(fd_in); /* its bytes as the program wrote them */
-	order_before_write(f, fd_out, off_out ? (off_t)*off_out : -1, NULL, 0, false);
+	order_before_write(f, fd_out, off_out ? (off_t)*off_out : -1, NULL, 0, false, NULL);
 	struct crash_write cw = { .locked = false };
 	if (unlikely(file_write_work(f) & WRITES_CRASH))
 		crash_write_begin(f, fd_out, off_out ? (off_t)*off_out : -1, ONE(NULL, len), 1, osync_kept(state), &cw);
@@ -287,19 +310,27 @@ static int rwf_adjust(const struct shim_file *f, int flags, uint32_t *state)
 		int64_t at = ps ? pos_enter(ps) : POS_NOT_KNOWN;                     \
 		off_t lands = (flags & RWF_APPEND) ? ORDER_AT_END : write_lands(moves, off, at); \
 		struct trace_start t;                                                \
+		off_t moved_to = -1;                                                 \
 		if (order_before_write(f, fd, lands, iov, cnt,                       \
-				       lands >= 0 && fl == 0 && !osync_kept(state))) { \
+				       lands >= 0 && fl == 0 && !osync_kept(state),  \
+				       ps && at >= 0 ? &moved_to : NULL)) {           \
 			trace_begin(&t);                                             \
-			return write_was_held(f, fd, state, OP_PWRITEV, moves && ps, ps, at, lands, \
+			return write_was_held(f, fd, state, OP_PWRITEV, ps, at, moved_to, lands, \
 					      (ssize_t)iov_total(iov, cnt), &t);     \
 		}                                                                    \
 		struct crash_write cw = { .locked = false };                         \
 		if (unlikely(file_write_work(f) & WRITES_CRASH))                     \
-			crash_write_begin(f, fd, off, iov, cnt,                      \
+			crash_write_begin(f, fd, moved_to >= 0 ? moved_to : off, iov, cnt, \
 					  osync_kept(state) || (fl & (RWF_SYNC | RWF_DSYNC)), &cw); \
 		trace_begin(&t);                                                     \
-		ssize_t r = LIBC(name)(fd, iov, cnt, off, fl);                       \
+		ssize_t r = LIBC(name)(fd, iov, cnt, moved_to >= 0 ? moved_to : off, fl); \
 		crash_write_done(&cw);                                               \
+		if (moved_to >= 0) {                                                 \
+			position_after_taken(fd, moved_to, iov_total(iov, cnt), r);  \
+			pos_leave(ps, at, pos_after(moved_to, r));                   \
+			write_done(f, fd, state, OP_PWRITEV, moved_to, r, &t, false); \
+			return r;                                                    \
+		}                                                                    \
 		bool exact = ps && pos_leave(ps, at, pos_after(at, r));              \
 		off_t done_at = (flags & RWF_APPEND) || (moves && !exact) ? -1 : moves ? (off_t)at : off; \
 		write_done(f, fd, state, OP_PWRITEV, done_at, r, &t, false);         \

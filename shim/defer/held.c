@@ -18,7 +18,9 @@
  *     write (its deps, collected by order.c exactly where it used to wait)
  *     and, if it changes bytes of its own file that an acknowledged sync
  *     promised, its own file's. The writer returns the byte count at once;
- *     a write at the position moves it as the write would have.
+ *     a write at the position took its room in the kernel's position
+ *     first (order.c's take_position), so it lands where the kernel would
+ *     have put it even when another write moved the position meanwhile.
  *   - A file's held changes are a FIFO: once it holds one, every later
  *     write to it is held behind it, so the kernel sees a file's writes in
  *     the order they were made.

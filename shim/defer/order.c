@@ -218,6 +218,9 @@ static _Atomic uint64_t stat_waits_other, stat_waits_self, stat_foreign_syncs, s
 static _Atomic uint64_t stat_held_ordered, stat_held_behind;
 /* Writes over promised bytes that went on at once as tail rewrites. */
 static _Atomic uint64_t stat_tail_rewrites;
+/* Writes at the position about to be held that found it moved since the
+ * mark was read (take_position). */
+static _Atomic uint64_t stat_position_moved;
 
 static bool ordering_off(void)
 {
@@ -1526,9 +1529,33 @@ static int collect_others(struct shim_file *f, struct held_dep *deps, int max)
 	return n;
 }
 
+/* A write at the position about to be held: its bytes' room in the
+ * kernel's position first (order_before_write's moved_to). The mark said
+ * w->off; the kernel says where the bytes go: another caller that wrote
+ * or moved the position since the mark was read (a thread, a handler run
+ * here) moved it. Then they land there, and f's own bytes are followed
+ * as for any write over promised ones. false: the position cannot be
+ * asked (nothing moved; the write is not held). */
+static bool take_position(struct write_view *w, size_t total, uint64_t *self, bool fheld, off_t *moved_to)
+{
+	TEST_POINT("held_position");
+	off_t end = LIBC(lseek)(w->fd, (off_t)total, SEEK_CUR);
+	if (end < 0 || (uint64_t)end < total)
+		return false;
+	*moved_to = end - (off_t)total;
+	if (*moved_to == w->off)
+		return true;
+	atomic_fetch_add_explicit(&stat_position_moved, 1, memory_order_relaxed);
+	w->off = w->pos = *moved_to;
+	w->changes = -1;
+	if (!fheld && atomic_load(&w->f->ord.listed))
+		*self = order_self_target(w->f); /* judged for other bytes: the safe side */
+	return true;
+}
+
 /* Instead of waiting: the write is held (held.c) with what it would have
  * waited for. true: held. */
-static bool try_hold(struct write_view *w, bool others, bool only_self)
+static bool try_hold(struct write_view *w, bool others, bool only_self, off_t *moved_to)
 {
 	struct shim_file *f = w->f;
 	if (w->off < 0)
@@ -1557,6 +1584,11 @@ static bool try_hold(struct write_view *w, bool others, bool only_self)
 		self = order_self_target(f);
 	if (!nd && !self && !fheld)
 		return false; /* nothing to wait for: the write goes straight on */
+	if (moved_to && !take_position(w, total, &self, fheld, moved_to)) {
+		for (int i = 0; i < nd; i++)
+			file_put(deps[i].g);
+		return false;
+	}
 	if (held_hold(f, w->fd, (uint64_t)w->off, w->iov, w->cnt, total, deps, nd, self)) {
 		atomic_fetch_add_explicit(nd || self ? &stat_held_ordered : &stat_held_behind, 1, memory_order_relaxed);
 		return true;
@@ -1569,13 +1601,14 @@ static bool try_hold(struct write_view *w, bool others, bool only_self)
 /* The write has something to follow: it waits, or is held (true). Out of
  * line, so the cheap answers of order_write_slow pay for no frame. */
 static __attribute__((noinline)) bool wait_or_hold(struct shim_file *f, int fd, off_t off, const struct iovec *iov,
-						   int cnt, bool holdable, bool others, bool only_self)
+						   int cnt, bool holdable, bool others, bool only_self,
+						   off_t *moved_to)
 {
 	if (!file_tryref(f)) /* the write path holds none: a close may be recycling it */
 		return false;
 	int e = errno;
 	struct write_view w = { f, fd, off, iov, cnt, -2, -1, 0 };
-	bool held = holdable && iov && !ordering_off() && held_allowed() && try_hold(&w, others, only_self);
+	bool held = holdable && iov && !ordering_off() && held_allowed() && try_hold(&w, others, only_self, moved_to);
 	if (!held) {
 		if (held_count(&f->hold))
 			held_apply_file(f); /* its held writes reach the kernel first */
@@ -1593,7 +1626,7 @@ static __attribute__((noinline)) bool wait_or_hold(struct shim_file *f, int fd, 
 }
 
 bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov, int cnt,
-		      bool holdable)
+		      bool holdable, off_t *moved_to)
 {
 	/* A hint, confirmed by listed: the slot may be changing meanwhile. */
 	uint32_t slot = atomic_load_explicit(&f->ord.slot, memory_order_relaxed);
@@ -1610,7 +1643,7 @@ bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
 		if (off == ORDER_AT_END)
 			return false;
 	}
-	return wait_or_hold(f, fd, off, iov, cnt, holdable, others, only_self);
+	return wait_or_hold(f, fd, off, iov, cnt, holdable, others, only_self, moved_to);
 }
 
 void order_before_change(struct shim_file *f)
@@ -1679,6 +1712,7 @@ void order_atfork_child(void)
 	atomic_store(&stat_held_ordered, 0);
 	atomic_store(&stat_held_behind, 0);
 	atomic_store(&stat_tail_rewrites, 0);
+	atomic_store(&stat_position_moved, 0);
 	atomic_store(&held_here, 0);
 	atomic_store(&domain_users, 0);
 	fork_child = true;
@@ -1704,7 +1738,7 @@ __attribute__((destructor)) static void report_order_stats(void)
 	shim_test_report("SYNCSHIM_TEST_ORDER_STATS",
 			 "order: pid=%d waits_other=%llu waits_self=%llu foreign_syncs=%llu checks_asked=%llu "
 			 "held=%llu held_behind=%llu held_bytes=%llu apply_rounds=%llu read_waits=%llu bound_waits=%llu "
-			 "tail_rewrites=%llu\n",
+			 "tail_rewrites=%llu position_moved=%llu\n",
 			 (int)getpid(), (unsigned long long)atomic_load(&stat_waits_other),
 			 (unsigned long long)atomic_load(&stat_waits_self),
 			 (unsigned long long)atomic_load(&stat_foreign_syncs),
@@ -1712,5 +1746,6 @@ __attribute__((destructor)) static void report_order_stats(void)
 			 (unsigned long long)atomic_load(&stat_held_ordered),
 			 (unsigned long long)atomic_load(&stat_held_behind), (unsigned long long)hs.held_bytes,
 			 (unsigned long long)hs.applied_rounds, (unsigned long long)hs.read_waits,
-			 (unsigned long long)hs.bound_waits, (unsigned long long)atomic_load(&stat_tail_rewrites));
+			 (unsigned long long)hs.bound_waits, (unsigned long long)atomic_load(&stat_tail_rewrites),
+			 (unsigned long long)atomic_load(&stat_position_moved));
 }

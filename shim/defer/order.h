@@ -52,7 +52,7 @@ void order_acked(struct shim_file *f);
 void order_synced(struct shim_file *f);
 
 bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, const struct iovec *iov,
-		      int cnt, bool holdable);
+		      int cnt, bool holdable, off_t *moved_to);
 
 /* A write's offset when it lands at the end of the file whatever the
  * position says (O_APPEND, RWF_APPEND): forward of every promised byte. */
@@ -68,14 +68,24 @@ bool order_write_slow(struct shim_file *f, int fd, uint64_t summary, off_t off, 
  * wait. holdable (a plain write at a known offset off): instead of
  * waiting, the write may be held (held.c): then true is returned, and
  * the caller does not make it (it returns the full count). errno is kept.
+ *
+ * moved_to (not NULL: a write at the descriptor's position, off the
+ * slot's mark, which the caller has claimed): a write about to be held
+ * first takes its bytes' room in the kernel's position (lseek by its
+ * length from where the position is: atomic against every other mover
+ * of the description), and *moved_to says where they start. That is
+ * where they land, held or not: another thread, or a signal handler,
+ * that wrote at the position meanwhile moved it, and a mark cannot see
+ * that in time. When *moved_to >= 0 and false is returned, the caller
+ * writes at *moved_to (pwrite), not at the position.
  */
 static inline bool order_before_write(struct shim_file *f, int fd, off_t off, const struct iovec *iov, int cnt,
-				      bool holdable)
+				      bool holdable, off_t *moved_to)
 {
 	uint64_t s = atomic_load_explicit(ORDER_SUMMARY(order_dom), memory_order_relaxed);
 	if (likely(s == 0))
 		return false;
-	return order_write_slow(f, fd, s, off, iov, cnt, holdable);
+	return order_write_slow(f, fd, s, off, iov, cnt, holdable, moved_to);
 }
 
 /* After a write of r bytes at off (-1: the position, not known) to f

@@ -59,7 +59,8 @@
  *   N:NAME:COUNT  COUNT files NAME.0 .. NAME.COUNT-1: each opened, one byte
  *                 written, fsynced, kept open (the descriptor limit raised)
  *   H:NAME:OFF:C  arm a SIGUSR1 handler that, the first time it runs, pwrites
- *                 4096 bytes of C at OFF of NAME (opened now); "done" then
+ *                 4096 bytes of C at OFF of NAME (opened now; OFF "-": a
+ *                 write() at the descriptor's position); "done" then
  *                 says handler=1 if it ran (the shim raises the signal at a
  *                 test point: SYNCSHIM_TEST_SIGNAL_AT)
  * The main thread gone (only as the first step):
@@ -122,7 +123,9 @@ static void on_usr1(int sig)
 	int e = errno;
 	static char block[4096];
 	memset(block, handler_fill, sizeof(block));
-	if (pwrite(handler_fd, block, sizeof(block), handler_off) != (ssize_t)sizeof(block))
+	ssize_t r = handler_off < 0 ? write(handler_fd, block, sizeof(block))
+				    : pwrite(handler_fd, block, sizeof(block), handler_off);
+	if (r != (ssize_t)sizeof(block))
 		handler_ran = -1;
 	errno = e;
 }
@@ -635,7 +638,7 @@ static int run_steps(int argc, char **argv, int first)
 		}
 		case 'H': {
 			handler_fd = fd;
-			handler_off = a1 ? atoll(a1) : 0;
+			handler_off = a1 && *a1 == '-' ? -1 : a1 ? atoll(a1) : 0;
 			handler_fill = a2 ? *a2 : 'x';
 			struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 			sigemptyset(&sa.sa_mask);

@@ -443,6 +443,36 @@ Test(held, a_handler_while_its_thread_waits_for_held_writes_keeps_the_order)
 }
 
 /*
+ * Two writes at one description's position at once, the second from a
+ * signal handler that lands inside the first one's call before the shim
+ * has placed it (SYNCSHIM_TEST_SIGNAL_AT=held_position: the first write is
+ * about to be held behind B's acknowledged sync). Without the shim the
+ * kernel gives each write its own bytes: the handler's Y at 0, then Z at
+ * 4096, then Q at 8192. The shim read Z's offset (0) from its mark before
+ * the handler moved the position; when it held Z at 0 and set the position
+ * to 4096, the applier wrote Z over Y and Q went over Z. Z must take its
+ * room from the kernel's position instead.
+ */
+Test(held, a_write_at_the_position_raced_by_another_keeps_both)
+{
+	static const char *const script[] = { "a:B", "s:B", "H:A:-:Y", "W:A:Z", "W:A:Q", "F:A", NULL };
+	static const char *const env[] = { SLOW_SYNC, "SYNCSHIM_TEST_SIGNAL_AT=held_position", NULL };
+	struct run run = held_run_env(env, script, false);
+	cr_assert(h_has(run.out, "handler=1"), "the handler never ran (or its write failed):\n%s", run.out);
+	cr_assert_geq(held_count(&run), 1, "Z was not held:\n%s", h_read_file(run.stats));
+	cr_assert(h_has(h_read_file(run.stats), "position_moved=1"), "the shim did not see the position move:\n%s",
+		  h_read_file(run.stats));
+	cr_assert_eq(step_field(&run, 5, "ret"), 3 * 4096, "fstat's size:\n%s", run.out);
+	cr_assert_eq(byte_at(&run, "A", 0), 'Y', "the handler's write was lost");
+	cr_assert_eq(byte_at(&run, "A", 4096), 'Z', "the held write did not land past the handler's");
+	cr_assert_eq(byte_at(&run, "A", 8192), 'Q', "the next write at the position did not land past both");
+	/* The kernel saw each at its own offset (the recording layer). */
+	unsigned long long a = ino_of(&run, "A");
+	cr_assert_eq(nth_write(&run, a, 0)->off, 0);
+	cr_assert_eq(nth_write(&run, a, 1)->off, 4096);
+}
+
+/*
  * Only the applier thread writes held changes to the kernel: a reader that
  * needs them (here a stat by name) wakes it and sleeps, so no read, sync
  * or write of the program runs the apply (the flusher's lease, a reopened

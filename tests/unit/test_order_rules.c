@@ -186,7 +186,7 @@ static bool app_write_at(struct shim_file *f, int fd, off_t off, char c, size_t 
 	cr_assert_leq(n, sizeof(buf));
 	memset(buf, c, n);
 	struct iovec iov = { buf, n };
-	if (order_before_write(f, fd, off, &iov, 1, holdable))
+	if (order_before_write(f, fd, off, &iov, 1, holdable, NULL))
 		return true;
 	ssize_t r = pwrite(fd, buf, n, off);
 	cr_assert_eq(r, (ssize_t)n, "pwrite: %s", strerror(errno));
