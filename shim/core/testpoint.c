@@ -19,7 +19,7 @@
 
 /* SYNCSHIM_TEST_SIGNAL_AT=all or a comma-separated list of point names
  * (alloc, registry, regions, fl_mu, lead, log_queue, policy, write, order,
- * domain, held_wait):
+ * domain, held_wait, held_position):
  * the calling thread sends itself SYNCSHIM_TEST_SIGNAL (default SIGUSR1)
  * there, so a test's handler runs exactly inside that critical section.
  * At most SYNCSHIM_TEST_SIGNAL_MAX (default 200) signals per thread: a
