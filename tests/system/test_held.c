@@ -597,3 +597,37 @@ Test(held, past_max_bytes_the_writer_waits)
 	cr_assert_leq(x->t1, (unsigned long long)step_field(&run, 4, "t1"), "the write past the bound was held");
 	cr_assert_eq(byte_at(&run, "A", 8192), 'X');
 }
+
+/* The same bound met by writes at the position: the third took its room
+ * in the kernel's position before the hold was refused, so it is made
+ * at that room (pwrite), and the position is where write() would have
+ * left it: the fourth write lands after it. */
+Test(held, past_max_bytes_a_write_at_the_position_lands_at_its_room)
+{
+	char *dir = data_dir();
+	char *ini = h_path("bound.ini");
+	char *stats = h_path("bound.stats");
+	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n[rule data]\npath = %s/*\nsync = defer\n"
+				"max_delay_ms = 10000\nmax_calls = 1000000\nmax_bytes = 8192\n",
+				dir));
+	struct h_cmd c;
+	h_cmd_init(&c, H_SHIM_REC);
+	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
+	h_envf(&c, "SYNCSHIM_TEST_ORDER_STATS=%s", stats);
+	h_env(&c, SLOW_SYNC);
+	h_args(&c, h_prog("ord_steps"), dir, "a:B", "s:B", "W:A:Z", "W:A:Y", "W:A:X", "W:A:Q", "F:A", NULL);
+	struct h_result r = h_run(&c);
+	h_assert_ok(r, "ord_steps");
+	struct run run = { h_log_load(&c), r.out, r.err, dir, stats, r.code };
+	cr_assert_geq(held_count(&run), 2, "%s", h_read_file(stats));
+	cr_assert(h_has(h_read_file(stats), "bound_waits=1"), "the third write did not meet the bound:\n%s",
+		  h_read_file(stats));
+	const struct h_rec *x = nth_write(&run, ino_of(&run, "A"), 2);
+	cr_assert_eq(x->off, 8192, "the write past the bound reached the kernel at %lld", x->off);
+	cr_assert_leq(x->t1, (unsigned long long)step_field(&run, 4, "t1"), "the write past the bound was held");
+	cr_assert_eq(step_field(&run, 6, "ret"), 4 * 4096, "fstat's size:\n%s", run.out);
+	cr_assert_eq(byte_at(&run, "A", 0), 'Z');
+	cr_assert_eq(byte_at(&run, "A", 4096), 'Y');
+	cr_assert_eq(byte_at(&run, "A", 8192), 'X');
+	cr_assert_eq(byte_at(&run, "A", 12288), 'Q');
+}
