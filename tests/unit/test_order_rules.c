@@ -84,6 +84,7 @@ void workers_schedule(struct shim_file *f, bool urgent)
 }
 
 static bool holding_allowed;
+static bool hold_refused; /* held_hold says no, as a bound would */
 
 struct held_write {
 	struct shim_file *f;
@@ -104,6 +105,8 @@ bool held_hold(struct shim_file *f, int fd, uint64_t pos, const struct iovec *io
 	       struct held_dep *deps, int ndeps, uint64_t first_self)
 {
 	(void)fd, (void)iov, (void)cnt;
+	if (hold_refused)
+		return false; /* the caller keeps its references */
 	cr_assert_lt(nhelds, 16);
 	helds[nhelds++] = (struct held_write){ f, pos, total, ndeps, ndeps ? deps[0] : (struct held_dep){ 0 }, first_self };
 	for (int i = 0; i < ndeps; i++)
@@ -421,4 +424,78 @@ Test(order_rules, once_the_other_files_sync_is_real_nothing_waits_or_is_held)
 		     nwaits ? (waits[0].f == a ? "A" : "B") : "-", nwaits ? (unsigned long long)waits[0].target : 0ull);
 	cr_expect_eq(nhelds, 0);
 	cr_expect_eq(byte_at(fb, 4096), 'c');
+}
+
+/* ---- a write at the position ------------------------------------------------ */
+
+/* A write at the descriptor's position (the write wrappers pass the slot's
+ * mark as off, and moved_to): held, it takes its bytes' room in the
+ * kernel's position first. */
+static bool app_write_at_position(struct shim_file *f, int fd, off_t mark, char c, size_t n, off_t *moved_to)
+{
+	static char buf[4096];
+	cr_assert_leq(n, sizeof(buf));
+	memset(buf, c, n);
+	struct iovec iov = { buf, n };
+	*moved_to = -1;
+	return order_before_write(f, fd, mark, &iov, 1, true, moved_to);
+}
+
+Test(order_rules, a_held_write_at_the_position_takes_its_room_from_the_kernel)
+{
+	int fa, fb;
+	struct shim_file *a = open_deferred("wal", O_RDWR, &fa);
+	struct shim_file *b = open_deferred("table", O_RDWR, &fb);
+	app_write(a, fa, 0, 'a', 4096);
+	app_deferred_sync(a);
+	holding_allowed = true;
+	off_t moved;
+	cr_assert(app_write_at_position(b, fb, 0, 'b', 4096, &moved), "B's write is held behind A");
+	cr_expect_eq(moved, 0, "its room starts where the mark said");
+	cr_expect_eq(lseek(fb, 0, SEEK_CUR), 4096, "the kernel's position is past it");
+	cr_assert_eq(nhelds, 1);
+	cr_expect_eq(helds[0].pos, 0);
+	cr_expect_eq(atomic_load(&stat_position_moved), 0);
+}
+
+/* Another writer moved the position after the mark was read (a thread, a
+ * handler): the held write lands where the kernel says, not over it. */
+Test(order_rules, a_held_write_whose_position_moved_lands_where_the_kernel_says)
+{
+	int fa, fb;
+	struct shim_file *a = open_deferred("wal", O_RDWR, &fa);
+	struct shim_file *b = open_deferred("table", O_RDWR, &fb);
+	app_write(a, fa, 0, 'a', 4096);
+	app_deferred_sync(a);
+	cr_assert_eq(write(fb, "x", 1), 1); /* the other writer: the position is 1 now */
+	holding_allowed = true;
+	off_t moved;
+	cr_assert(app_write_at_position(b, fb, 0, 'b', 4096, &moved), "B's write is held behind A");
+	cr_expect_eq(moved, 1, "its room starts where the kernel's position was");
+	cr_expect_eq(lseek(fb, 0, SEEK_CUR), 4097);
+	cr_assert_eq(nhelds, 1);
+	cr_expect_eq(helds[0].pos, 1, "held at %llu, over the other writer's byte", (unsigned long long)helds[0].pos);
+	cr_expect_eq(atomic_load(&stat_position_moved), 1);
+	cr_expect_eq(byte_at(fb, 0), 'x');
+}
+
+/* Refused by a bound after it took its room: not held, it waits as a
+ * write does, and the caller writes at the room (moved_to), since the
+ * position is already past it. */
+Test(order_rules, a_write_at_the_position_refused_after_taking_its_room_is_written_there)
+{
+	int fa, fb;
+	struct shim_file *a = open_deferred("wal", O_RDWR, &fa);
+	struct shim_file *b = open_deferred("table", O_RDWR, &fb);
+	app_write(a, fa, 0, 'a', 4096);
+	app_deferred_sync(a);
+	holding_allowed = true;
+	hold_refused = true;
+	off_t moved;
+	cr_assert(!app_write_at_position(b, fb, 0, 'b', 4096, &moved), "refused: not held");
+	cr_expect_eq(moved, 0, "the caller is told where its room is");
+	cr_expect_eq(lseek(fb, 0, SEEK_CUR), 4096);
+	cr_expect_eq(nhelds, 0);
+	cr_assert_eq(nwaits, 1, "it waited for A's acknowledged sync instead");
+	cr_expect_eq(waits[0].f, a);
 }
