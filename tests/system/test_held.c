@@ -572,8 +572,9 @@ Test(held, a_write_through_a_read_only_descriptor_fails_as_before)
 	cr_assert_eq(h_size(h_fmt("%s/A", run.dir)), 0);
 }
 
-/* Held bytes count toward max_bytes: past it the writer waits as before. */
-Test(held, past_max_bytes_the_writer_waits)
+/* ord_steps under defer with max_bytes = 8192: two 4 KiB held writes fill
+ * it, a third meets the bound. */
+static struct run bound_run(const char *const *script)
 {
 	char *dir = data_dir();
 	char *ini = h_path("bound.ini");
@@ -586,12 +587,21 @@ Test(held, past_max_bytes_the_writer_waits)
 	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
 	h_envf(&c, "SYNCSHIM_TEST_ORDER_STATS=%s", stats);
 	h_env(&c, SLOW_SYNC);
-	h_args(&c, h_prog("ord_steps"), dir, "a:B", "s:B", "p:A:0:Z", "p:A:4096:Y", "p:A:8192:X", NULL);
+	h_args(&c, h_prog("ord_steps"), dir, NULL);
+	for (const char *const *st = script; *st; st++)
+		h_arg(&c, *st);
 	struct h_result r = h_run(&c);
 	h_assert_ok(r, "ord_steps");
-	struct run run = { h_log_load(&c), r.out, r.err, dir, stats, r.code };
-	cr_assert_eq(held_count(&run), 2, "held more than max_bytes allows:\n%s", h_read_file(stats));
-	cr_assert(h_has(h_read_file(stats), "bound_waits=1"), "%s", h_read_file(stats));
+	return (struct run){ h_log_load(&c), r.out, r.err, dir, stats, r.code };
+}
+
+/* Held bytes count toward max_bytes: past it the writer waits as before. */
+Test(held, past_max_bytes_the_writer_waits)
+{
+	static const char *const script[] = { "a:B", "s:B", "p:A:0:Z", "p:A:4096:Y", "p:A:8192:X", NULL };
+	struct run run = bound_run(script);
+	cr_assert_eq(held_count(&run), 2, "held more than max_bytes allows:\n%s", h_read_file(run.stats));
+	cr_assert(h_has(h_read_file(run.stats), "bound_waits=1"), "%s", h_read_file(run.stats));
 	const struct h_rec *x = nth_write(&run, ino_of(&run, "A"), 2);
 	cr_assert_eq(x->off, 8192);
 	cr_assert_leq(x->t1, (unsigned long long)step_field(&run, 4, "t1"), "the write past the bound was held");
@@ -604,24 +614,11 @@ Test(held, past_max_bytes_the_writer_waits)
  * left it: the fourth write lands after it. */
 Test(held, past_max_bytes_a_write_at_the_position_lands_at_its_room)
 {
-	char *dir = data_dir();
-	char *ini = h_path("bound.ini");
-	char *stats = h_path("bound.stats");
-	h_write_file(ini, h_fmt("[shim]\npolicy = passthrough\n[rule data]\npath = %s/*\nsync = defer\n"
-				"max_delay_ms = 10000\nmax_calls = 1000000\nmax_bytes = 8192\n",
-				dir));
-	struct h_cmd c;
-	h_cmd_init(&c, H_SHIM_REC);
-	h_envf(&c, "SYNCSHIM_CONFIG=%s", ini);
-	h_envf(&c, "SYNCSHIM_TEST_ORDER_STATS=%s", stats);
-	h_env(&c, SLOW_SYNC);
-	h_args(&c, h_prog("ord_steps"), dir, "a:B", "s:B", "W:A:Z", "W:A:Y", "W:A:X", "W:A:Q", "F:A", NULL);
-	struct h_result r = h_run(&c);
-	h_assert_ok(r, "ord_steps");
-	struct run run = { h_log_load(&c), r.out, r.err, dir, stats, r.code };
-	cr_assert_geq(held_count(&run), 2, "%s", h_read_file(stats));
-	cr_assert(h_has(h_read_file(stats), "bound_waits=1"), "the third write did not meet the bound:\n%s",
-		  h_read_file(stats));
+	static const char *const script[] = { "a:B", "s:B", "W:A:Z", "W:A:Y", "W:A:X", "W:A:Q", "F:A", NULL };
+	struct run run = bound_run(script);
+	cr_assert_geq(held_count(&run), 2, "%s", h_read_file(run.stats));
+	cr_assert(h_has(h_read_file(run.stats), "bound_waits=1"), "the third write did not meet the bound:\n%s",
+		  h_read_file(run.stats));
 	const struct h_rec *x = nth_write(&run, ino_of(&run, "A"), 2);
 	cr_assert_eq(x->off, 8192, "the write past the bound reached the kernel at %lld", x->off);
 	cr_assert_leq(x->t1, (unsigned long long)step_field(&run, 4, "t1"), "the write past the bound was held");

@@ -441,13 +441,23 @@ static bool app_write_at_position(struct shim_file *f, int fd, off_t mark, char 
 	return order_before_write(f, fd, mark, &iov, 1, true, moved_to);
 }
 
+/* B's file opened behind A's acknowledged sync (A: the WAL, B: the
+ * table): a write of B now has A's request 1 to follow. *fb: B's
+ * descriptor, at position 0. */
+static struct shim_file *table_behind_acked_wal(struct shim_file **a, int *fb)
+{
+	int fa;
+	*a = open_deferred("wal", O_RDWR, &fa);
+	struct shim_file *b = open_deferred("table", O_RDWR, fb);
+	app_write(*a, fa, 0, 'a', 4096);
+	app_deferred_sync(*a);
+	return b;
+}
+
 Test(order_rules, a_held_write_at_the_position_takes_its_room_from_the_kernel)
 {
-	int fa, fb;
-	struct shim_file *a = open_deferred("wal", O_RDWR, &fa);
-	struct shim_file *b = open_deferred("table", O_RDWR, &fb);
-	app_write(a, fa, 0, 'a', 4096);
-	app_deferred_sync(a);
+	int fb;
+	struct shim_file *a, *b = table_behind_acked_wal(&a, &fb);
 	holding_allowed = true;
 	off_t moved;
 	cr_assert(app_write_at_position(b, fb, 0, 'b', 4096, &moved), "B's write is held behind A");
@@ -462,11 +472,8 @@ Test(order_rules, a_held_write_at_the_position_takes_its_room_from_the_kernel)
  * handler): the held write lands where the kernel says, not over it. */
 Test(order_rules, a_held_write_whose_position_moved_lands_where_the_kernel_says)
 {
-	int fa, fb;
-	struct shim_file *a = open_deferred("wal", O_RDWR, &fa);
-	struct shim_file *b = open_deferred("table", O_RDWR, &fb);
-	app_write(a, fa, 0, 'a', 4096);
-	app_deferred_sync(a);
+	int fb;
+	struct shim_file *a, *b = table_behind_acked_wal(&a, &fb);
 	cr_assert_eq(write(fb, "x", 1), 1); /* the other writer: the position is 1 now */
 	holding_allowed = true;
 	off_t moved;
@@ -484,11 +491,8 @@ Test(order_rules, a_held_write_whose_position_moved_lands_where_the_kernel_says)
  * position is already past it. */
 Test(order_rules, a_write_at_the_position_refused_after_taking_its_room_is_written_there)
 {
-	int fa, fb;
-	struct shim_file *a = open_deferred("wal", O_RDWR, &fa);
-	struct shim_file *b = open_deferred("table", O_RDWR, &fb);
-	app_write(a, fa, 0, 'a', 4096);
-	app_deferred_sync(a);
+	int fb;
+	struct shim_file *a, *b = table_behind_acked_wal(&a, &fb);
 	holding_allowed = true;
 	hold_refused = true;
 	off_t moved;
